@@ -1,0 +1,56 @@
+/**
+ * Pure formatting of intervals and due times for people, shared by the
+ * `/loop` command replies and the dock so both say the same thing.
+ * @module dsh-plugin-loop/format
+ */
+
+const UNITS: readonly (readonly [suffix: string, seconds: number])[] = [
+  ['d', 86_400],
+  ['h', 3_600],
+  ['m', 60],
+  ['s', 1],
+]
+
+/**
+ * Mixed-unit duration: `45s`, `1m 30s`, `2h`, `1d 2h 3m 4s`; zero units are omitted.
+ * @param totalSeconds - non-negative whole seconds.
+ * @returns the compact text.
+ */
+export function formatDuration(totalSeconds: number): string {
+  let rest = Math.max(0, Math.floor(totalSeconds))
+  const parts: string[] = []
+  for (const [suffix, size] of UNITS) {
+    const count = Math.floor(rest / size)
+    rest -= count * size
+    if (count > 0) parts.push(`${count}${suffix}`)
+  }
+  return parts.length === 0 ? '0s' : parts.join(' ')
+}
+
+/**
+ * The interval label: `every 30s`, `every 1m 30s`.
+ * @param seconds - the loop's `time_in_seconds`.
+ * @returns the label.
+ */
+export function formatInterval(seconds: number): string {
+  return `every ${formatDuration(seconds)}`
+}
+
+/** When the next occurrence is, relative to now. */
+export interface NextDue {
+  /** True once `next_at <= now`: the heartbeat is waiting for its drive. */
+  readonly overdue: boolean
+  /** `next in 8s` or `overdue by 3s`. */
+  readonly text: string
+}
+
+/**
+ * Describe a due time relative to now, rounding the countdown up so it never shows `0s` early.
+ * @param nextAt - epoch milliseconds of the next occurrence.
+ * @param now - epoch milliseconds.
+ * @returns overdue flag and text.
+ */
+export function describeNextDue(nextAt: number, now: number): NextDue {
+  if (nextAt <= now) return { overdue: true, text: `overdue by ${formatDuration((now - nextAt) / 1000)}` }
+  return { overdue: false, text: `next in ${formatDuration(Math.ceil((nextAt - now) / 1000))}` }
+}

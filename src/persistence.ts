@@ -1,0 +1,68 @@
+/**
+ * The persistence barrier and the host event-catalog registration.
+ * @module dsh-plugin-loop/persistence
+ */
+import { createRequire } from 'node:module'
+import { pathToFileURL } from 'node:url'
+import type { Context } from '@deepseek-ai/cordis'
+import type { Session } from '@deepseek-ai/dsh-session'
+import * as ownSessionModule from '@deepseek-ai/dsh-session'
+import { LOOP_CHANGE_EVENT } from './domain.ts'
+import { LoopError } from './errors.ts'
+
+/**
+ * Require one acknowledged flush of the session's pending events.
+ * `false` (no persistence listened), a rejection and a throw are all failures.
+ * @param ctx - context carrying `ctx.sessions`.
+ * @param session - the live session to flush.
+ * @throws LoopError `persistence_failed`.
+ */
+export async function flushSession(ctx: Context, session: Session): Promise<void> {
+  let acknowledged: boolean
+  try {
+    acknowledged = await ctx.sessions.flush(session)
+  } catch (error) {
+    throw new LoopError('persistence_failed', `Session persistence failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+  }
+  if (!acknowledged) throw new LoopError('persistence_failed', 'Session persistence did not acknowledge the flush; no persistence is mounted for this session.')
+}
+
+/** The one mutable shape we need from a `KNOWN_SESSION_EVENT_TYPES` instance. */
+type EventTypeCatalog = Set<string>
+
+/** Load the host's own `@deepseek-ai/dsh-session`, resolved from the running entry point. */
+async function importHostSessionModule(entry: string | undefined): Promise<unknown> {
+  if (entry === undefined || entry === '') return undefined
+  try {
+    const resolved = createRequire(entry).resolve('@deepseek-ai/dsh-session')
+    return await import(pathToFileURL(resolved).href)
+  } catch {
+    // The entry may not see the package (a test runner, a bundled host); our own import still counts.
+    return undefined
+  }
+}
+
+/** The catalog a module exports, when it exports one we can extend. */
+function catalogOf(module: unknown): EventTypeCatalog | undefined {
+  const catalog = (module as { KNOWN_SESSION_EVENT_TYPES?: unknown } | undefined)?.KNOWN_SESSION_EVENT_TYPES
+  return catalog instanceof Set ? (catalog as EventTypeCatalog) : undefined
+}
+
+/**
+ * Add `loop/change` to the host's persisted-event catalog so sessions holding
+ * loops can be reloaded. The host's persistence reads the instance of its own
+ * `@deepseek-ai/dsh-session`, which a plugin installed in a profile does not
+ * share, so the instance resolved from `process.argv[1]` is extended as well as ours.
+ * The entry stays registered after disposal: see SPEC.md, "Event catalog".
+ * @param entry - the host entry point, normally `process.argv[1]`.
+ * @returns how many distinct catalogs now know `loop/change`.
+ */
+export async function registerLoopEventType(entry: string | undefined): Promise<number> {
+  const catalogs = new Set<EventTypeCatalog>()
+  for (const module of [ownSessionModule, await importHostSessionModule(entry)]) {
+    const catalog = catalogOf(module)
+    if (catalog !== undefined) catalogs.add(catalog)
+  }
+  for (const catalog of catalogs) catalog.add(LOOP_CHANGE_EVENT)
+  return catalogs.size
+}

@@ -1,0 +1,107 @@
+/**
+ * The `loop` session projection: active records only, for the dock.
+ * @module dsh-plugin-loop/projection
+ */
+import type { Context } from '@deepseek-ai/cordis'
+import type { Session, SessionEvent } from '@deepseek-ai/dsh-session'
+import type {} from '@deepseek-ai/dsh-session-projection'
+import { z } from 'zod'
+import { EMPTY_LOOP_FOLD, LOOP_CHANGE_EVENT, applyLoopChange, decodeLoopChange, type LoopFoldState } from './domain.ts'
+import type { LoopProjection } from './types.ts'
+
+/** Projection key, also the dock's `useProjection` key. */
+export const LOOP_PROJECTION_KEY = 'loop'
+
+/** Bump when {@link LoopProjectionState} changes shape, so cached cells refold. */
+export const LOOP_PROJECTION_STATE_VERSION = 1
+
+/** Wire schema of the `loop` projection value. */
+export const loopProjectionSchema = z
+  .object({
+    loops: z.array(
+      z
+        .object({
+          id: z.string(),
+          prompt: z.string(),
+          time_in_seconds: z.number().int().positive(),
+          next_at: z.number().int().nonnegative(),
+        })
+        .strict(),
+    ),
+  })
+  .strict()
+
+/** Internal projection state: plain JSON, as projection caches require. */
+export interface LoopProjectionState extends LoopFoldState {
+  /** Set once a malformed record was met: the projection fails closed to no loops. */
+  readonly corrupt: boolean
+}
+
+/**
+ * Loop events a session inherited through a fork seed. The projection's `apply`
+ * sees events but not `seedLength`, so inherited events are recognised by
+ * identity; the runtime folds after `seedLength` the same way.
+ */
+const inheritedLoopEvents = new WeakSet<SessionEvent>()
+
+/**
+ * Remember the loop events before a session's seed boundary so its projection skips them.
+ * @param session - a session being published (fresh fork, resumed fork, or plain).
+ */
+export function markInheritedLoopEvents(session: Session): void {
+  const seedLength = session.header.seedLength ?? 0
+  const events = session.events
+  for (let index = 0; index < seedLength && index < events.length; index += 1) {
+    const event = events[index]!
+    if (event.type === LOOP_CHANGE_EVENT) inheritedLoopEvents.add(event)
+  }
+}
+
+/** The state of a session with no loops. */
+export function initLoopProjection(): LoopProjectionState {
+  return { ...EMPTY_LOOP_FOLD, corrupt: false }
+}
+
+/**
+ * Pure reducer; returns the same object for every event it ignores.
+ * @param state - current state.
+ * @param event - committed session event.
+ * @returns the next state.
+ */
+export function applyLoopProjection(state: LoopProjectionState, event: SessionEvent): LoopProjectionState {
+  if (event.type !== LOOP_CHANGE_EVENT || state.corrupt || inheritedLoopEvents.has(event)) return state
+  try {
+    return { ...applyLoopChange(state, decodeLoopChange(event.data)), corrupt: false }
+  } catch {
+    return { loops: [], usedIds: state.usedIds, corrupt: true }
+  }
+}
+
+/**
+ * The wire value: only the active records.
+ * @param state - current state.
+ * @returns `{ loops }`.
+ */
+export function viewLoopProjection(state: LoopProjectionState): LoopProjection {
+  return { loops: [...state.loops] }
+}
+
+/**
+ * Register the projection when the host has a projection registry, and mark the
+ * inherited events of every session so forks never show their parent's loops.
+ * @param ctx - plugin context carrying `sessions`.
+ */
+export function registerLoopProjection(ctx: Context): void {
+  for (const session of ctx.sessions.list()) markInheritedLoopEvents(session)
+  ctx.on('session/created', (session) => markInheritedLoopEvents(session))
+  ctx.inject(['sessionProjections'], (projectionCtx) => {
+    projectionCtx.sessionProjections.register({
+      key: LOOP_PROJECTION_KEY,
+      schema: loopProjectionSchema,
+      init: initLoopProjection,
+      apply: applyLoopProjection,
+      view: viewLoopProjection,
+      stateVersion: LOOP_PROJECTION_STATE_VERSION,
+    })
+  })
+}

@@ -1,0 +1,92 @@
+/**
+ * Durable, model-facing and projected `loop` value types.
+ * @module dsh-plugin-loop/types
+ */
+import type {} from '@deepseek-ai/dsh-session/types'
+import type {} from '@deepseek-ai/dsh-session-projection/types'
+
+/** One active recurring prompt, as the session log and the `loop` projection hold it. */
+export interface LoopRecord {
+  /** Session-local identity, `loop_` followed by hex; never reused within a session. */
+  readonly id: string
+  /** Trimmed prompt delivered inside every heartbeat. */
+  readonly prompt: string
+  /** Positive safe-integer interval; seconds are the only public unit. */
+  readonly time_in_seconds: number
+  /** Next due occurrence in Unix epoch milliseconds. */
+  readonly next_at: number
+}
+
+/** Timing state derived at read time from `next_at <= Date.now()`; never persisted. */
+export type LoopState = 'scheduled' | 'overdue'
+
+/** What `loop_create` and `loop_list` return for one loop. */
+export interface LoopView extends LoopRecord {
+  /** Whether the next occurrence is still in the future. */
+  readonly state: LoopState
+  /** Ownership, not a routing option: heartbeats never leave the owning session. */
+  readonly delivery_mode: 'session-local'
+}
+
+/** The `loop` session projection: only the active records, in creation order. */
+export interface LoopProjection {
+  readonly loops: LoopRecord[]
+}
+
+/** What `loop_delete` returns. */
+export interface LoopDeleteResult {
+  readonly deleted: true
+  readonly id: string
+}
+
+/** Appends a new active loop. */
+export interface LoopCreateChange {
+  readonly version: 1
+  readonly operation: 'create'
+  readonly loop: LoopRecord
+}
+
+/** Retires one active loop. */
+export interface LoopDeleteChange {
+  readonly version: 1
+  readonly operation: 'delete'
+  readonly id: string
+}
+
+/** Records one delivered heartbeat and the next future occurrence. */
+export interface LoopDispatchChange {
+  readonly version: 1
+  readonly operation: 'dispatch'
+  readonly id: string
+  readonly next_at: number
+}
+
+/** The durable `loop/change` union that this build writes. */
+export type LoopChange = LoopCreateChange | LoopDeleteChange | LoopDispatchChange
+
+/**
+ * The previous build's `update` record, read for compatibility only: it replaced
+ * one active record and could carry the since-removed `title` and `allow_steer`.
+ */
+export interface LegacyLoopUpdateChange {
+  readonly version: 1
+  readonly operation: 'update'
+  readonly loop: LoopRecord
+}
+
+/** Everything the decoder accepts from a log: the v1 union plus legacy `update`. */
+export type StoredLoopChange = LoopChange | LegacyLoopUpdateChange
+
+declare module '@deepseek-ai/dsh-session/types' {
+  interface SessionEventMap {
+    /** Versioned loop mutation; this plugin validates the whole stream when it folds it. */
+    'loop/change': StoredLoopChange
+  }
+}
+
+declare module '@deepseek-ai/dsh-session-projection/types' {
+  interface SessionProjectionMap {
+    /** Active loops of one session, read by the inline dock. */
+    loop: LoopProjection
+  }
+}

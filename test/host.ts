@@ -1,0 +1,165 @@
+/**
+ * A real in-process DSH host for tests: real Cordis context, session store,
+ * JSONL persistence, agent registry and loop, tool and command runtimes and
+ * projection registry. The model boundary is the only fake: agents are real,
+ * but `send`, `steer` and `followup` are spies and `status` is controllable.
+ */
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Context } from '@deepseek-ai/cordis'
+import * as agentPlugin from '@deepseek-ai/dsh-agent'
+import type { Agent, AgentHandle, AgentStatus } from '@deepseek-ai/dsh-agent'
+import * as agentLoopPlugin from '@deepseek-ai/dsh-agent-loop'
+import * as commandsPlugin from '@deepseek-ai/dsh-commands'
+import * as llmPlugin from '@deepseek-ai/dsh-llm'
+import * as deepseekPlugin from '@deepseek-ai/dsh-llm-deepseek'
+import * as sessionPlugin from '@deepseek-ai/dsh-session'
+import { SessionId } from '@deepseek-ai/dsh-session'
+import * as jsonlPlugin from '@deepseek-ai/dsh-session-persistence-jsonl'
+import * as projectionPlugin from '@deepseek-ai/dsh-session-projection'
+import * as systemPromptPlugin from '@deepseek-ai/dsh-system-prompt'
+import * as toolsPlugin from '@deepseek-ai/dsh-tools'
+import { vi, type Mock } from 'vitest'
+import * as loopPlugin from '../src/index.ts'
+
+/** Environment variable holding the (fake) provider key. */
+export const API_KEY_ENV = 'LOOP_TEST_DEEPSEEK_KEY'
+process.env[API_KEY_ENV] ??= 'test-key'
+
+/** Options for {@link bootHost}. */
+export interface HostOptions {
+  /** Persistence root; a fresh temp dir when omitted. */
+  readonly root?: string
+  /** Load the loop plugin (default true). */
+  readonly loop?: boolean
+  /** Mount JSONL persistence (default true). */
+  readonly persistence?: boolean
+  /** Mount the projection registry (default true). */
+  readonly projections?: boolean
+  /** Provider base URL; a closed port unless a test points it at the mock server. */
+  readonly baseURL?: string
+}
+
+/** A booted host. */
+export interface Host {
+  readonly ctx: Context
+  readonly root: string
+  dispose(): Promise<void>
+}
+
+/** A fresh temp directory. */
+export function tempDir(prefix = 'loop-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix))
+}
+
+type PluginModule = Parameters<Context['plugin']>[0]
+
+/**
+ * Boot a real host with the plugins DSH composes, in DSH's order.
+ * @param options - what to mount.
+ * @returns the host.
+ */
+export async function bootHost(options: HostOptions = {}): Promise<Host> {
+  const root = options.root ?? tempDir()
+  const ctx = new Context()
+  const plugins: [unknown, unknown?][] = [
+    [llmPlugin],
+    [sessionPlugin],
+    [systemPromptPlugin],
+    [toolsPlugin],
+    [agentPlugin],
+    [deepseekPlugin, { baseURL: options.baseURL ?? 'http://127.0.0.1:9/v1', apiKeyEnv: API_KEY_ENV }],
+  ]
+  if (options.persistence !== false) plugins.push([jsonlPlugin, { root }])
+  if (options.projections !== false) plugins.push([projectionPlugin])
+  plugins.push([commandsPlugin], [agentLoopPlugin, { agents: [] }])
+  if (options.loop !== false) plugins.push([loopPlugin])
+  for (const [plugin, config] of plugins) {
+    // Service packages export their class as default; function plugins are the namespace itself.
+    const module = (plugin as { default?: unknown }).default ?? plugin
+    await ctx.plugin(module as PluginModule, config as never)
+  }
+  return { ctx, root, dispose: () => ctx.fiber.dispose() }
+}
+
+/** The fake model boundary installed on one real agent. */
+export interface FakeAgent {
+  readonly agent: Agent
+  readonly handle: AgentHandle
+  readonly send: Mock<Agent['send']>
+  readonly steer: Mock<Agent['steer']>
+  readonly followup: Mock<Agent['followup']>
+  setStatus(status: AgentStatus): void
+}
+
+/** Replace the model-facing methods of a real agent before it is published. */
+function installBoundary(agent: Agent) {
+  let status: AgentStatus = 'idle'
+  const send = vi.fn<Agent['send']>()
+  const steer = vi.fn<Agent['steer']>()
+  const followup = vi.fn<Agent['followup']>()
+  Object.defineProperty(agent, 'send', { value: send, configurable: true })
+  Object.defineProperty(agent, 'steer', { value: steer, configurable: true })
+  Object.defineProperty(agent, 'followup', { value: followup, configurable: true })
+  Object.defineProperty(agent, 'status', { get: () => status, configurable: true })
+  return {
+    send,
+    steer,
+    followup,
+    setStatus: (next: AgentStatus) => {
+      status = next
+    },
+  }
+}
+
+/** Shared setup hook: captures the agent and installs the boundary before publication. */
+function boundarySetup() {
+  let boundary: ReturnType<typeof installBoundary> | undefined
+  return {
+    setup: (agentCtx: Context) => {
+      boundary = installBoundary(agentCtx.agent!)
+    },
+    finish: (handle: AgentHandle): FakeAgent => ({ agent: handle.agent, handle, ...boundary! }),
+  }
+}
+
+/** Agent options every test agent uses; the provider is never reached. */
+export const AGENT_OPTIONS = { provider: 'deepseek-official', model: 'deepseek-chat' } as const
+
+/**
+ * Create a root agent on a new session with the fake boundary.
+ * @param host - booted host.
+ * @param id - session id.
+ * @returns the agent and its spies.
+ */
+export async function createFakeAgent(host: Host, id: string): Promise<FakeAgent> {
+  const { setup, finish } = boundarySetup()
+  const handle = await host.ctx.agents.create({ sessionId: SessionId(id), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS, setup })
+  return finish(handle)
+}
+
+/**
+ * Resume a persisted session as a root agent with the fake boundary.
+ * @param host - booted host.
+ * @param id - session id.
+ * @returns the agent and its spies.
+ */
+export async function resumeFakeAgent(host: Host, id: string): Promise<FakeAgent> {
+  const { setup, finish } = boundarySetup()
+  const handle = await host.ctx.agents.resume({ resumeSessionId: SessionId(id), agentOptions: AGENT_OPTIONS, setup })
+  return finish(handle)
+}
+
+/** Every `loop/change` payload in a session, in log order. */
+export function loopChanges(agent: Agent): unknown[] {
+  return agent.session.events.filter((event) => event.type === 'loop/change').map((event) => event.data)
+}
+
+/** Let queued promise work and I/O settle under fake timers without moving the clock. */
+export async function settle(rounds = 5): Promise<void> {
+  for (let round = 0; round < rounds; round += 1) {
+    await vi.advanceTimersByTimeAsync(0)
+    await new Promise<void>((resolve) => setImmediate(resolve))
+  }
+}
