@@ -20,6 +20,8 @@ import * as jsonlPlugin from '@deepseek-ai/dsh-session-persistence-jsonl'
 import * as projectionPlugin from '@deepseek-ai/dsh-session-projection'
 import * as systemPromptPlugin from '@deepseek-ai/dsh-system-prompt'
 import * as toolsPlugin from '@deepseek-ai/dsh-tools'
+import { CallId } from '@deepseek-ai/dsh-llm'
+import type {} from '@deepseek-ai/dsh-session-persistence'
 import { vi, type Mock } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
 
@@ -162,4 +164,54 @@ export async function settle(rounds = 5): Promise<void> {
     await vi.advanceTimersByTimeAsync(0)
     await new Promise<void>((resolve) => setImmediate(resolve))
   }
+}
+
+/**
+ * The `loop/change` payloads that reached disk, read through the persistence's own raw reader.
+ * @param host - booted host with JSONL persistence.
+ * @param id - session id.
+ * @returns payloads in log order.
+ */
+export async function persistedLoopChanges(host: Host, id: string): Promise<unknown[]> {
+  const raw = await host.ctx.sessionPersistence.readRaw(SessionId(id))
+  if (raw === undefined) return []
+  return raw.content
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as { type: string; data: unknown })
+    .filter((record) => record.type === 'loop/change')
+    .map((record) => record.data)
+}
+
+/** A fresh abort signal. */
+export function signal(): AbortSignal {
+  return new AbortController().signal
+}
+
+let callNumber = 0
+
+/**
+ * Execute a tool through the real tool runtime on behalf of an agent.
+ * @param host - booted host.
+ * @param agent - calling agent (its scope decides visibility).
+ * @param name - tool name.
+ * @param args - arguments.
+ * @returns the runtime's materialized result.
+ */
+export function runTool(host: Host, agent: Agent | undefined, name: string, args: unknown) {
+  callNumber += 1
+  return host.ctx.tools.execute({ callId: CallId(`test-call-${callNumber}`), name, arguments: args, signal: signal(), ...(agent === undefined ? {} : { agent }) })
+}
+
+/**
+ * Run a slash line through the real command runtime.
+ * @param host - booted host.
+ * @param agent - the agent whose UI received the line.
+ * @param line - full line, e.g. `/loop list`.
+ * @returns the command result.
+ */
+export async function runCommand(host: Host, agent: Agent, line: string) {
+  const execution = await host.ctx.commands.execute(agent, line, [], signal())
+  if (execution === undefined) throw new Error(`no command matched ${line}`)
+  return execution.result
 }
