@@ -14,6 +14,7 @@ export type LoopErrorCode =
   | 'corrupt_loop_log'
   | 'persistence_failed'
   | 'agent_unavailable'
+  | 'runtime_failed'
 
 /**
  * A `loop` failure. Extends the host's `HarnessError`, so a tool that throws it

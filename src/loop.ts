@@ -46,7 +46,7 @@ export class LoopRuntime {
   private draining: Promise<void> | undefined
   private requested = false
   private stopping = false
-  private faulted = false
+  private fault: LoopError | undefined
   private disposal: Promise<void> | undefined
   private retryDelay = FIRST_RETRY_DELAY_MS
   private fold: LoopFoldState = EMPTY_LOOP_FOLD
@@ -70,7 +70,7 @@ export class LoopRuntime {
 
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
   requestDrive(): void {
-    if (this.stopping || this.faulted) return
+    if (this.stopping || this.fault !== undefined) return
     this.requested = true
     if (this.draining === undefined) this.draining = this.drain()
   }
@@ -127,7 +127,7 @@ export class LoopRuntime {
     if (this.stopping || !this.isLive()) {
       throw new LoopError('agent_unavailable', 'This agent is no longer live; its loops run in the agent that replaced it.')
     }
-    if (this.faulted) throw new LoopError('corrupt_loop_log', 'The loop log of this session is corrupt; see the host log for the record that failed.')
+    if (this.fault !== undefined) throw this.fault
   }
 
   /** Queue an operation behind every earlier one, keeping the queue alive after failures. */
@@ -143,14 +143,12 @@ export class LoopRuntime {
   /** Run queued drives until no request is pending; an unexpected failure faults this runtime. */
   private async drain(): Promise<void> {
     try {
-      while (this.requested && !this.stopping && !this.faulted) {
+      while (this.requested && !this.stopping && this.fault === undefined) {
         this.requested = false
         await this.enqueue(() => this.driveOnce())
       }
     } catch (error) {
-      this.faulted = true
-      this.clearTimer()
-      this.logger.warn(`loop runtime for session "${this.agent.id}" stopped after an unexpected failure: ${describe(error)}`)
+      this.stop(new LoopError('runtime_failed', `Loops in this session stopped after an unexpected failure: ${describe(error)}`, { cause: error }))
     } finally {
       this.draining = undefined
     }
@@ -164,13 +162,18 @@ export class LoopRuntime {
     try {
       this.fold = foldLoopEvents(this.fold, events.slice(start))
     } catch (error) {
-      this.faulted = true
-      this.clearTimer()
-      this.logger.warn(`corrupt loop log in session "${session.id}", loops stop here: ${describe(error)}`)
-      throw error
+      throw this.stop(new LoopError('corrupt_loop_log', `Loops in this session are stopped: its loop log is corrupt (${describe(error)}).`, { cause: error }))
     }
     this.folded = events.length
     return this.fold
+  }
+
+  /** Fail closed: keep the reason for every later caller, log it once, and never arm again. */
+  private stop(fault: LoopError): LoopError {
+    this.fault = fault
+    this.clearTimer()
+    this.logger.warn(`session "${this.agent.id}": ${fault.message}`)
+    return fault
   }
 
   /** Cancel the armed timer, if any. */
@@ -202,7 +205,7 @@ export class LoopRuntime {
   /** One drive: flush, fold, then either arm the timer or dispatch the first due loop. */
   private async driveOnce(): Promise<void> {
     this.clearTimer()
-    if (this.stopping || this.faulted || !this.isLive()) return
+    if (this.stopping || this.fault !== undefined || !this.isLive()) return
     try {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {

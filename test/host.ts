@@ -158,11 +158,30 @@ export function loopChanges(agent: Agent): unknown[] {
   return agent.session.events.filter((event) => event.type === 'loop/change').map((event) => event.data)
 }
 
-/** Let queued promise work and I/O settle under fake timers without moving the clock. */
-export async function settle(rounds = 5): Promise<void> {
+// Captured before any test fakes the clock: real waits let persistence I/O finish.
+const realSetTimeout = globalThis.setTimeout
+
+/** Let queued promise work and real persistence I/O settle without moving the fake clock. */
+export async function settle(rounds = 8): Promise<void> {
   for (let round = 0; round < rounds; round += 1) {
     await vi.advanceTimersByTimeAsync(0)
-    await new Promise<void>((resolve) => setImmediate(resolve))
+    await new Promise<void>((resolve) => realSetTimeout(resolve, 1))
+  }
+}
+
+/**
+ * Move the fake clock forward in steps, settling real I/O after each, so that a
+ * timer re-armed after a flush is in place before the clock passes its target.
+ * @param ms - total milliseconds to advance.
+ * @param step - step size; keep it at or below the shortest interval under test.
+ */
+export async function advance(ms: number, step = 250): Promise<void> {
+  await settle()
+  for (let elapsed = 0; elapsed < ms; ) {
+    const next = Math.min(step, ms - elapsed)
+    await vi.advanceTimersByTimeAsync(next)
+    elapsed += next
+    await settle()
   }
 }
 

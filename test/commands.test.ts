@@ -1,0 +1,100 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { LOOP_USAGE, formatList, parseLoopCommand } from '../src/commands.ts'
+import { bootHost, createFakeAgent, loopChanges, runCommand, type FakeAgent, type Host } from './host.ts'
+
+describe('parseLoopCommand', () => {
+  it.each([
+    [' 1 check the build', { kind: 'create', time_in_seconds: 1, prompt: 'check the build' }],
+    [' 30   Summarize any new failures  ', { kind: 'create', time_in_seconds: 30, prompt: 'Summarize any new failures' }],
+    [' 5 list', { kind: 'create', time_in_seconds: 5, prompt: 'list' }],
+    [' 5 line one\nline two', { kind: 'create', time_in_seconds: 5, prompt: 'line one\nline two' }],
+    [' 0 x', { kind: 'create', time_in_seconds: 0, prompt: 'x' }],
+    [' list', { kind: 'list' }],
+    ['   list  ', { kind: 'list' }],
+    [' delete loop_a91', { kind: 'delete', id: 'loop_a91' }],
+  ])('%j', (raw, parsed) => {
+    expect(parseLoopCommand(raw)).toEqual(parsed)
+  })
+
+  it.each(['', ' ', ' 30', ' 30   ', ' abc do it', ' 1.5 x', ' -1 x', ' list all', ' LIST', ' delete', ' delete a b', ' pause loop_a'])('%j is usage', (raw) => {
+    expect(parseLoopCommand(raw)).toEqual({ kind: 'usage' })
+  })
+})
+
+describe('/loop through the real command runtime', () => {
+  const NOW = Date.parse('2026-11-30T00:00:00Z')
+  let host: Host
+  let fake: FakeAgent
+
+  beforeEach(async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
+    host = await bootHost()
+    fake = await createFakeAgent(host, 'ses-cmd')
+  })
+
+  afterEach(async () => {
+    await host.dispose()
+    vi.useRealTimers()
+  })
+
+  it('creates with the complete remainder as the prompt, lists, and deletes', async () => {
+    const created = await runCommand(host, fake.agent, '/loop 90 check the build & report <failures>')
+    const id = (loopChanges(fake.agent)[0] as { loop: { id: string } }).loop.id
+    expect(created).toEqual({ kind: 'success', text: `Created ${id}: every 1m 30s, next in 1m 30s. Prompt: check the build & report <failures>` })
+    expect(loopChanges(fake.agent)).toEqual([
+      { version: 1, operation: 'create', loop: { id, prompt: 'check the build & report <failures>', time_in_seconds: 90, next_at: NOW + 90_000 } },
+    ])
+
+    await vi.advanceTimersByTimeAsync(30_000)
+    expect(await runCommand(host, fake.agent, '/loop list')).toEqual({
+      kind: 'success',
+      text: `1 active loop:\n${id}  every 1m 30s  next in 1m (2026-11-30T00:01:30.000Z)  check the build & report <failures>`,
+    })
+
+    expect(await runCommand(host, fake.agent, `/loop delete ${id}`)).toEqual({ kind: 'success', text: `Deleted ${id}.` })
+    expect(await runCommand(host, fake.agent, '/loop list')).toEqual({
+      kind: 'success',
+      text: 'No active loops in this session. Create one with /loop <seconds> <prompt>.',
+    })
+    expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'delete', id })
+  })
+
+  it('answers malformed lines with the exact usage and appends nothing', async () => {
+    for (const line of ['/loop', '/loop 30', '/loop soon do it', '/loop delete', '/loop pause x']) {
+      expect(await runCommand(host, fake.agent, line)).toEqual({ kind: 'error', text: LOOP_USAGE })
+    }
+    expect(LOOP_USAGE).toBe('Usage: /loop <seconds> <prompt> | /loop list | /loop delete <id>')
+    expect(loopChanges(fake.agent)).toEqual([])
+  })
+
+  it('passes the tool validation message through as the command error', async () => {
+    expect(await runCommand(host, fake.agent, '/loop 0 check')).toEqual({
+      kind: 'error',
+      text: 'time_in_seconds must be a positive whole number of seconds, for example 30.',
+    })
+    expect(await runCommand(host, fake.agent, '/loop delete loop_missing')).toEqual({
+      kind: 'error',
+      text: 'No active loop "loop_missing" in this session; run loop_list (or /loop list) to see its loops.',
+    })
+    expect(loopChanges(fake.agent)).toEqual([])
+  })
+
+  it('logs command/run and command/done in the session like every command', async () => {
+    await runCommand(host, fake.agent, '/loop list')
+    const types = fake.agent.session.events.map((event) => event.type)
+    expect(types).toEqual(['command/run', 'command/done'])
+  })
+})
+
+describe('formatList', () => {
+  it('pluralises and shows overdue loops', () => {
+    const now = Date.parse('2026-11-30T00:00:10Z')
+    const loops = [
+      { id: 'loop_a', prompt: 'A', time_in_seconds: 5, next_at: now - 3000, state: 'overdue', delivery_mode: 'session-local' },
+      { id: 'loop_b', prompt: 'B', time_in_seconds: 3600, next_at: now + 3_600_000, state: 'scheduled', delivery_mode: 'session-local' },
+    ] as const
+    expect(formatList(loops, now)).toBe(
+      '2 active loops:\nloop_a  every 5s  overdue by 3s (2026-11-30T00:00:07.000Z)  A\nloop_b  every 1h  next in 1h (2026-11-30T01:00:10.000Z)  B',
+    )
+  })
+})

@@ -1,0 +1,272 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { FIRST_RETRY_DELAY_MS, MAX_TIMER_DELAY_MS } from '../src/loop.ts'
+import { advance, bootHost, createFakeAgent, loopChanges, persistedLoopChanges, resumeFakeAgent, runTool, settle, type FakeAgent, type Host } from './host.ts'
+
+const NOW = Date.parse('2026-11-30T00:00:00Z')
+let host: Host
+let fake: FakeAgent
+
+beforeEach(async () => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
+  host = await bootHost()
+  fake = await createFakeAgent(host, 'ses-run')
+})
+
+afterEach(async () => {
+  await host.dispose()
+  vi.useRealTimers()
+})
+
+/** Create a loop through the real tool and return its id. */
+async function create(prompt: string, seconds: number, target: FakeAgent = fake): Promise<string> {
+  const result = await runTool(host, target.agent, 'loop_create', { prompt, time_in_seconds: seconds })
+  if (result.isError) throw new Error(result.error.message)
+  return (result.value as { id: string }).id
+}
+
+/** The exact heartbeat text for an id and prompt. */
+const heartbeat = (id: string, prompt: string) => `<heartbeat>\n  <loop_id>${id}</loop_id>\n  <prompt>${prompt}</prompt>\n</heartbeat>`
+
+/** The heartbeat text of each send, in order. */
+const sentTexts = (target: FakeAgent = fake) =>
+  target.send.mock.calls.map(([message]) => (message.content[0] as { text: string }).text)
+
+describe('delivery', () => {
+  it('sends a one-second loop exactly once at its due boundary, idle → next-turn with wakeup', async () => {
+    const id = await create('Check whether the build is still healthy', 1)
+    await advance(999)
+    expect(fake.send).not.toHaveBeenCalled()
+    await advance(1)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+    const [message, target, wakeup] = fake.send.mock.calls[0]!
+    expect(target).toBe('next-turn')
+    expect(wakeup).toBe(true)
+    expect(message).toEqual({
+      id: expect.any(String),
+      role: 'user',
+      content: [{ type: 'text', text: heartbeat(id, 'Check whether the build is still healthy') }],
+      source: { kind: 'plugin', plugin: 'loop' },
+    })
+    expect(fake.steer).not.toHaveBeenCalled()
+    expect(fake.followup).not.toHaveBeenCalled()
+    expect(loopChanges(fake.agent)).toEqual([
+      { version: 1, operation: 'create', loop: { id, prompt: 'Check whether the build is still healthy', time_in_seconds: 1, next_at: NOW + 1000 } },
+      { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 },
+    ])
+    expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
+  })
+
+  it('keeps recurring: three seconds of a one-second loop are three sends', async () => {
+    await create('tick', 1)
+    await advance(3000)
+    expect(fake.send).toHaveBeenCalledTimes(3)
+    expect(loopChanges(fake.agent).slice(1).map((change) => (change as { next_at: number }).next_at)).toEqual([NOW + 2000, NOW + 3000, NOW + 4000])
+  })
+
+  it('sends next-step with wakeup when the agent is running', async () => {
+    const id = await create('while busy', 2)
+    fake.setStatus('running')
+    await advance(2000)
+    expect(fake.send.mock.calls).toEqual([[expect.objectContaining({ content: [{ type: 'text', text: heartbeat(id, 'while busy') }] }), 'next-step', true]])
+    fake.setStatus('idle')
+    await advance(2000)
+    expect(fake.send.mock.calls.map(([, target, wakeup]) => [target, wakeup])).toEqual([
+      ['next-step', true],
+      ['next-turn', true],
+    ])
+    expect(fake.steer).not.toHaveBeenCalled()
+    expect(fake.followup).not.toHaveBeenCalled()
+  })
+
+  it('escapes the id and prompt inside the heartbeat', async () => {
+    const id = await create(`Is "main" <green> & 'ok'?`, 1)
+    await advance(1000)
+    expect(sentTexts()).toEqual([heartbeat(id, 'Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?')])
+  })
+})
+
+describe('timer', () => {
+  it('arms one timer for the earliest loop and dispatches several loops in next_at order', async () => {
+    const slow = await create('slow', 3)
+    const fast = await create('fast', 2)
+    expect(vi.getTimerCount()).toBe(1)
+    await advance(2000)
+    expect(sentTexts()).toEqual([heartbeat(fast, 'fast')])
+    await advance(1000)
+    expect(sentTexts()).toEqual([heartbeat(fast, 'fast'), heartbeat(slow, 'slow')])
+    expect(vi.getTimerCount()).toBe(1)
+  })
+
+  it('dispatches every overdue loop once, earliest first, each in its own send', async () => {
+    const a = await create('A', 4)
+    const b = await create('B', 2)
+    const c = await create('C', 3)
+    vi.setSystemTime(NOW + 10_000) // the process was asleep: all three are overdue
+    await advance(2000)
+    expect(sentTexts()).toEqual([heartbeat(b, 'B'), heartbeat(c, 'C'), heartbeat(a, 'A')])
+  })
+
+  it('does not burst missed intervals: one heartbeat, next occurrence in the future', async () => {
+    const id = await create('tick', 1)
+    vi.setSystemTime(NOW + 5000) // five intervals pass without the timer firing
+    await advance(1000)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 7000 })
+  })
+
+  it('clamps far waits to the Node timer limit and re-arms the remainder', async () => {
+    const seconds = 30 * 24 * 3600 // 30 days, beyond 2^31-1 ms
+    await create('monthly', seconds)
+    await advance(MAX_TIMER_DELAY_MS, MAX_TIMER_DELAY_MS)
+    expect(fake.send).not.toHaveBeenCalled()
+    expect(vi.getTimerCount()).toBe(1)
+    await advance(seconds * 1000 - MAX_TIMER_DELAY_MS - 1, MAX_TIMER_DELAY_MS)
+    expect(fake.send).not.toHaveBeenCalled()
+    await advance(1)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+  })
+
+  it('does not duplicate a dispatch when drive requests from tool calls race the timer', async () => {
+    const id = await create('once', 1)
+    await settle()
+    vi.setSystemTime(NOW + 1000)
+    // Each create commits and requests a drive; the timer fires in the middle of them.
+    const creates = Array.from({ length: 4 }, (_, index) => runTool(host, fake.agent, 'loop_create', { prompt: `other ${index}`, time_in_seconds: 3600 }))
+    await vi.advanceTimersByTimeAsync(1)
+    await Promise.all(creates)
+    await settle()
+    expect(sentTexts()).toEqual([heartbeat(id, 'once')])
+    expect(loopChanges(fake.agent).filter((change) => (change as { operation: string }).operation === 'dispatch')).toEqual([
+      { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 },
+    ])
+  })
+
+  it('stops firing after delete and clears the timer', async () => {
+    const id = await create('bye', 1)
+    await advance(1000)
+    await runTool(host, fake.agent, 'loop_delete', { id })
+    await settle()
+    expect(vi.getTimerCount()).toBe(0)
+    await advance(10_000)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+  })
+})
+
+describe('lifecycle', () => {
+  it('a disposed agent clears its timer and never dispatches again', async () => {
+    await create('stale', 1)
+    expect(vi.getTimerCount()).toBe(1)
+    await fake.handle.dispose()
+    expect(vi.getTimerCount()).toBe(0)
+    await advance(5000)
+    expect(fake.send).not.toHaveBeenCalled()
+  })
+
+  it('a replacement agent resumes the loop from the durable log; the old one stays inert', async () => {
+    const id = await create('carry on', 2)
+    await fake.handle.dispose()
+    const replacement = await resumeFakeAgent(host, 'ses-run')
+    await advance(2000)
+    expect(fake.send).not.toHaveBeenCalled()
+    expect(sentTexts(replacement)).toEqual([heartbeat(id, 'carry on')])
+    const listed = await runTool(host, replacement.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
+  })
+
+  it('an overdue loop fires once when its session resumes after downtime', async () => {
+    const id = await create('after downtime', 1)
+    await fake.handle.dispose()
+    vi.setSystemTime(NOW + 3_600_000)
+    const resumed = await resumeFakeAgent(host, 'ses-run')
+    await settle()
+    expect(sentTexts(resumed)).toEqual([heartbeat(id, 'after downtime')])
+    expect(loopChanges(resumed.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 3_601_000 })
+  })
+})
+
+describe('failures', () => {
+  it('does not send when the pre-dispatch flush fails, and retries with backoff', async () => {
+    await create('retry', 1)
+    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockRejectedValue(new Error('disk gone'))
+    await advance(1000)
+    expect(fake.send).not.toHaveBeenCalled()
+    expect(loopChanges(fake.agent)).toHaveLength(1)
+    await advance(FIRST_RETRY_DELAY_MS)
+    expect(spy).toHaveBeenCalledTimes(2)
+    spy.mockRestore()
+    await advance(2 * FIRST_RETRY_DELAY_MS)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+  })
+
+  it('does not count the advance as durable when the post-dispatch flush fails', async () => {
+    const id = await create('once', 1)
+    const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
+    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementationOnce(real).mockRejectedValueOnce(new Error('disk full'))
+    await advance(1000)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(await persistedLoopChanges(host, 'ses-run')).toEqual([loopChanges(fake.agent)[0]])
+    spy.mockRestore()
+    // The retry drive flushes the in-memory dispatch first, then finds nothing due: no second send.
+    await advance(FIRST_RETRY_DELAY_MS - 1)
+    await settle()
+    expect(await persistedLoopChanges(host, 'ses-run')).toEqual([loopChanges(fake.agent)[0], { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 }])
+    expect(fake.send).toHaveBeenCalledTimes(1)
+  })
+
+  it('appends no dispatch when the inbox refuses the heartbeat', async () => {
+    await create('refused', 1)
+    fake.send.mockImplementationOnce(() => {
+      throw new Error('inbox closed')
+    })
+    await advance(1000)
+    expect(loopChanges(fake.agent)).toHaveLength(1)
+    await advance(FIRST_RETRY_DELAY_MS)
+    expect(fake.send).toHaveBeenCalledTimes(2)
+    expect(loopChanges(fake.agent)).toHaveLength(2)
+  })
+
+  it('fails closed on a corrupt log without touching other sessions', async () => {
+    const healthy = await createFakeAgent(host, 'ses-healthy')
+    await create('fine', 1, healthy)
+    await create('doomed', 1)
+    await settle()
+    fake.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_missing' })
+    await advance(3000)
+    expect(fake.send).not.toHaveBeenCalled()
+    expect(healthy.send).toHaveBeenCalledTimes(3)
+    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error : undefined).toEqual({
+      message: 'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_missing).',
+      info: { name: 'LoopError', code: 'corrupt_loop_log' },
+    })
+  })
+
+  it('names the corrupt record to every tool call and refuses writes', async () => {
+    await settle()
+    fake.agent.session.append('loop/change', { version: 9 } as never)
+    const message = 'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: unsupported version 9).'
+    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error.message : 'succeeded').toBe(message)
+    const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'p', time_in_seconds: 1 })
+    expect(created.isError ? created.error.message : 'succeeded').toBe(message)
+    expect(loopChanges(fake.agent)).toHaveLength(1)
+  })
+
+  it('stops the runtime, without crashing the host, when an append fails unexpectedly', async () => {
+    await create('append fails', 1)
+    const spy = vi.spyOn(fake.agent.session, 'append').mockImplementation(() => {
+      throw new Error('session closed')
+    })
+    await advance(1000)
+    spy.mockRestore()
+    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(vi.getTimerCount()).toBe(0)
+    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error : undefined).toEqual({
+      message: 'Loops in this session stopped after an unexpected failure: session closed',
+      info: { name: 'LoopError', code: 'runtime_failed' },
+    })
+    await advance(10_000)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+  })
+})
