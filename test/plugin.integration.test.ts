@@ -1,0 +1,174 @@
+import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import * as loopPlugin from '../src/index.ts'
+import { registerLoopEventType } from '../src/persistence.ts'
+import { advance, bootHost, createFakeAgent, resumeFakeAgent, runCommand, runTool, settle, tempDir, type Host } from './host.ts'
+
+const NOW = Date.parse('2026-11-30T00:00:00Z')
+const hosts: Host[] = []
+
+/** Boot and remember a host so every test disposes what it started. */
+async function boot(options: Parameters<typeof bootHost>[0] = {}): Promise<Host> {
+  const host = await bootHost(options)
+  hosts.push(host)
+  return host
+}
+
+afterEach(async () => {
+  for (const host of hosts.splice(0)) await host.dispose()
+  vi.useRealTimers()
+  ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).add('loop/change')
+})
+
+describe('plugin shape', () => {
+  it('is the Cordis plugin "loop" injecting the host services it needs', () => {
+    expect(loopPlugin.name).toBe('loop')
+    expect(loopPlugin.inject).toEqual(['agents', 'sessions', 'tools', 'commands'])
+    expect(typeof loopPlugin.apply).toBe('function')
+  })
+})
+
+describe('event catalog', () => {
+  it('registers loop/change in the host catalog at load', async () => {
+    ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).delete('loop/change')
+    await boot()
+    expect(KNOWN_SESSION_EVENT_TYPES.has('loop/change')).toBe(true)
+  })
+
+  it('also extends the catalog of the session module the host entry resolves', async () => {
+    ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).delete('loop/change')
+    // From this repository the host entry resolves the same instance: one catalog, extended once.
+    expect(await registerLoopEventType(`${process.cwd()}/package.json`)).toBe(1)
+    expect(KNOWN_SESSION_EVENT_TYPES.has('loop/change')).toBe(true)
+    expect(await registerLoopEventType(undefined)).toBe(1)
+    expect(await registerLoopEventType('')).toBe(1)
+    expect(await registerLoopEventType('/nonexistent/dsh/lib/bin.js')).toBe(1)
+  })
+})
+
+describe('restart through real JSONL persistence', () => {
+  it('reloads a session holding loops in a fresh host and fires them again', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
+    const root = tempDir()
+    const first = await boot({ root })
+    const before = await createFakeAgent(first, 'ses-restart')
+    const created = await runCommand(first, before.agent, '/loop 2 survive the restart')
+    expect(created.kind).toBe('success')
+    await first.dispose()
+    hosts.splice(hosts.indexOf(first), 1)
+
+    const second = await boot({ root })
+    const after = await resumeFakeAgent(second, 'ses-restart')
+    const listed = await runTool(second, after.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error : (listed.value as { prompt: string }[]).map((loop) => loop.prompt)).toEqual(['survive the restart'])
+    await advance(2000)
+    expect(after.send).toHaveBeenCalledTimes(1)
+    expect(before.send).not.toHaveBeenCalled()
+  })
+
+  it('without the plugin, the host refuses to load a session that holds loop events', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
+    const root = tempDir()
+    const first = await boot({ root })
+    const agent = await createFakeAgent(first, 'ses-removed')
+    await runCommand(first, agent.agent, '/loop 5 remember me')
+    await first.dispose()
+    hosts.splice(hosts.indexOf(first), 1)
+
+    // A fresh process without the plugin has a catalog without loop/change.
+    ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).delete('loop/change')
+    const bare = await boot({ root, loop: false })
+    await expect(resumeFakeAgent(bare, 'ses-removed')).rejects.toThrow(/contains event type "loop\/change" \(seq 1\) unknown to this harness and not marked ignorable/)
+    await bare.dispose()
+    hosts.splice(hosts.indexOf(bare), 1)
+
+    // Adding the plugin back restores the session and its loop.
+    const restored = await boot({ root })
+    const back = await resumeFakeAgent(restored, 'ses-removed')
+    const listed = await runTool(restored, back.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error : (listed.value as { prompt: string }[]).map((loop) => loop.prompt)).toEqual(['remember me'])
+  })
+})
+
+describe('lifecycle', () => {
+  it('adopts root agents that were live before the plugin loaded', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
+    const host = await boot({ loop: false })
+    const early = await createFakeAgent(host, 'ses-early')
+    expect(host.ctx.tools.get('loop_create', early.agent)).toBeUndefined()
+    await host.ctx.plugin(loopPlugin)
+    expect(host.ctx.tools.get('loop_create', early.agent)).toBeDefined()
+    await runCommand(host, early.agent, '/loop 1 adopted')
+    await advance(1000)
+    expect(early.send).toHaveBeenCalledTimes(1)
+  })
+
+  it('plugin disposal removes tools, the command and every timer, and stops delivery', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
+    const host = await boot({ loop: false })
+    const fiber = host.ctx.plugin(loopPlugin)
+    await fiber
+    const fake = await createFakeAgent(host, 'ses-unload')
+    await runCommand(host, fake.agent, '/loop list')
+    await settle()
+    const hostTimers = vi.getTimerCount()
+    await runCommand(host, fake.agent, '/loop 1 stop me')
+    await settle()
+    expect(vi.getTimerCount()).toBe(hostTimers + 1)
+    await fiber.dispose()
+    expect(vi.getTimerCount()).toBe(hostTimers)
+    expect(host.ctx.tools.get('loop_create', fake.agent)).toBeUndefined()
+    expect(await host.ctx.commands.execute(fake.agent, '/loop list', [], new AbortController().signal)).toBeUndefined()
+    await advance(5000)
+    expect(fake.send).not.toHaveBeenCalled()
+    // New agents after unload get nothing.
+    const late = await createFakeAgent(host, 'ses-late')
+    expect(host.ctx.tools.get('loop_create', late.agent)).toBeUndefined()
+  })
+
+  it('whole-host teardown leaves no timer behind', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
+    const host = await boot()
+    const fake = await createFakeAgent(host, 'ses-teardown')
+    await runCommand(host, fake.agent, '/loop list')
+    await settle()
+    const hostTimers = vi.getTimerCount()
+    await runCommand(host, fake.agent, '/loop 1 a')
+    await runCommand(host, fake.agent, '/loop 2 b')
+    await settle()
+    expect(vi.getTimerCount()).toBe(hostTimers + 1)
+    await host.dispose()
+    hosts.splice(hosts.indexOf(host), 1)
+    expect(vi.getTimerCount()).toBe(0)
+  })
+
+  it('runs without a projection registry', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
+    const host = await boot({ projections: false })
+    const fake = await createFakeAgent(host, 'ses-noproj')
+    expect((await runCommand(host, fake.agent, '/loop 1 fine')).kind).toBe('success')
+    await advance(1000)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+  })
+
+  it('reports a missing persistence as a tool error instead of pretending', async () => {
+    const host = await boot({ persistence: false })
+    const fake = await createFakeAgent(host, 'ses-nopersist')
+    expect(await runCommand(host, fake.agent, '/loop 1 not saved')).toEqual({
+      kind: 'error',
+      text: 'Session persistence did not acknowledge the flush; no persistence is mounted for this session.',
+    })
+    expect(fake.agent.session.events.filter((event) => event.type === 'loop/change')).toEqual([])
+  })
+
+  it('refuses tool calls for a session whose agent was replaced while the call waited', async () => {
+    const host = await boot()
+    const fake = await createFakeAgent(host, 'ses-gone')
+    const definition = host.ctx.tools.get('loop_list', fake.agent)!
+    await fake.handle.dispose()
+    await expect(definition.execute({}, { agent: fake.agent } as never)).rejects.toThrow(
+      'This agent is no longer live; its loops run in the agent that replaced it.',
+    )
+    expect(host.ctx.agents.get(SessionId('ses-gone'))).toBeUndefined()
+  })
+})

@@ -1,0 +1,121 @@
+import { SessionId } from '@deepseek-ai/dsh-session'
+import type { SessionEvent } from '@deepseek-ai/dsh-session'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { createChange, deleteChange, dispatchChange } from '../src/domain.ts'
+import {
+  LOOP_PROJECTION_KEY,
+  applyLoopProjection,
+  initLoopProjection,
+  loopProjectionSchema,
+  viewLoopProjection,
+} from '../src/projection.ts'
+import type { LoopRecord } from '../src/types.ts'
+import { AGENT_OPTIONS, advance, bootHost, createFakeAgent, loopChanges, runTool, settle, type FakeAgent, type Host } from './host.ts'
+
+const NOW = Date.parse('2026-11-30T00:00:00Z')
+const loopA: LoopRecord = { id: 'loop_a', prompt: 'A', time_in_seconds: 5, next_at: NOW + 5000 }
+let seq = 0
+const event = (data: unknown, type = 'loop/change') => ({ type, seq: seq++, time: NOW, data }) as unknown as SessionEvent
+
+describe('reducer', () => {
+  it('starts empty and returns the same object for events it ignores', () => {
+    const state = initLoopProjection()
+    expect(state).toEqual({ loops: [], usedIds: [], corrupt: false })
+    expect(applyLoopProjection(state, event({ content: [] }, 'user/message'))).toBe(state)
+  })
+
+  it('reflects create, dispatch and delete, holding only active records', () => {
+    let state = applyLoopProjection(initLoopProjection(), event(createChange(loopA)))
+    expect(viewLoopProjection(state)).toEqual({ loops: [loopA] })
+    state = applyLoopProjection(state, event(dispatchChange('loop_a', NOW + 10_000)))
+    expect(viewLoopProjection(state)).toEqual({ loops: [{ ...loopA, next_at: NOW + 10_000 }] })
+    state = applyLoopProjection(state, event(deleteChange('loop_a')))
+    expect(viewLoopProjection(state)).toEqual({ loops: [] })
+  })
+
+  it('normalizes the previous build update records', () => {
+    let state = applyLoopProjection(initLoopProjection(), event({ version: 1, operation: 'create', loop: { ...loopA, title: 'T', allow_steer: true } }))
+    state = applyLoopProjection(state, event({ version: 1, operation: 'update', loop: { ...loopA, prompt: 'A2', title: 'T2', allow_steer: false } }))
+    expect(viewLoopProjection(state)).toEqual({ loops: [{ ...loopA, prompt: 'A2' }] })
+  })
+
+  it('fails closed to no loops on a malformed record and stays there', () => {
+    const created = applyLoopProjection(initLoopProjection(), event(createChange(loopA)))
+    const corrupt = applyLoopProjection(created, event({ version: 1, operation: 'delete', id: 'loop_zz' }))
+    expect(corrupt).toEqual({ loops: [], usedIds: ['loop_a'], corrupt: true })
+    expect(applyLoopProjection(corrupt, event(createChange({ ...loopA, id: 'loop_b' })))).toBe(corrupt)
+  })
+
+  it('validates its wire value strictly', () => {
+    expect(loopProjectionSchema.parse({ loops: [loopA] })).toEqual({ loops: [loopA] })
+    expect(() => loopProjectionSchema.parse({ loops: [{ ...loopA, title: 'x' }] })).toThrow()
+    expect(() => loopProjectionSchema.parse({ loops: [loopA], countdown: '5s' })).toThrow()
+    expect(() => loopProjectionSchema.parse({ loops: [{ ...loopA, time_in_seconds: 0 }] })).toThrow()
+  })
+})
+
+describe('in the real projection registry', () => {
+  let host: Host
+  let fake: FakeAgent
+
+  beforeEach(async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
+    host = await bootHost()
+    fake = await createFakeAgent(host, 'ses-proj')
+  })
+
+  afterEach(async () => {
+    await host.dispose()
+    vi.useRealTimers()
+  })
+
+  const projected = (session = fake.agent.session) => host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
+
+  it('follows create, dispatch and delete of the session', async () => {
+    expect(projected()).toEqual({ loops: [] })
+    const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'watch', time_in_seconds: 1 })
+    if (created.isError) throw new Error(created.error.message)
+    const id = (created.value as { id: string }).id
+    expect(projected()).toEqual({ loops: [{ id, prompt: 'watch', time_in_seconds: 1, next_at: NOW + 1000 }] })
+    await advance(1000)
+    expect(projected()).toEqual({ loops: [{ id, prompt: 'watch', time_in_seconds: 1, next_at: NOW + 2000 }] })
+    await runTool(host, fake.agent, 'loop_delete', { id })
+    expect(projected()).toEqual({ loops: [] })
+  })
+
+  it('keeps sessions apart', async () => {
+    const other = await createFakeAgent(host, 'ses-proj-other')
+    await runTool(host, other.agent, 'loop_create', { prompt: 'theirs', time_in_seconds: 60 })
+    expect(projected()).toEqual({ loops: [] })
+    expect(projected(other.agent.session)).toMatchObject({ loops: [{ prompt: 'theirs' }] })
+  })
+
+  it('does not show a parent loops in a fork, while the fork keeps its own', async () => {
+    await runTool(host, fake.agent, 'loop_create', { prompt: 'parent only', time_in_seconds: 1 })
+    await settle()
+    const child = host.ctx.sessions.fork(fake.agent.session, undefined, SessionId('ses-proj-fork'))
+    expect(child.header.seedLength).toBeGreaterThan(0)
+    expect(projected(child)).toEqual({ loops: [] })
+    expect(projected()).toMatchObject({ loops: [{ prompt: 'parent only' }] })
+  })
+
+  it('gives an agent on a forked session none of the parent loops', async () => {
+    await runTool(host, fake.agent, 'loop_create', { prompt: 'parent only', time_in_seconds: 1 })
+    await settle()
+    const seed = fake.agent.session.events
+    const forked = await host.ctx.agents.create({
+      sessionId: SessionId('ses-proj-fork-agent'),
+      meta: { cwd: host.root, parentSession: fake.agent.id, seedLength: seed.length },
+      seed,
+      agentOptions: AGENT_OPTIONS,
+    })
+    const listed = await runTool(host, forked.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error : listed.value).toEqual([])
+    expect(projected(forked.agent.session)).toEqual({ loops: [] })
+    const own = await runTool(host, forked.agent, 'loop_create', { prompt: 'fork own', time_in_seconds: 60 })
+    expect(own.isError).toBe(false)
+    expect(projected(forked.agent.session)).toMatchObject({ loops: [{ prompt: 'fork own' }] })
+    expect(loopChanges(forked.agent)).toHaveLength(2)
+    await forked.dispose()
+  })
+})
