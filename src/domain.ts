@@ -138,9 +138,9 @@ function corrupt(detail: string): never {
 }
 
 /** Decode one stored record, also stripping the previous build's `title` and `allow_steer`. */
-function decodeRecord(value: unknown, legacyFields: boolean): LoopRecord {
+function decodeRecord(value: unknown): LoopRecord {
   if (!isRecord(value)) corrupt('loop is not an object')
-  const allowed = ['id', 'prompt', 'time_in_seconds', 'next_at', ...(legacyFields ? ['title', 'allow_steer'] : [])]
+  const allowed = ['id', 'prompt', 'time_in_seconds', 'next_at', 'title', 'allow_steer']
   const extra = Object.keys(value).find((key) => !allowed.includes(key))
   if (extra !== undefined) corrupt(`unexpected field "${extra}"`)
   const { id, prompt, time_in_seconds: seconds, next_at: nextAt, title, allow_steer: allowSteer } = value
@@ -181,10 +181,10 @@ export function decodeLoopChange(data: unknown): StoredLoopChange {
   switch (data.operation) {
     case 'create':
       assertChangeKeys(data, ['version', 'operation', 'loop'])
-      return { version: 1, operation: 'create', loop: decodeRecord(data.loop, true) }
+      return { version: 1, operation: 'create', loop: decodeRecord(data.loop) }
     case 'update':
       assertChangeKeys(data, ['version', 'operation', 'loop'])
-      return { version: 1, operation: 'update', loop: decodeRecord(data.loop, true) }
+      return { version: 1, operation: 'update', loop: decodeRecord(data.loop) }
     case 'delete':
       assertChangeKeys(data, ['version', 'operation', 'id'])
       return { version: 1, operation: 'delete', id: decodeId(data.id) }

@@ -34,3 +34,12 @@ export class LoopError extends HarnessError {
     this.name = 'LoopError'
   }
 }
+
+/**
+ * The message of anything thrown, for diagnostics.
+ * @param error - a thrown value.
+ * @returns its message, or its string form.
+ */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

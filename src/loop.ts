@@ -17,7 +17,7 @@ import {
   renderHeartbeat,
   type LoopFoldState,
 } from './domain.ts'
-import { LoopError } from './errors.ts'
+import { LoopError, describeError } from './errors.ts'
 import { flushSession } from './persistence.ts'
 import type { LoopChange } from './types.ts'
 
@@ -29,11 +29,6 @@ export const FIRST_RETRY_DELAY_MS = 1_000
 
 /** Cap of the retry backoff. */
 export const MAX_RETRY_DELAY_MS = 60_000
-
-/** Render a thrown value for a diagnostic. */
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
-}
 
 /**
  * Disposable live projection of one exact root agent's loops. The session log
@@ -70,7 +65,7 @@ export class LoopRuntime {
 
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
   requestDrive(): void {
-    if (this.stopping || this.fault !== undefined) return
+    if (this.stopping || this.fault !== undefined || !this.isLive()) return
     this.requested = true
     if (this.draining === undefined) this.draining = this.drain()
   }
@@ -96,7 +91,7 @@ export class LoopRuntime {
       } catch (error) {
         throw new LoopError(
           'persistence_failed',
-          `${label} was applied in this session but saving it failed, so it may not survive a restart; check the list before retrying. ${describe(error)}`,
+          `${label} was applied in this session but saving it failed, so it may not survive a restart; check the list before retrying. ${describeError(error)}`,
           { cause: error },
         )
       } finally {
@@ -148,7 +143,7 @@ export class LoopRuntime {
         await this.enqueue(() => this.driveOnce())
       }
     } catch (error) {
-      this.stop(new LoopError('runtime_failed', `Loops in this session stopped after an unexpected failure: ${describe(error)}`, { cause: error }))
+      this.stop(new LoopError('runtime_failed', `Loops in this session stopped after an unexpected failure: ${describeError(error)}`, { cause: error }))
     } finally {
       this.draining = undefined
     }
@@ -162,7 +157,7 @@ export class LoopRuntime {
     try {
       this.fold = foldLoopEvents(this.fold, events.slice(start))
     } catch (error) {
-      throw this.stop(new LoopError('corrupt_loop_log', `Loops in this session are stopped: its loop log is corrupt (${describe(error)}).`, { cause: error }))
+      throw this.stop(new LoopError('corrupt_loop_log', `Loops in this session are stopped: its loop log is corrupt (${describeError(error)}).`, { cause: error }))
     }
     this.folded = events.length
     return this.fold
@@ -195,7 +190,8 @@ export class LoopRuntime {
 
   /** After a failed drive, try again later with a doubling delay instead of spinning. */
   private retryLater(reason: string): void {
-    if (!this.isLive()) return
+    // A drive that fails while its runtime is being disposed must not leave a timer behind.
+    if (this.stopping) return
     this.logger.warn(`loop drive for session "${this.agent.id}" failed, retrying in ${this.retryDelay} ms: ${reason}`)
     const now = Date.now()
     this.arm(now + this.retryDelay, now)
@@ -205,11 +201,10 @@ export class LoopRuntime {
   /** One drive: flush, fold, then either arm the timer or dispatch the first due loop. */
   private async driveOnce(): Promise<void> {
     this.clearTimer()
-    if (this.stopping || this.fault !== undefined || !this.isLive()) return
     try {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {
-      this.retryLater(describe(error))
+      this.retryLater(describeError(error))
       return
     }
     this.retryDelay = FIRST_RETRY_DELAY_MS
@@ -234,7 +229,7 @@ export class LoopRuntime {
       })
       this.agent.send(message, this.agent.status === 'running' ? 'next-step' : 'next-turn', true)
     } catch (error) {
-      this.retryLater(`heartbeat for ${due.id} was not admitted: ${describe(error)}`)
+      this.retryLater(`heartbeat for ${due.id} was not admitted: ${describeError(error)}`)
       return
     }
     this.agent.session.append(LOOP_CHANGE_EVENT, dispatchChange(due.id, nextOccurrence(due, now)))
@@ -242,7 +237,7 @@ export class LoopRuntime {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {
       // The advance is only in memory: not done until a later flush succeeds.
-      this.retryLater(`dispatch of ${due.id} is not durable yet: ${describe(error)}`)
+      this.retryLater(`dispatch of ${due.id} is not durable yet: ${describeError(error)}`)
       return
     }
     this.requestDrive()

@@ -8,7 +8,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Session } from '@deepseek-ai/dsh-session'
 import * as ownSessionModule from '@deepseek-ai/dsh-session'
 import { LOOP_CHANGE_EVENT } from './domain.ts'
-import { LoopError } from './errors.ts'
+import { LoopError, describeError } from './errors.ts'
 
 /**
  * Require one acknowledged flush of the session's pending events.
@@ -22,7 +22,7 @@ export async function flushSession(ctx: Context, session: Session): Promise<void
   try {
     acknowledged = await ctx.sessions.flush(session)
   } catch (error) {
-    throw new LoopError('persistence_failed', `Session persistence failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    throw new LoopError('persistence_failed', `Session persistence failed: ${describeError(error)}`, { cause: error })
   }
   if (!acknowledged) throw new LoopError('persistence_failed', 'Session persistence did not acknowledge the flush; no persistence is mounted for this session.')
 }

@@ -49,10 +49,7 @@ const inheritedLoopEvents = new WeakSet<SessionEvent>()
  * @param session - a session being published (fresh fork, resumed fork, or plain).
  */
 export function markInheritedLoopEvents(session: Session): void {
-  const seedLength = session.header.seedLength ?? 0
-  const events = session.events
-  for (let index = 0; index < seedLength && index < events.length; index += 1) {
-    const event = events[index]!
+  for (const event of session.events.slice(0, session.header.seedLength ?? 0)) {
     if (event.type === LOOP_CHANGE_EVENT) inheritedLoopEvents.add(event)
   }
 }

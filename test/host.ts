@@ -82,7 +82,29 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
     const module = (plugin as { default?: unknown }).default ?? plugin
     await ctx.plugin(module as PluginModule, config as never)
   }
+  trackFlushes(ctx)
   return { ctx, root, dispose: () => ctx.fiber.dispose() }
+}
+
+let pendingFlushes = 0
+
+/** Count in-flight flushes (a passthrough wrapper) so {@link settle} can wait for real I/O. */
+function trackFlushes(ctx: Context): void {
+  const sessions = ctx.sessions
+  const flush = sessions.flush.bind(sessions)
+  sessions.flush = (session) => {
+    pendingFlushes += 1
+    let result: Promise<boolean>
+    try {
+      result = flush(session)
+    } catch (error) {
+      pendingFlushes -= 1
+      throw error
+    }
+    return result.finally(() => {
+      pendingFlushes -= 1
+    })
+  }
 }
 
 /** The fake model boundary installed on one real agent. */
@@ -162,10 +184,12 @@ export function loopChanges(agent: Agent): unknown[] {
 const realSetTimeout = globalThis.setTimeout
 
 /** Let queued promise work and real persistence I/O settle without moving the fake clock. */
-export async function settle(rounds = 8): Promise<void> {
-  for (let round = 0; round < rounds; round += 1) {
+export async function settle(): Promise<void> {
+  // Quiet means no flush in flight for several consecutive real-time rounds.
+  for (let quiet = 0, round = 0; quiet < 4 && round < 500; round += 1) {
     await vi.advanceTimersByTimeAsync(0)
     await new Promise<void>((resolve) => realSetTimeout(resolve, 1))
+    quiet = pendingFlushes === 0 ? quiet + 1 : 0
   }
 }
 

@@ -213,6 +213,34 @@ describe('failures', () => {
     expect(fake.send).toHaveBeenCalledTimes(1)
   })
 
+  it('arms nothing when a drive fails while its agent is being disposed', async () => {
+    await create('disposed mid-flush', 1)
+    await settle()
+    let rejectFlush: (reason: unknown) => void = () => undefined
+    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementationOnce(
+      () =>
+        new Promise<boolean>((_, reject) => {
+          rejectFlush = reject
+        }),
+    )
+    await vi.advanceTimersByTimeAsync(1000)
+    expect(spy).toHaveBeenCalledTimes(1)
+    const disposal = fake.handle.dispose()
+    await settle() // disposal now waits for the drive, which waits for the flush
+    rejectFlush('storage detached')
+    await disposal
+    spy.mockRestore()
+    await advance(5000)
+    expect(fake.send).not.toHaveBeenCalled()
+  })
+
+  it('names non-Error flush failures in the tool error', async () => {
+    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockRejectedValue('EIO')
+    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error.message : 'succeeded').toBe('Session persistence failed: EIO')
+    spy.mockRestore()
+  })
+
   it('appends no dispatch when the inbox refuses the heartbeat', async () => {
     await create('refused', 1)
     fake.send.mockImplementationOnce(() => {

@@ -10,7 +10,7 @@ import {
   viewLoopProjection,
 } from '../src/projection.ts'
 import type { LoopRecord } from '../src/types.ts'
-import { AGENT_OPTIONS, advance, bootHost, createFakeAgent, loopChanges, runTool, settle, type FakeAgent, type Host } from './host.ts'
+import { AGENT_OPTIONS, advance, bootHost, createFakeAgent, loopChanges, runCommand, runTool, settle, type FakeAgent, type Host } from './host.ts'
 
 const NOW = Date.parse('2026-11-30T00:00:00Z')
 const loopA: LoopRecord = { id: 'loop_a', prompt: 'A', time_in_seconds: 5, next_at: NOW + 5000 }
@@ -91,7 +91,7 @@ describe('in the real projection registry', () => {
   })
 
   it('does not show a parent loops in a fork, while the fork keeps its own', async () => {
-    await runTool(host, fake.agent, 'loop_create', { prompt: 'parent only', time_in_seconds: 1 })
+    await runCommand(host, fake.agent, '/loop 1 parent only')
     await settle()
     const child = host.ctx.sessions.fork(fake.agent.session, undefined, SessionId('ses-proj-fork'))
     expect(child.header.seedLength).toBeGreaterThan(0)
