@@ -1,0 +1,116 @@
+/**
+ * The real agent loop against the published mock LLM server on loopback: a
+ * heartbeat wakes an idle agent into a real turn, and a running agent takes a
+ * heartbeat as next-step input inside the same turn. Real timers throughout.
+ */
+import { createUserMessage } from '@deepseek-ai/dsh-llm'
+import { startMockLlmServer, type MockLlmServer } from '@deepseek-ai/dsh-llm-mock-server'
+import { SessionId } from '@deepseek-ai/dsh-session'
+import type { SessionEvent } from '@deepseek-ai/dsh-session'
+import { afterEach, expect, it } from 'vitest'
+import { AGENT_OPTIONS, bootHost, runCommand, type Host } from './host.ts'
+
+let host: Host | undefined
+let server: MockLlmServer | undefined
+
+afterEach(async () => {
+  await host?.dispose()
+  await server?.close()
+  host = undefined
+  server = undefined
+})
+
+/** Poll until a condition holds, failing with a description after the deadline. */
+async function until(what: string, condition: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/** The text of the last user message in one recorded chat-completions request. */
+function lastUserText(body: unknown): string {
+  const messages = (body as { messages: { role: string; content: unknown }[] }).messages
+  const last = messages.filter((message) => message.role === 'user').at(-1)
+  const content = last?.content
+  if (typeof content === 'string') return content
+  return (content as { type: string; text?: string }[]).map((part) => part.text ?? '').join('')
+}
+
+/** Heartbeat text for a loop. */
+const heartbeat = (id: string, prompt: string) => `<heartbeat>\n  <loop_id>${id}</loop_id>\n  <prompt>${prompt}</prompt>\n</heartbeat>`
+
+/** The id the create command reported. */
+function createdId(text: string | undefined): string {
+  const match = /^Created (loop_[0-9a-f]+):/.exec(text ?? '')
+  if (match === null) throw new Error(`unexpected create reply: ${text}`)
+  return match[1]!
+}
+
+/** Index of the first event matching a predicate, failing when absent. */
+function indexOf(events: readonly SessionEvent[], predicate: (event: SessionEvent) => boolean, what: string): number {
+  const index = events.findIndex(predicate)
+  if (index === -1) throw new Error(`no ${what} in ${events.map((event) => event.type).join(', ')}`)
+  return index
+}
+
+it('a due heartbeat wakes the idle agent and a real turn answers it', async () => {
+  server = await startMockLlmServer({ port: 0, sequence: ['success'], repeatLast: true, successText: 'heartbeat handled' })
+  host = await bootHost({ baseURL: `${server.baseURL}/v1` })
+  const { agent } = await host.ctx.agents.create({ sessionId: SessionId('ses-model-idle'), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS })
+  expect(agent.status).toBe('idle')
+
+  const id = createdId((await runCommand(host, agent, '/loop 1 LOOP_SMOKE_OK')).text)
+  await until('the first model request', () => server!.requests.length >= 1)
+  expect(lastUserText(server.requests[0]!.body)).toBe(heartbeat(id, 'LOOP_SMOKE_OK'))
+  await until('the assistant reply', () => agent.session.events.some((event) => event.type === 'assistant/message'))
+  await runCommand(host, agent, `/loop delete ${id}`)
+
+  const events = agent.session.events
+  const spliced = events.find((event) => event.type === 'agent/inbox/spliced')
+  expect(spliced?.data).toMatchObject({ target: 'next-turn' })
+  const userMessage = events.find((event) => event.type === 'user/message')
+  expect(userMessage?.data).toMatchObject({ source: { kind: 'plugin', plugin: 'loop' }, content: [{ type: 'text', text: heartbeat(id, 'LOOP_SMOKE_OK') }] })
+  expect(indexOf(events, (event) => event.type === 'turn/start', 'turn/start')).toBeLessThan(
+    indexOf(events, (event) => event.type === 'assistant/message', 'assistant/message'),
+  )
+})
+
+it('a running agent takes the heartbeat as next-step input inside the same turn', async () => {
+  // The first request streams slowly so the turn is still running when the loop is due.
+  server = await startMockLlmServer({
+    port: 0,
+    sequence: ['slow_success', 'success'],
+    repeatLast: true,
+    successText: 'working on it, still working, almost done',
+    chunkSize: 4,
+    chunkDelayMs: 250,
+  })
+  host = await bootHost({ baseURL: `${server.baseURL}/v1` })
+  const { agent } = await host.ctx.agents.create({ sessionId: SessionId('ses-model-busy'), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS })
+
+  const id = createdId((await runCommand(host, agent, '/loop 1 LOOP_BUSY_OK')).text)
+  agent.send(createUserMessage({ content: [{ type: 'text', text: 'start a long task' }], source: { kind: 'user' } }), 'next-turn', true)
+  await until('the agent to run', () => agent.status === 'running')
+  await until('a request carrying the heartbeat', () => server!.requests.some((request) => lastUserText(request.body) === heartbeat(id, 'LOOP_BUSY_OK')))
+  await runCommand(host, agent, `/loop delete ${id}`)
+  await agent.whenIdle()
+
+  expect(lastUserText(server.requests[0]!.body)).toBe('start a long task')
+  const events = agent.session.events
+  const heartbeatSplice = events.find(
+    (event) => event.type === 'agent/inbox/spliced' && JSON.stringify(event.data).includes('LOOP_BUSY_OK'),
+  )
+  expect(heartbeatSplice?.data).toMatchObject({ target: 'next-step' })
+  // Same turn: the heartbeat's user message comes after the first turn/start and before its turn/end.
+  const firstTurnStart = indexOf(events, (event) => event.type === 'turn/start', 'turn/start')
+  const heartbeatMessage = indexOf(
+    events,
+    (event) => event.type === 'user/message' && JSON.stringify(event.data).includes('LOOP_BUSY_OK'),
+    'heartbeat user/message',
+  )
+  const firstTurnEnd = indexOf(events, (event) => event.type === 'turn/end', 'turn/end')
+  expect(firstTurnStart).toBeLessThan(heartbeatMessage)
+  expect(heartbeatMessage).toBeLessThan(firstTurnEnd)
+}, 30_000)
