@@ -2,6 +2,7 @@
  * The persistence barrier and the host event-catalog registration.
  * @module dsh-plugin-loop/persistence
  */
+import { realpathSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import type { Context } from '@deepseek-ai/cordis'
@@ -34,7 +35,8 @@ type EventTypeCatalog = Set<string>
 async function importHostSessionModule(entry: string | undefined): Promise<unknown> {
   if (entry === undefined || entry === '') return undefined
   try {
-    const resolved = createRequire(entry).resolve('@deepseek-ai/dsh-session')
+    // The pnpm shim passes a symlinked entry that resolves only with its NODE_PATH; the real path always works.
+    const resolved = createRequire(realpathSync(entry)).resolve('@deepseek-ai/dsh-session')
     return await import(pathToFileURL(resolved).href)
   } catch {
     // The entry may not see the package (a test runner, a bundled host); our own import still counts.

@@ -1,0 +1,262 @@
+/**
+ * Drives a real `dsh` process (the @deepseek-ai/dsh CLI installed as a dev
+ * dependency) the way a user runs it: an isolated DSH_HOME, the plugin added from
+ * its packed tarball with `dsh plugin add`, the rc.8 boot patch, and a model on
+ * loopback. Shared by the demo, the end-to-end suite and the browser test.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+
+/** The project root. */
+export const PROJECT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const BIN = join(PROJECT, 'node_modules', '.bin')
+/** The Node 22 binary from the `node` package; `.bin/node` is a wrapper that would not forward signals. */
+export const NODE22 = realpathSync(join(PROJECT, 'node_modules', 'node', 'bin', 'node'))
+/** The CLI entry, as the `.bin/dsh` shim passes it. */
+export const DSH_ENTRY = join(PROJECT, 'node_modules', '@deepseek-ai', 'dsh', 'lib', 'bin.js')
+/** The rc.8 workaround patch shipped with the project. */
+export const RC8_PATCH = join(PROJECT, 'e2e', 'patches', 'rc8-boot.yml')
+
+/** The NODE_PATH the `.bin/dsh` shim exports, so the process sees what a shell user's would. */
+function shimNodePath(): string | undefined {
+  return /export NODE_PATH="([^"$]*)"/.exec(readFileSync(join(BIN, 'dsh'), 'utf8'))?.[1]
+}
+
+/** Where the model is. */
+export interface ModelEndpoint {
+  /** Provider base URL including `/v1`; omit for the real provider. */
+  readonly baseURL?: string
+  /** API key; a placeholder for the mock. */
+  readonly apiKey: string
+}
+
+/**
+ * Environment for every dsh child: Node 22 and pnpm first on PATH (`dsh plugin`
+ * spawns pnpm), an isolated home, telemetry off, and the model endpoint.
+ */
+export function dshEnv(home: string, model?: ModelEndpoint): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env }
+  delete env.NODE_OPTIONS
+  delete env.NODE_PATH
+  delete env.DEEPSEEK_BASE_URL
+  Object.assign(env, { PATH: `${BIN}:${process.env.PATH ?? ''}`, DSH_HOME: home, DSH_TELEMETRY_DISABLED: '1', NO_COLOR: '1' })
+  const nodePath = shimNodePath()
+  if (nodePath !== undefined) env.NODE_PATH = nodePath
+  if (model !== undefined) {
+    env.DEEPSEEK_API_KEY = model.apiKey
+    if (model.baseURL !== undefined) env.DEEPSEEK_BASE_URL = model.baseURL
+  }
+  return env
+}
+
+/**
+ * Create an isolated DSH_HOME with the welcome dialog already dismissed.
+ * @param dir - the home directory, or a fresh temp dir when omitted.
+ * @returns the home path.
+ */
+export function prepareHome(dir?: string): string {
+  mkdirSync(join(PROJECT, 'artifacts'), { recursive: true })
+  const home = dir ?? mkdtempSync(join(PROJECT, 'artifacts', 'dsh-home-'))
+  mkdirSync(home, { recursive: true })
+  writeFileSync(join(home, 'settings.yaml'), 'ui-onboarding:\n  welcomeNoticeVersion: 2026-08-13.1\n')
+  return home
+}
+
+/**
+ * Build and pack the plugin; returns the tarball path under artifacts/.
+ * A unique file name per pack, because `dsh plugin add` of an unchanged path keeps the old content.
+ */
+export function packPlugin(): string {
+  const out = join(PROJECT, 'artifacts', 'packs', String(Date.now()))
+  mkdirSync(out, { recursive: true })
+  run(join(BIN, 'pnpm'), ['run', 'build'], PROJECT)
+  run(join(BIN, 'pnpm'), ['pack', '--pack-destination', out], PROJECT)
+  const tarball = readdirSync(out).find((name) => name.endsWith('.tgz'))
+  if (tarball === undefined) throw new Error(`pnpm pack left no tarball in ${out}`)
+  return join(out, tarball)
+}
+
+/** Run a command to completion, throwing with its output on failure. */
+function run(command: string, args: readonly string[], cwd: string, env?: NodeJS.ProcessEnv): string {
+  const result = spawnSync(command, args, { cwd, env: env ?? process.env, encoding: 'utf8' })
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status}):\n${result.stdout}\n${result.stderr}`)
+  return result.stdout
+}
+
+/**
+ * `dsh plugin --profile <profile> <verb> <spec>` exactly as a user runs it.
+ * @returns the CLI's output.
+ */
+export function dshPlugin(home: string, profile: string, verb: 'add' | 'remove', spec: string): string {
+  return run(NODE22, [DSH_ENTRY, 'plugin', '--profile', profile, verb, spec], PROJECT, dshEnv(home))
+}
+
+/** The profile manifest after an install. */
+export function profileManifest(home: string, profile: string): { dependencies?: Record<string, string>; dsh?: { profile?: { bundles?: string[] } } } {
+  return JSON.parse(readFileSync(join(home, 'profiles', profile, 'package.json'), 'utf8'))
+}
+
+/** A running `dsh web`. */
+export interface DshWeb {
+  readonly url: string
+  readonly child: ChildProcess
+  /** Everything the process printed so far. */
+  output(): string
+  /** Stop with a signal (SIGTERM by default) and wait for exit; SIGKILL after a grace period. */
+  stop(signal?: NodeJS.Signals): Promise<void>
+}
+
+/** Options for {@link startWeb}. */
+export interface WebOptions {
+  readonly home: string
+  readonly model: ModelEndpoint
+  readonly port?: number
+  readonly cwd?: string
+  readonly timeoutMs?: number
+  /** Pass stdout/stderr through as well as capturing them. */
+  readonly echo?: boolean
+}
+
+/**
+ * Start `dsh web` on 127.0.0.1 and wait until it answers HTTP 200 (the URL line
+ * is printed before plugins finish loading).
+ */
+export async function startWeb(options: WebOptions): Promise<DshWeb> {
+  const started = Date.now()
+  const timeoutMs = options.timeoutMs ?? 60_000
+  const args = [DSH_ENTRY, 'web', '--patch', RC8_PATCH, '--no-open', '--host', '127.0.0.1', '--port', String(options.port ?? 0)]
+  const child = spawn(NODE22, args, { cwd: options.cwd ?? PROJECT, env: dshEnv(options.home, options.model), stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString()
+    if (options.echo === true) process.stdout.write(chunk)
+  }
+  child.stdout!.on('data', collect)
+  child.stderr!.on('data', collect)
+  const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()))
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill(signal)
+    const force = setTimeout(() => child.kill('SIGKILL'), 8_000)
+    await exited
+    clearTimeout(force)
+  }
+  const fail = async (reason: string): Promise<never> => {
+    await stop('SIGKILL')
+    throw new Error(`dsh web ${reason}:\n${output}`)
+  }
+  let url: string | undefined
+  while (url === undefined) {
+    url = /dsh web: (http:\/\/\S+)/.exec(output)?.[1]?.replace(/\/$/, '')
+    if (url !== undefined) break
+    if (child.exitCode !== null || child.signalCode !== null) await fail('exited during boot')
+    if (Date.now() - started > timeoutMs) await fail('printed no URL')
+    await sleep(25)
+  }
+  for (;;) {
+    const status = await fetch(`${url}/`).then(
+      (response) => response.status,
+      () => 0,
+    )
+    if (status === 200) break
+    if (child.exitCode !== null || child.signalCode !== null) await fail('exited before answering')
+    if (Date.now() - started > timeoutMs) await fail('never answered HTTP 200')
+    await sleep(25)
+  }
+  return { url, child, output: () => output, stop }
+}
+
+let rpcNumber = 0
+
+/**
+ * Call the web API: `POST /api/<method>` with the client-request envelope.
+ * @returns the unwrapped `value`; throws with the error body otherwise.
+ */
+export async function call<T = unknown>(url: string, method: string, payload: unknown): Promise<T> {
+  rpcNumber += 1
+  const response = await fetch(`${url}/api/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'client-request', rpcId: `r${rpcNumber}`, method, payload }),
+  })
+  const text = await response.text()
+  if (response.status !== 200) throw new Error(`${method}: HTTP ${response.status}: ${text}`)
+  const body = JSON.parse(text) as { result?: { ok: boolean; value?: T; error?: unknown } }
+  if (body.result?.ok !== true) throw new Error(`${method} failed: ${JSON.stringify(body.result?.error ?? body)}`)
+  return body.result.value as T
+}
+
+/** A command's reply. */
+export interface CommandReply {
+  readonly kind: 'success' | 'error'
+  readonly text?: string
+}
+
+/** Create a session in `cwd`; returns its id. */
+export async function createSession(url: string, cwd: string = PROJECT): Promise<string> {
+  return (await call<{ sessionId: string }>(url, 'session.create', { cwd })).sessionId
+}
+
+/** Reopen (resume) an existing session after a restart without starting a turn. */
+export async function reopenSession(url: string, sessionId: string, cwd: string = PROJECT): Promise<void> {
+  await call(url, 'session.create', { sessionId, cwd })
+}
+
+/** Run a slash line for a session through the host command API. */
+export async function runCommand(url: string, sessionId: string, line: string): Promise<CommandReply> {
+  const value = await call<{ result: CommandReply } | undefined>(url, 'commands/execute', { args: { agentId: sessionId, line, images: [] } })
+  if (value === undefined) throw new Error(`no command matched ${line}`)
+  return value.result
+}
+
+/** Queue a user prompt, as the composer does. */
+export async function prompt(url: string, sessionId: string, text: string): Promise<void> {
+  await call(url, 'session.prompt', { sessionId, mode: 'queue', content: [{ type: 'text', text }] })
+}
+
+/** One session event as the history API returns it. */
+export interface HistoryEvent {
+  readonly type: string
+  readonly seq: number
+  readonly time: number
+  readonly data: unknown
+}
+
+/** A session's events and projection values. */
+export async function history(url: string, sessionId: string): Promise<{ events: HistoryEvent[]; projections: Record<string, unknown> }> {
+  const value = await call<{ events: { event: HistoryEvent }[]; projections?: { values?: Record<string, unknown> } }>(url, 'session.history', { sessionId })
+  return { events: value.events.map((entry) => entry.event), projections: value.projections?.values ?? {} }
+}
+
+/** The text of the last real user message in a chat-completions request (DSH adds a runtime-context snapshot). */
+export function lastUserText(body: unknown): string | undefined {
+  const messages = (body as { messages?: { role: string; content: unknown }[] }).messages ?? []
+  return messages
+    .filter((message) => message.role === 'user')
+    .map((message) =>
+      typeof message.content === 'string'
+        ? message.content
+        : (message.content as { type: string; text?: string }[]).map((part) => part.text ?? '').join(''),
+    )
+    .filter((text) => !text.startsWith('Current runtime context.'))
+    .at(-1)
+}
+
+/** Poll until `check` returns a value, or fail with `what` after the deadline. */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await sleep(50)
+  }
+}
+
+/** Remove a home directory (best effort). */
+export function removeHome(home: string): void {
+  if (existsSync(home)) rmSync(home, { recursive: true, force: true })
+}
