@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { LOOP_USAGE, formatList, parseLoopCommand } from '../src/commands.ts'
-import { bootHost, createFakeAgent, loopChanges, runCommand, type FakeAgent, type Host } from './host.ts'
+import { loopChanges, runCommand, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
 
 describe('parseLoopCommand', () => {
   it.each([
@@ -22,20 +22,13 @@ describe('parseLoopCommand', () => {
 })
 
 describe('/loop through the real command runtime', () => {
-  const NOW = Date.parse('2026-11-30T00:00:00Z')
+  const NOW = TEST_NOW
   let host: Host
   let fake: FakeAgent
-
   beforeEach(async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
-    host = await bootHost()
-    fake = await createFakeAgent(host, 'ses-cmd')
+    ;({ host, fake } = await startFakeHost('ses-cmd'))
   })
-
-  afterEach(async () => {
-    await host.dispose()
-    vi.useRealTimers()
-  })
+  afterEach(() => stopFakeHost(host))
 
   it('creates with the complete remainder as the prompt, lists, and deletes', async () => {
     const created = await runCommand(host, fake.agent, '/loop 90 check the build & report <failures>')

@@ -258,3 +258,28 @@ export async function runCommand(host: Host, agent: Agent, line: string) {
   if (execution === undefined) throw new Error(`no command matched ${line}`)
   return execution.result
 }
+
+/** Start of the fake clock in every fake-timer test. */
+export const TEST_NOW = Date.parse('2026-11-30T00:00:00Z')
+
+/** Fake timers and Date only: persistence I/O stays real. */
+export function useFakeClock(now: number = TEST_NOW): void {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now })
+}
+
+/**
+ * Fake the clock, boot a real host and create one fake-boundary root agent.
+ * @param sessionId - the agent's session id.
+ * @returns the host and the agent.
+ */
+export async function startFakeHost(sessionId: string): Promise<{ host: Host; fake: FakeAgent }> {
+  useFakeClock()
+  const host = await bootHost()
+  return { host, fake: await createFakeAgent(host, sessionId) }
+}
+
+/** Dispose a host started by {@link startFakeHost} and restore real timers. */
+export async function stopFakeHost(host: Host): Promise<void> {
+  await host.dispose()
+  vi.useRealTimers()
+}

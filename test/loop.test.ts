@@ -1,21 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { FIRST_RETRY_DELAY_MS, MAX_TIMER_DELAY_MS } from '../src/loop.ts'
-import { advance, bootHost, createFakeAgent, loopChanges, persistedLoopChanges, resumeFakeAgent, runTool, settle, type FakeAgent, type Host } from './host.ts'
+import { advance, createFakeAgent, loopChanges, persistedLoopChanges, resumeFakeAgent, runTool, settle, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
 
-const NOW = Date.parse('2026-11-30T00:00:00Z')
+const NOW = TEST_NOW
 let host: Host
 let fake: FakeAgent
-
 beforeEach(async () => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
-  host = await bootHost()
-  fake = await createFakeAgent(host, 'ses-run')
+  ;({ host, fake } = await startFakeHost('ses-run'))
 })
-
-afterEach(async () => {
-  await host.dispose()
-  vi.useRealTimers()
-})
+afterEach(() => stopFakeHost(host))
 
 /** Create a loop through the real tool and return its id. */
 async function create(prompt: string, seconds: number, target: FakeAgent = fake): Promise<string> {

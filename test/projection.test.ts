@@ -1,6 +1,6 @@
 import { SessionId } from '@deepseek-ai/dsh-session'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createChange, deleteChange, dispatchChange } from '../src/domain.ts'
 import {
   LOOP_PROJECTION_KEY,
@@ -10,9 +10,9 @@ import {
   viewLoopProjection,
 } from '../src/projection.ts'
 import type { LoopRecord } from '../src/types.ts'
-import { AGENT_OPTIONS, advance, bootHost, createFakeAgent, loopChanges, runCommand, runTool, settle, type FakeAgent, type Host } from './host.ts'
+import { AGENT_OPTIONS, advance, createFakeAgent, loopChanges, runCommand, runTool, settle, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
 
-const NOW = Date.parse('2026-11-30T00:00:00Z')
+const NOW = TEST_NOW
 const loopA: LoopRecord = { id: 'loop_a', prompt: 'A', time_in_seconds: 5, next_at: NOW + 5000 }
 let seq = 0
 const event = (data: unknown, type = 'loop/change') => ({ type, seq: seq++, time: NOW, data }) as unknown as SessionEvent
@@ -57,17 +57,10 @@ describe('reducer', () => {
 describe('in the real projection registry', () => {
   let host: Host
   let fake: FakeAgent
-
   beforeEach(async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
-    host = await bootHost()
-    fake = await createFakeAgent(host, 'ses-proj')
+    ;({ host, fake } = await startFakeHost('ses-proj'))
   })
-
-  afterEach(async () => {
-    await host.dispose()
-    vi.useRealTimers()
-  })
+  afterEach(() => stopFakeHost(host))
 
   const projected = (session = fake.agent.session) => host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
 

@@ -1,22 +1,15 @@
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { CREATE_DESCRIPTION, DELETE_DESCRIPTION, LIST_DESCRIPTION, LOOP_TOOL_NAMES } from '../src/tools.ts'
-import { AGENT_OPTIONS, bootHost, createFakeAgent, loopChanges, persistedLoopChanges, runTool, type FakeAgent, type Host } from './host.ts'
+import { AGENT_OPTIONS, createFakeAgent, loopChanges, persistedLoopChanges, runTool, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
 
-const NOW = Date.parse('2026-11-30T00:00:00Z')
+const NOW = TEST_NOW
 let host: Host
 let fake: FakeAgent
-
 beforeEach(async () => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
-  host = await bootHost()
-  fake = await createFakeAgent(host, 'ses-tools')
+  ;({ host, fake } = await startFakeHost('ses-tools'))
 })
-
-afterEach(async () => {
-  await host.dispose()
-  vi.useRealTimers()
-})
+afterEach(() => stopFakeHost(host))
 
 const loopToolNames = (scope?: Parameters<Host['ctx']['tools']['schemas']>[0]) =>
   host.ctx.tools
