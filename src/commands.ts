@@ -3,6 +3,7 @@
  * so a command behaves exactly like the model's tool call.
  * @module dsh-plugin-loop/commands
  */
+import { randomUUID } from 'node:crypto'
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { CommandResult } from '@deepseek-ai/dsh-commands'
@@ -70,12 +71,9 @@ export function formatDeleted(result: LoopDeleteResult): string {
   return `Deleted ${result.id}.`
 }
 
-let nextCallNumber = 0
-
 /** Run one loop tool for the invoking agent through the real tool runtime. */
 async function runTool(ctx: Context, agent: Agent, name: string, args: Record<string, unknown>, signal: AbortSignal) {
-  nextCallNumber += 1
-  return ctx.tools.execute({ callId: CallId(`loop-command-${nextCallNumber}`), name, arguments: args, agent, signal })
+  return ctx.tools.execute({ callId: CallId(`loop-command-${randomUUID()}`), name, arguments: args, agent, signal })
 }
 
 /**

@@ -92,6 +92,8 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime): () =
         output: { schema: VIEW_SCHEMA, render: renderJson },
         async execute(args, exec): Promise<LoopView> {
           assertOwner(agent, exec.agent)
+          // Reject bad input before queueing; validate again at the decision instant, since the
+          // representable-time bound depends on `now`.
           validateCreateInput(args, Date.now())
           return runtime.transact('loop_create', (state) => {
             const now = Date.now()
