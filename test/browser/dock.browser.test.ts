@@ -1,0 +1,366 @@
+/**
+ * The loop dock in a real DSH web with real Chromium: the packed plugin is
+ * installed with `dsh plugin add` into an isolated DSH_HOME, `dsh web` runs on
+ * loopback against the scripted mock model, loops are created with `/loop`
+ * through the host's command API, and Debian's Chromium (playwright-core)
+ * checks what a person sees: 0 → nothing, 1 and 2 rows, the summary at 3,
+ * expand/Escape/outside click, delete with confirmation, light and dark
+ * themes, no console errors. Screenshots go to artifacts/screenshots/; the
+ * two in docs/ (README) are written when missing or with UPDATE_DOCS_SCREENSHOTS=1.
+ *
+ * Run: `pnpm run test:browser` (installs Chromium when missing).
+ */
+import { startMockLlmServer, type MockLlmServer } from '@deepseek-ai/dsh-llm-mock-server'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import {
+  PROJECT,
+  createSession,
+  dshPlugin,
+  history,
+  mockEndpoint,
+  packPlugin,
+  prepareHome,
+  prompt,
+  runCommand,
+  startWeb,
+  turnsSettled,
+  waitFor,
+  type DshWeb,
+} from '../../e2e/stack.ts'
+
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium'
+const CHROMIUM_FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
+const SHOTS = join(PROJECT, 'artifacts', 'screenshots')
+const DOCS = join(PROJECT, 'docs')
+const SESSION_PROMPT = 'Loop dock browser test'
+const LOOPS = [
+  { seconds: 300, interval: 'every 5m', prompt: 'Check whether the build is still healthy' },
+  { seconds: 90, interval: 'every 1m 30s', prompt: 'Summarize any new failures in the nightly run' },
+  {
+    seconds: 3_600,
+    interval: 'every 1h',
+    prompt:
+      'Look at the open pull requests, list the ones that have waited on review for more than a day, and remind their authors about every question they have not answered yet',
+  },
+] as const
+
+/** Wall-clock phases, printed at the end: the issue asks how long this test takes. */
+const timings: [string, number][] = []
+const suiteStarted = performance.now()
+async function phase<T>(name: string, work: () => Promise<T> | T): Promise<T> {
+  const started = performance.now()
+  try {
+    return await work()
+  } finally {
+    timings.push([name, performance.now() - started])
+  }
+}
+
+let scratch: string | undefined
+let mock: MockLlmServer | undefined
+let web: DshWeb | undefined
+let browser: Browser | undefined
+let page!: Page
+let sessionId: string
+let failed = false
+const consoleErrors: string[] = []
+
+beforeAll(async () => {
+  try {
+    scratch = mkdtempSync(join(tmpdir(), 'loop-browser-'))
+    mkdirSync(SHOTS, { recursive: true })
+    const home = prepareHome(join(scratch, 'home'))
+    const workspace = join(scratch, 'workspace')
+    mkdirSync(workspace)
+    const tarball = await phase('build + pnpm pack', () => packPlugin(join(scratch!, 'packs')))
+    await phase('dsh plugin --profile web add', () => dshPlugin(home, 'web', 'add', tarball))
+    mock = await startMockLlmServer({ host: '127.0.0.1', port: 0, sequence: ['success'], repeatLast: true, successText: 'Noted.' })
+    web = await phase('dsh web boot (HTTP 200)', () => startWeb({ home, model: mockEndpoint(mock!), cwd: workspace }))
+    const url = web.url
+    // A session without a user message is hidden from the sidebar: give it one turn.
+    sessionId = await phase('session + first turn', async () => {
+      const id = await createSession(url, workspace)
+      await prompt(url, id, SESSION_PROMPT)
+      await waitFor('the first turn to end', async () => {
+        const { events } = await history(url, id)
+        return events.some((event) => event.type === 'turn/end') && turnsSettled(events) ? true : undefined
+      })
+      return id
+    })
+    browser = await phase('chromium launch', () => chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS }))
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' })
+    page = await context.newPage()
+    page.on('console', (message) => {
+      if (message.type() === 'error') consoleErrors.push(message.text())
+    })
+    page.on('pageerror', (error) => consoleErrors.push(`pageerror: ${error.message}`))
+    await phase('page ready + session opened', () => openSession(url))
+  } catch (error) {
+    failed = true
+    await page?.screenshot({ path: join(SHOTS, 'failure-setup.png') }).catch(() => undefined)
+    throw error
+  }
+})
+
+beforeEach(({ onTestFailed }) => {
+  onTestFailed(async ({ task }) => {
+    failed = true
+    await page?.screenshot({ path: join(SHOTS, `failure-${task.name.replace(/\W+/g, '-')}.png`) }).catch(() => undefined)
+  })
+})
+
+afterAll(async () => {
+  // Stop everything this file started, whatever happened above.
+  await browser?.close().catch(() => undefined)
+  await web?.stop().catch(() => undefined)
+  await mock?.close().catch(() => undefined)
+  if (failed && web !== undefined) console.error(`---- dsh web output ----\n${web.output()}\n---- end of dsh web output ----`)
+  if (failed && consoleErrors.length > 0) console.error(`browser console errors:\n${consoleErrors.join('\n')}`)
+  if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true })
+  timings.push(['whole browser test file', performance.now() - suiteStarted])
+  const table = timings.map(([name, ms]) => `  ${name.padEnd(32)} ${(ms / 1000).toFixed(1).padStart(6)} s`).join('\n')
+  console.log(`browser test timings:\n${table}`)
+  writeFileSync(join(PROJECT, 'artifacts', 'browser-test-timings.json'), `${JSON.stringify(Object.fromEntries(timings.map(([name, ms]) => [name, Math.round(ms)])), null, 2)}\n`)
+})
+
+/**
+ * Open the app and select the session in the sidebar (the app has no URL
+ * routing). Sessions outside a registered workspace sit under "Ungrouped",
+ * which may render collapsed and after the tree itself: poll until the
+ * session's item shows, expanding "Ungrouped" whenever it is collapsed.
+ */
+async function openSession(url: string): Promise<void> {
+  await page.goto(url)
+  const tree = page.getByRole('tree', { name: 'Sessions' })
+  await tree.waitFor({ timeout: 20_000 })
+  const session = tree.getByRole('treeitem', { name: new RegExp(SESSION_PROMPT) }).first()
+  const ungrouped = tree.getByRole('treeitem', { name: /Ungrouped/ }).first()
+  const deadline = Date.now() + 20_000
+  while (!(await session.isVisible())) {
+    if (Date.now() > deadline) throw new Error(`session not in the sidebar; tree items: ${JSON.stringify(await tree.getByRole('treeitem').allInnerTexts())}`)
+    if ((await ungrouped.isVisible()) && (await ungrouped.getAttribute('aria-expanded')) === 'false') await ungrouped.click()
+    await page.waitForTimeout(100)
+  }
+  await session.click()
+  await page.locator('[data-composer-seat]').waitFor({ timeout: 20_000 })
+}
+
+const dock = () => page.locator('[data-loop-dock]')
+const rows = () => page.locator('[data-loop-dock] [data-loop-row]')
+const toggle = () => page.locator('[data-loop-dock] [data-loop-summary] button')
+
+/** Create one loop through the host command API, as the composer's `/loop` would. */
+async function createLoop(index: number): Promise<void> {
+  const { seconds, prompt: text } = LOOPS[index]!
+  const reply = await runCommand(web!.url, sessionId, `/loop ${seconds} ${text}`)
+  expect(reply.kind, reply.text).toBe('success')
+}
+
+/** Ids of the session's active loops, from the projection the dock reads. */
+async function loopIds(): Promise<string[]> {
+  const { projections } = await history(web!.url, sessionId)
+  return ((projections.loop as { loops?: { id: string }[] } | undefined)?.loops ?? []).map((loop) => loop.id)
+}
+
+/** Switch DSH's theme the way a person's system setting does, and wait for the palette. */
+async function setTheme(scheme: 'light' | 'dark'): Promise<void> {
+  await page.emulateMedia({ colorScheme: scheme })
+  await page.waitForFunction((dark) => document.body.hasAttribute('data-ds-dark-theme') === dark, scheme === 'dark', { timeout: 5_000 })
+}
+
+/** Screenshot the composer area (conversation tail, docks, composer) in light and dark. */
+async function shoot(name: string): Promise<void> {
+  // Park the pointer off the dock so no button shows a hover state.
+  await page.mouse.move(1_270, 10)
+  for (const scheme of ['light', 'dark'] as const) {
+    await setTheme(scheme)
+    const seat = (await page.locator('[data-composer-seat]').boundingBox())!
+    const top = Math.max(0, seat.y - 56)
+    await page.screenshot({
+      path: join(SHOTS, `${name}-${scheme}.png`),
+      clip: { x: seat.x, y: top, width: seat.width, height: Math.min(800 - top, seat.y + seat.height + 16 - top) },
+    })
+  }
+  await setTheme('light')
+}
+
+/** The visible text of each row's cells: interval, countdown, prompt. */
+async function rowCells(): Promise<string[][]> {
+  return rows().evaluateAll((items) => items.map((item) => [...item.children].slice(0, 3).map((child) => child.textContent ?? '')))
+}
+
+describe('loop dock in dsh web (Chromium)', () => {
+  it('renders nothing while the session has no loops', async () => {
+    await expect.poll(() => loopIds()).toEqual([])
+    expect(await dock().count()).toBe(0)
+    // The plugin's bundle did load: its style is in the page.
+    expect(await page.locator('style[data-plugin-css="dsh-plugin-loop/LoopDock.module.css"]').count()).toBe(1)
+    await shoot('0-no-loops')
+  })
+
+  it('shows one row for one loop, with interval, countdown, prompt and Delete only', async () => {
+    await createLoop(0)
+    await rows().first().waitFor()
+    expect(await rows().count()).toBe(1)
+    const [[interval, due, text]] = (await rowCells()) as [string[]]
+    expect(interval).toBe('↻ every 5m')
+    expect(due).toMatch(/^next in (4m \d{1,2}s|5m)$/)
+    expect(text).toBe(LOOPS[0].prompt)
+    const dockText = (await dock().textContent())!
+    expect(dockText).not.toMatch(/loop_[0-9a-f]|session/i)
+    expect(dockText).not.toContain(sessionId)
+    expect(await dock().getByRole('button').allTextContents()).toEqual(['Delete'])
+    // It sits in the composer stack above the composer.
+    expect(await page.locator('[data-composer-seat] [data-loop-dock]').count()).toBe(1)
+    // The countdown repaints once a second.
+    const before = (await rowCells())[0]![1]
+    await expect.poll(async () => (await rowCells())[0]![1], { timeout: 3_000 }).not.toBe(before)
+    await shoot('1-one-loop')
+  })
+
+  it('shows two rows for two loops', async () => {
+    await createLoop(1)
+    await expect.poll(() => rows().count()).toBe(2)
+    const cells = await rowCells()
+    expect(cells.map(([interval, , text]) => [interval, text])).toEqual([
+      ['↻ every 5m', LOOPS[0].prompt],
+      ['↻ every 1m 30s', LOOPS[1].prompt],
+    ])
+    expect(await toggle().count()).toBe(0)
+    await shoot('2-two-loops')
+  })
+
+  it('collapses into one summary row at three loops', async () => {
+    await createLoop(2)
+    await toggle().waitFor()
+    expect(await rows().count()).toBe(0)
+    const summary = (await page.locator('[data-loop-summary] > span').first().textContent())!
+    expect(summary).toMatch(/^↻ 3 active loops · next in 1m (2\d|30)s$/)
+    expect(await toggle().textContent()).toBe('Expand ▾')
+    expect(await toggle().getAttribute('aria-expanded')).toBe('false')
+    const controls = (await toggle().getAttribute('aria-controls'))!
+    expect(await page.locator(`[id="${controls}"]`).evaluate((list) => list.tagName)).toBe('UL')
+    await shoot('3-three-loops-collapsed')
+  })
+
+  it('expands in place, truncates a long prompt, and collapses on Escape with focus back on the button', async () => {
+    await toggle().click()
+    await expect.poll(() => rows().count()).toBe(3)
+    expect(await toggle().getAttribute('aria-expanded')).toBe('true')
+    expect(await toggle().textContent()).toBe('Collapse ▴')
+
+    // The long prompt is one line, cut with an ellipsis, and whole in its title.
+    const long = rows().nth(2).locator(`[title="${LOOPS[2].prompt}"]`)
+    const metrics = await long.evaluate((element) => ({
+      overflow: element.scrollWidth > element.clientWidth,
+      ellipsis: getComputedStyle(element).textOverflow,
+      oneLine: element.getBoundingClientRect().height <= 24,
+      text: element.textContent,
+    }))
+    expect(metrics).toEqual({ overflow: true, ellipsis: 'ellipsis', oneLine: true, text: LOOPS[2].prompt })
+
+    // Every interactive target is at least 44 × 44 px.
+    const boxes = await dock().getByRole('button').evaluateAll((buttons) => buttons.map((button) => button.getBoundingClientRect()).map(({ width, height }) => ({ width, height })))
+    expect(boxes).toHaveLength(4)
+    for (const box of boxes) {
+      expect(box.width).toBeGreaterThanOrEqual(44)
+      expect(box.height).toBeGreaterThanOrEqual(44)
+    }
+
+    await shoot('4-three-loops-expanded')
+
+    // Keyboard order: the toggle, then each row's Delete.
+    await toggle().focus()
+    const order: string[] = []
+    for (let step = 0; step < 3; step += 1) {
+      await page.keyboard.press('Tab')
+      order.push(await page.evaluate(() => `${document.activeElement?.textContent}|${document.activeElement?.closest('[data-loop-row]')?.children[2]?.textContent}`))
+    }
+    expect(order).toEqual(LOOPS.map((loop) => `Delete|${loop.prompt}`))
+
+    await page.keyboard.press('Escape')
+    await expect.poll(() => rows().count()).toBe(0)
+    expect(await toggle().getAttribute('aria-expanded')).toBe('false')
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Expand ▾')
+  })
+
+  it('collapses on a click outside, leaving focus where the click put it', async () => {
+    await toggle().click()
+    await expect.poll(() => rows().count()).toBe(3)
+    const composer = page.locator('[data-composer-seat] textarea, [data-composer-seat] [contenteditable="true"]').first()
+    await composer.click()
+    await expect.poll(() => rows().count()).toBe(0)
+    expect(await composer.evaluate((element) => element === document.activeElement)).toBe(true)
+  })
+
+  it('deletes a loop after an in-row confirmation and drops its row from the projection', async () => {
+    await toggle().click()
+    await expect.poll(() => rows().count()).toBe(3)
+    const target = rows().filter({ hasText: LOOPS[1].prompt })
+    await target.getByRole('button', { name: 'Delete' }).click()
+    expect(await target.getByRole('status').textContent()).toBe('Delete this loop?')
+    expect(await target.getByRole('button').allTextContents()).toEqual(['Confirm', 'Cancel'])
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Confirm')
+    await shoot('5-delete-confirmation')
+
+    // Cancel first: nothing is sent.
+    const idsBefore = await loopIds()
+    await target.getByRole('button', { name: 'Cancel' }).click()
+    expect(await target.getByRole('button').allTextContents()).toEqual(['Delete'])
+    expect(await loopIds()).toEqual(idsBefore)
+
+    await target.getByRole('button', { name: 'Delete' }).click()
+    await target.getByRole('button', { name: 'Confirm' }).click()
+    // Two loops remain: the dock shows both rows again, without the deleted prompt.
+    await expect.poll(() => rows().count(), { timeout: 10_000 }).toBe(2)
+    expect((await rowCells()).map(([, , text]) => text)).toEqual([LOOPS[0].prompt, LOOPS[2].prompt])
+    expect(await loopIds()).toHaveLength(2)
+    expect(await page.getByRole('alert').count()).toBe(0)
+    // Focus left with the deleted row and landed on the dock's first usable button.
+    expect(await page.evaluate(() => [document.activeElement?.textContent, document.activeElement?.closest('[data-loop-row]')?.children[2]?.textContent])).toEqual([
+      'Delete',
+      LOOPS[0].prompt,
+    ])
+    await shoot('6-after-delete')
+  })
+
+  it('disappears when the last loops go', async () => {
+    for (const id of await loopIds()) expect((await runCommand(web!.url, sessionId, `/loop delete ${id}`)).kind).toBe('success')
+    await expect.poll(() => dock().count(), { timeout: 10_000 }).toBe(0)
+  })
+
+  it('used the DSH theme in light and dark and logged no console errors', async () => {
+    await createLoop(0)
+    await rows().first().waitFor()
+    const panel = dock().locator('> div')
+    await setTheme('light')
+    const light = await panel.evaluate((element) => getComputedStyle(element).backgroundColor)
+    await setTheme('dark')
+    const dark = await panel.evaluate((element) => getComputedStyle(element).backgroundColor)
+    await setTheme('light')
+    expect(light).toBe('rgb(245, 246, 247)')
+    expect(dark).toBe('rgb(53, 54, 56)')
+    expect(await page.locator('[data-slot-error]').count()).toBe(0)
+    expect(consoleErrors).toEqual([])
+    // Two of the screenshots illustrate the README; refreshed on request (their countdowns differ every run).
+    mkdirSync(DOCS, { recursive: true })
+    for (const [shot, doc] of [
+      ['4-three-loops-expanded-light.png', 'loop-dock-light.png'],
+      ['5-delete-confirmation-dark.png', 'loop-dock-dark.png'],
+    ] as const) {
+      if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' || !existsSync(join(DOCS, doc))) copyFileSync(join(SHOTS, shot), join(DOCS, doc))
+    }
+  })
+})
