@@ -35,11 +35,3 @@ export class LoopError extends HarnessError {
   }
 }
 
-/**
- * The message of anything thrown, for diagnostics.
- * @param error - a thrown value.
- * @returns its message, or its string form.
- */
-export function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
-}

@@ -1,6 +1,6 @@
 /**
- * Pure formatting of intervals and due times for people, shared by the
- * `/loop` command replies and the dock so both say the same thing.
+ * Pure formatting for people: intervals, due times and thrown values, shared
+ * by the `/loop` command replies, the runtime diagnostics and the dock.
  * @module dsh-plugin-loop/format
  */
 
@@ -53,4 +53,13 @@ export interface NextDue {
 export function describeNextDue(nextAt: number, now: number): NextDue {
   if (nextAt <= now) return { overdue: true, text: `overdue by ${formatDuration((now - nextAt) / 1000)}` }
   return { overdue: false, text: `next in ${formatDuration(Math.ceil((nextAt - now) / 1000))}` }
+}
+
+/**
+ * The message of anything thrown, for diagnostics.
+ * @param error - a thrown value.
+ * @returns its message, or its string form.
+ */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
 }

@@ -17,7 +17,8 @@ import {
   renderHeartbeat,
   type LoopFoldState,
 } from './domain.ts'
-import { LoopError, describeError } from './errors.ts'
+import { LoopError } from './errors.ts'
+import { describeError } from './format.ts'
 import { flushSession } from './persistence.ts'
 import type { LoopChange } from './types.ts'
 

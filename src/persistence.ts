@@ -9,7 +9,8 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Session } from '@deepseek-ai/dsh-session'
 import * as ownSessionModule from '@deepseek-ai/dsh-session'
 import { LOOP_CHANGE_EVENT } from './domain.ts'
-import { LoopError, describeError } from './errors.ts'
+import { LoopError } from './errors.ts'
+import { describeError } from './format.ts'
 
 /**
  * Require one acknowledged flush of the session's pending events.

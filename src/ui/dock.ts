@@ -5,7 +5,7 @@
  * `../format.ts`, the same rules the `/loop` command replies use.
  * @module dsh-plugin-loop/ui/dock
  */
-import { describeNextDue, formatInterval, type NextDue } from '../format.ts'
+import { describeError, describeNextDue, formatInterval, type NextDue } from '../format.ts'
 import type { LoopProjection, LoopRecord } from '../types.ts'
 
 /** From this many active loops on, the dock starts as one collapsed summary row. */
@@ -113,6 +113,6 @@ export function readDeleteReply(reply: unknown): DeleteOutcome {
  * @returns the alert text.
  */
 export function thrownDeleteMessage(error: unknown): string {
-  const reason = error instanceof Error ? error.message : String(error)
+  const reason = describeError(error)
   return failure(nonEmpty(reason) ? reason : 'the command could not be sent.')
 }
