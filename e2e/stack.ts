@@ -68,9 +68,10 @@ export function prepareHome(dir?: string): string {
 /**
  * Build and pack the plugin; returns the tarball path under artifacts/.
  * A unique file name per pack, because `dsh plugin add` of an unchanged path keeps the old content.
+ * @param parent - where the per-pack directory goes (default `artifacts/packs`).
  */
-export function packPlugin(): string {
-  const out = join(PROJECT, 'artifacts', 'packs', String(Date.now()))
+export function packPlugin(parent: string = join(PROJECT, 'artifacts', 'packs')): string {
+  const out = join(parent, String(Date.now()))
   mkdirSync(out, { recursive: true })
   run(join(BIN, 'pnpm'), ['run', 'build'], PROJECT)
   run(join(BIN, 'pnpm'), ['pack', '--pack-destination', out], PROJECT)
@@ -109,6 +110,12 @@ export interface DshWeb {
   stop(signal?: NodeJS.Signals): Promise<void>
 }
 
+/** Every dsh child still running; killed if this process exits without stopping them (a crashed test worker, an uncaught error). */
+const liveChildren = new Set<ChildProcess>()
+process.once('exit', () => {
+  for (const child of liveChildren) child.kill('SIGKILL')
+})
+
 /** Options for {@link startWeb}. */
 export interface WebOptions {
   readonly home: string
@@ -129,6 +136,8 @@ export async function startWeb(options: WebOptions): Promise<DshWeb> {
   const timeoutMs = options.timeoutMs ?? 60_000
   const args = [DSH_ENTRY, 'web', '--patch', RC8_PATCH, '--no-open', '--host', '127.0.0.1', '--port', String(options.port ?? 0)]
   const child = spawn(NODE22, args, { cwd: options.cwd ?? PROJECT, env: dshEnv(options.home, options.model), stdio: ['ignore', 'pipe', 'pipe'] })
+  liveChildren.add(child)
+  child.once('exit', () => liveChildren.delete(child))
   let output = ''
   const collect = (chunk: Buffer) => {
     output += chunk.toString()
@@ -225,9 +234,17 @@ export interface HistoryEvent {
   readonly data: unknown
 }
 
-/** A session's events and projection values. */
-export async function history(url: string, sessionId: string): Promise<{ events: HistoryEvent[]; projections: Record<string, unknown> }> {
-  const value = await call<{ events: { event: HistoryEvent }[]; projections?: { values?: Record<string, unknown> } }>(url, 'session.history', { sessionId })
+/**
+ * A session's events and projection values.
+ * @param options.maxMessages - page size; the host's default page holds the last 50 messages.
+ */
+export async function history(
+  url: string,
+  sessionId: string,
+  options: { readonly maxMessages?: number } = {},
+): Promise<{ events: HistoryEvent[]; projections: Record<string, unknown> }> {
+  const payload = options.maxMessages === undefined ? { sessionId } : { sessionId, maxMessages: options.maxMessages }
+  const value = await call<{ events: { event: HistoryEvent }[]; projections?: { values?: Record<string, unknown> } }>(url, 'session.history', payload)
   return { events: value.events.map((entry) => entry.event), projections: value.projections?.values ?? {} }
 }
 
@@ -254,6 +271,59 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
     await sleep(50)
   }
+}
+
+/** The endpoint of a mock model server (`startMockLlmServer` returns its base URL without `/v1`). */
+export function mockEndpoint(server: { readonly baseURL: string }): ModelEndpoint {
+  return { baseURL: `${server.baseURL}/v1`, apiKey: 'sk-mock' }
+}
+
+/** The text parts of a `user/message` or `assistant/message` event, joined; tool calls are left out. */
+export function messageText(event: HistoryEvent): string {
+  const data = event.data as { content?: unknown; message?: { content?: unknown } }
+  const content = (event.type === 'assistant/message' ? data.message?.content : data.content) ?? []
+  return (content as { type: string; text?: string }[])
+    .filter((part) => part.type === 'text')
+    .map((part) => part.text ?? '')
+    .join('')
+}
+
+/** A `<heartbeat>` user message the loop plugin delivered. */
+export interface HeartbeatMessage {
+  readonly seq: number
+  readonly time: number
+  /** The message id, shared with the `agent/inbox/spliced` event that admitted it. */
+  readonly id: string
+  readonly loopId: string
+  readonly text: string
+}
+
+/** The heartbeat user messages in a session's events, in log order. */
+export function heartbeatsIn(events: readonly HistoryEvent[]): HeartbeatMessage[] {
+  return events.flatMap((event) => {
+    if (event.type !== 'user/message') return []
+    const data = event.data as { id: string; source?: { kind?: string; plugin?: string } }
+    if (data.source?.kind !== 'plugin' || data.source.plugin !== 'loop') return []
+    const text = messageText(event)
+    const loopId = /<loop_id>([^<]*)<\/loop_id>/.exec(text)?.[1] ?? ''
+    return [{ seq: event.seq, time: event.time, id: data.id, loopId, text }]
+  })
+}
+
+/** How the agent's inbox admitted a message (`agent/inbox/spliced`): `next-turn` or `next-step`. */
+export function spliceTarget(events: readonly HistoryEvent[], messageId: string): string | undefined {
+  for (const event of events) {
+    if (event.type !== 'agent/inbox/spliced') continue
+    const data = event.data as { target: string; inserted?: { id?: string }[] }
+    if (data.inserted?.some((message) => message.id === messageId) === true) return data.target
+  }
+  return undefined
+}
+
+/** True when every started turn has ended (the agent is idle as far as the log shows). */
+export function turnsSettled(events: readonly HistoryEvent[]): boolean {
+  const count = (type: string) => events.filter((event) => event.type === type).length
+  return count('turn/start') === count('turn/end')
 }
 
 /** Remove a home directory (best effort). */

@@ -1,0 +1,210 @@
+/**
+ * The end-to-end fixture: one fresh DSH_HOME with the packed plugin added, one
+ * mock model on loopback, and `dsh web` processes started and stopped on that
+ * home. Everything a test starts is stopped when it ends, whatever the outcome;
+ * a failing test prints every DSH process's output and keeps its home.
+ */
+import { startMockLlmServer, type MockLlmServer, type MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { expect, inject, test as base } from 'vitest'
+import {
+  dshPlugin,
+  heartbeatsIn,
+  history,
+  lastUserText,
+  mockEndpoint,
+  prepareHome,
+  removeHome,
+  runCommand,
+  startWeb,
+  turnsSettled,
+  waitFor,
+  type DshWeb,
+  type HeartbeatMessage,
+  type HistoryEvent,
+} from '../../e2e/stack.ts'
+
+export const PLUGIN = 'dsh-plugin-loop'
+export const PROFILE = 'web'
+/** What the mock model answers to every request unless a test scripts otherwise. */
+export const REPLY = 'Heartbeat received: nothing new to report.'
+
+/** Mock model options a test may set; the default is a fast `success` for every request. */
+export type ModelScript = Partial<Omit<MockLlmServerOptions, 'host' | 'port'>>
+
+/** One home, one model, and the dsh web processes run on them. */
+export class Rig {
+  /** Every process started, in order, with its label, for the failure report. */
+  private readonly processes: { label: string; web: DshWeb }[] = []
+  private current: DshWeb | undefined
+
+  constructor(
+    readonly home: string,
+    readonly model: MockLlmServer,
+    readonly tarball: string,
+  ) {}
+
+  /** The running process's base URL. */
+  get url(): string {
+    if (this.current === undefined) throw new Error('dsh web is not running')
+    return this.current.url
+  }
+
+  /** The running process. */
+  get web(): DshWeb {
+    if (this.current === undefined) throw new Error('dsh web is not running')
+    return this.current
+  }
+
+  /** Boot `dsh web` on this home (ephemeral loopback port). */
+  async start(): Promise<DshWeb> {
+    if (this.current !== undefined) throw new Error('dsh web is already running')
+    const web = await startWeb({ home: this.home, model: mockEndpoint(this.model) })
+    this.processes.push({ label: `dsh web #${this.processes.length + 1} (${web.url})`, web })
+    this.current = web
+    return web
+  }
+
+  /**
+   * Stop the running process and wait until it is gone.
+   * @returns when it stopped, and how it exited.
+   */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<{ at: number; code: number | null; signal: NodeJS.Signals | null }> {
+    const web = this.web
+    this.current = undefined
+    await web.stop(signal)
+    return { at: Date.now(), code: web.child.exitCode, signal: web.child.signalCode }
+  }
+
+  /** `dsh plugin --profile web <verb>` for this plugin, as a user runs it. */
+  plugin(verb: 'add' | 'remove'): string {
+    return dshPlugin(this.home, PROFILE, verb, verb === 'add' ? this.tarball : PLUGIN)
+  }
+
+  /** Everything every process printed, labelled. */
+  report(): string {
+    const outputs = this.processes.map(({ label, web }) => `----- ${label} -----\n${web.output()}`)
+    const requests = this.model.requests.map((request) => `#${request.attempt} ${request.behavior}: ${JSON.stringify(lastUserText(request.body))}`)
+    return [`home: ${this.home}`, ...outputs, `----- model requests -----`, ...requests].join('\n')
+  }
+
+  /** Stop whatever still runs. */
+  async dispose(keepHome: boolean): Promise<void> {
+    for (const { web } of this.processes) await web.stop('SIGTERM').catch(() => undefined)
+    this.current = undefined
+    await this.model.close()
+    if (!keepHome) removeHome(this.home)
+  }
+}
+
+/**
+ * `test` with a `rig` fixture: `await rig(script?)` gives a running dsh web on a
+ * fresh home with the plugin added from the run's tarball.
+ */
+export const test = base.extend<{ rig: (script?: ModelScript) => Promise<Rig> }>({
+  rig: async ({ task, onTestFailed }, use) => {
+    const rigs: Rig[] = []
+    onTestFailed(() => {
+      for (const rig of rigs) console.error(`\n===== DSH output for the failed test =====\n${rig.report()}\n`)
+    })
+    try {
+      await use(async (script = {}) => {
+        const model = await startMockLlmServer({ host: '127.0.0.1', port: 0, sequence: ['success'], repeatLast: true, successText: REPLY, ...script })
+        const rig = new Rig(prepareHome(), model, inject('loopTarball'))
+        rigs.push(rig)
+        rig.plugin('add')
+        await rig.start()
+        return rig
+      })
+    } finally {
+      // A failed test keeps its home for inspection (the report names it).
+      const failed = task.result?.state === 'fail' || task.result?.errors !== undefined
+      for (const rig of rigs) await rig.dispose(failed)
+    }
+  },
+})
+
+/** A session's whole log (the history API pages by 50 messages by default). */
+export async function events(url: string, sessionId: string): Promise<HistoryEvent[]> {
+  return (await history(url, sessionId, { maxMessages: 1_000_000 })).events
+}
+
+/** The `loop` projection as the history API serves it. */
+export async function loopProjection(url: string, sessionId: string): Promise<unknown> {
+  return (await history(url, sessionId)).projections.loop
+}
+
+/** `/loop <seconds> <prompt>` through the host command API; returns the new id. */
+export async function createLoop(url: string, sessionId: string, seconds: number, prompt: string): Promise<string> {
+  const reply = await runCommand(url, sessionId, `/loop ${seconds} ${prompt}`)
+  expect(reply.kind).toBe('success')
+  const id = /^Created (loop_[0-9a-f]{8}): every /.exec(reply.text ?? '')?.[1]
+  expect(id, reply.text).toBeDefined()
+  expect(reply.text).toMatch(new RegExp(`Prompt: ${escapeRegExp(prompt)}$`))
+  return id!
+}
+
+/** The heartbeat text the loop must deliver, written out independently of the plugin's code. */
+export function heartbeat(loopId: string, escapedPrompt: string): string {
+  return `<heartbeat>\n  <loop_id>${loopId}</loop_id>\n  <prompt>${escapedPrompt}</prompt>\n</heartbeat>`
+}
+
+/** Heartbeats of one loop in a log. */
+export function heartbeatsOf(log: readonly HistoryEvent[], loopId: string): HeartbeatMessage[] {
+  return heartbeatsIn(log).filter((beat) => beat.loopId === loopId)
+}
+
+/** `loop/change` dispatch records of one loop: when each occurrence was sent and the next due time it set. */
+export function dispatchesOf(log: readonly HistoryEvent[], loopId: string): { seq: number; time: number; next_at: number }[] {
+  return log.flatMap((event) => {
+    const data = event.data as { operation?: string; id?: string; next_at?: number }
+    return event.type === 'loop/change' && data.operation === 'dispatch' && data.id === loopId
+      ? [{ seq: event.seq, time: event.time, next_at: data.next_at! }]
+      : []
+  })
+}
+
+/** Wait until each loop has at least `count` heartbeats and every turn has ended; returns the log. */
+export async function waitForHeartbeats(url: string, sessionId: string, counts: Readonly<Record<string, number>>, timeoutMs = 20_000): Promise<HistoryEvent[]> {
+  return waitFor(
+    `heartbeats ${JSON.stringify(counts)} in ${sessionId}`,
+    async () => {
+      const log = await events(url, sessionId)
+      const enough = Object.entries(counts).every(([loopId, count]) => heartbeatsOf(log, loopId).length >= count)
+      return enough && turnsSettled(log) ? log : undefined
+    },
+    timeoutMs,
+  )
+}
+
+/** Wait until every turn of the session has ended. */
+export async function settle(url: string, sessionId: string): Promise<HistoryEvent[]> {
+  return waitFor(`${sessionId} to go idle`, async () => {
+    const log = await events(url, sessionId)
+    return turnsSettled(log) ? log : undefined
+  })
+}
+
+/** The turn that contains `seq`: its turn/start and turn/end events. */
+export function turnAround(log: readonly HistoryEvent[], seq: number): { start: HistoryEvent; end: HistoryEvent | undefined } {
+  const start = log.filter((event) => event.type === 'turn/start' && event.seq < seq).at(-1)
+  if (start === undefined) throw new Error(`no turn before seq ${seq}`)
+  const turn = (start.data as { turn: number }).turn
+  const end = log.find((event) => event.type === 'turn/end' && (event.data as { turn: number }).turn === turn && event.seq > start.seq)
+  return { start, end }
+}
+
+/** The mock model's requests whose last real user message is `text`. */
+export function requestsEndingWith(model: MockLlmServer, text: string): number[] {
+  return model.requests.filter((request) => lastUserText(request.body) === text).map((request) => request.attempt)
+}
+
+/** Sleep until `time` (epoch ms). */
+export async function sleepUntil(time: number): Promise<void> {
+  const wait = time - Date.now()
+  if (wait > 0) await sleep(wait)
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
