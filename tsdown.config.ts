@@ -1,5 +1,5 @@
 import { defineConfig } from 'tsdown'
-import { HOST_SEED_MODULES, dshCssModules, dshPurityGate, moduleLoaderAddons } from './build/dsh-client.ts'
+import { HOST_SEED_MODULES, dshCssModules, dshPurityGate, moduleLoaderAddons } from './scripts/dsh-client-build.ts'
 
 /** The client bundle's module-loader id: DSH keys client bundles by package name. */
 const CLIENT_ID = 'dsh-plugin-loop'

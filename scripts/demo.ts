@@ -29,7 +29,7 @@ import {
   type DshWeb,
   type HistoryEvent,
   type ModelEndpoint,
-} from '../e2e/stack.ts'
+} from './dsh-stack.ts'
 
 const PLUGIN = 'dsh-plugin-loop'
 const PROFILE = 'web'

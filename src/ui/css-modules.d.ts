@@ -1,4 +1,4 @@
-/** A CSS module compiles to its class-name map (see `build/dsh-client.ts`; Vite does the same in tests). */
+/** A CSS module compiles to its class-name map (see `scripts/dsh-client-build.ts`; Vite does the same in tests). */
 declare module '*.module.css' {
   const classes: { readonly [className: string]: string }
   export default classes

@@ -30,7 +30,7 @@ import {
   turnsSettled,
   waitFor,
   type DshWeb,
-} from '../../e2e/stack.ts'
+} from '../../scripts/dsh-stack.ts'
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium'
 const CHROMIUM_FLAGS = [

@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect } from 'vitest'
-import { createSession, heartbeatsIn, lastUserText, prompt, runCommand, spliceTarget, waitFor } from '../../e2e/stack.ts'
+import { createSession, heartbeatsIn, lastUserText, prompt, runCommand, spliceTarget, waitFor } from '../../scripts/dsh-stack.ts'
 import {
   createLoop,
   dispatchesOf,

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect } from 'vitest'
-import { call, createSession, heartbeatsIn, history, profileManifest, prompt, reopenSession, runCommand } from '../../e2e/stack.ts'
+import { call, createSession, heartbeatsIn, history, profileManifest, prompt, reopenSession, runCommand } from '../../scripts/dsh-stack.ts'
 import { PLUGIN, PROFILE, createLoop, events, heartbeat, settle, sleepUntil, test, waitForHeartbeats } from './rig.ts'
 
 /** Digest of every persisted file of one session (the JSONL log and whatever sits beside it). */

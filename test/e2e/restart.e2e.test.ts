@@ -3,7 +3,7 @@
  * then with SIGKILL), start it again on the same home, reopen the session.
  */
 import { describe, expect } from 'vitest'
-import { createSession, heartbeatsIn, history, reopenSession, runCommand } from '../../e2e/stack.ts'
+import { createSession, heartbeatsIn, history, reopenSession, runCommand } from '../../scripts/dsh-stack.ts'
 import { createLoop, dispatchesOf, events, heartbeat, heartbeatsOf, settle, sleepUntil, test, waitForHeartbeats } from './rig.ts'
 
 interface LoopRecord {

@@ -22,7 +22,7 @@ import {
   type DshWeb,
   type HeartbeatMessage,
   type HistoryEvent,
-} from '../../e2e/stack.ts'
+} from '../../scripts/dsh-stack.ts'
 
 export const PLUGIN = 'dsh-plugin-loop'
 export const PROFILE = 'web'

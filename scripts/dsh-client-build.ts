@@ -12,7 +12,7 @@
  *   host's module table does not answer, imports dynamically, or kept ESM syntax.
  *
  * Shapes follow DSH rc.8's own bundles (`@deepseek-ai/dsh-client-ui-goal/lib/client.js`).
- * @module build/dsh-client
+ * @module scripts/dsh-client-build
  */
 import { readFile } from 'node:fs/promises'
 import { basename, relative } from 'node:path'

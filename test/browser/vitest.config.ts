@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
 
 /**
@@ -7,6 +8,7 @@ import { defineConfig } from 'vitest/config'
  * the coverage run; it exercises the built bundle, not the sources.
  */
 export default defineConfig({
+  root: fileURLToPath(new URL('../..', import.meta.url)),
   test: {
     include: ['test/browser/**/*.browser.test.ts'],
     environment: 'node',

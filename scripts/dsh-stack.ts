@@ -18,7 +18,7 @@ export const NODE22 = realpathSync(join(PROJECT, 'node_modules', 'node', 'bin', 
 /** The CLI entry, as the `.bin/dsh` shim passes it. */
 export const DSH_ENTRY = join(PROJECT, 'node_modules', '@deepseek-ai', 'dsh', 'lib', 'bin.js')
 /** The rc.8 workaround patch shipped with the project. */
-export const RC8_PATCH = join(PROJECT, 'e2e', 'patches', 'rc8-boot.yml')
+export const RC8_PATCH = join(PROJECT, 'scripts', 'patches', 'rc8-boot.yml')
 
 /** The NODE_PATH the `.bin/dsh` shim exports, so the process sees what a shell user's would. */
 function shimNodePath(): string | undefined {
