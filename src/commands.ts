@@ -43,7 +43,7 @@ export function parseLoopCommand(rawInput: string): LoopCommand {
  * @param now - reply time.
  * @returns one line for a person.
  */
-export function formatCreated(loop: LoopView, now: number): string {
+function formatCreated(loop: LoopView, now: number): string {
   return `Created ${loop.id}: ${formatInterval(loop.time_in_seconds)}, ${describeNextDue(loop.next_at, now).text}. Prompt: ${loop.prompt}`
 }
 
@@ -67,7 +67,7 @@ export function formatList(loops: readonly LoopView[], now: number): string {
  * @param result - the tool result.
  * @returns one line for a person.
  */
-export function formatDeleted(result: LoopDeleteResult): string {
+function formatDeleted(result: LoopDeleteResult): string {
   return `Deleted ${result.id}.`
 }
 

@@ -11,10 +11,15 @@ import type { LoopChange, LoopRecord, LoopView, StoredLoopChange } from './types
 export const LOOP_CHANGE_EVENT = 'loop/change'
 
 /** Durable protocol version written and read by this build. */
-export const LOOP_CHANGE_VERSION = 1
+const LOOP_CHANGE_VERSION = 1
 
-/** Prefix of every generated loop id. */
-export const LOOP_ID_PREFIX = 'loop_'
+/** Prefix of every loop id. */
+const LOOP_ID_PREFIX = 'loop_'
+
+/** A loop id as logs may hold it: the prefix and at least one more character (generated ids add 8 hex digits). */
+function isLoopId(value: unknown): value is string {
+  return typeof value === 'string' && value.startsWith(LOOP_ID_PREFIX) && value.length > LOOP_ID_PREFIX.length
+}
 
 /** Active loops in creation order plus every id the session ever used. */
 export interface LoopFoldState {
@@ -144,7 +149,7 @@ function decodeRecord(value: unknown): LoopRecord {
   const extra = Object.keys(value).find((key) => !allowed.includes(key))
   if (extra !== undefined) corrupt(`unexpected field "${extra}"`)
   const { id, prompt, time_in_seconds: seconds, next_at: nextAt, title, allow_steer: allowSteer } = value
-  if (typeof id !== 'string' || !id.startsWith(LOOP_ID_PREFIX) || id.length === LOOP_ID_PREFIX.length) corrupt('invalid id')
+  if (!isLoopId(id)) corrupt('invalid id')
   if (typeof prompt !== 'string' || prompt.trim() === '' || prompt !== prompt.trim()) corrupt(`invalid prompt for ${id}`)
   if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds <= 0) corrupt(`invalid time_in_seconds for ${id}`)
   if (typeof nextAt !== 'number' || !Number.isSafeInteger(nextAt) || nextAt < 0) corrupt(`invalid next_at for ${id}`)
@@ -164,7 +169,7 @@ function assertChangeKeys(value: Record<string, unknown>, keys: readonly string[
 
 /** Decode an id-bearing change field. */
 function decodeId(value: unknown): string {
-  if (typeof value !== 'string' || !value.startsWith(LOOP_ID_PREFIX)) corrupt('invalid id')
+  if (!isLoopId(value)) corrupt('invalid id')
   return value
 }
 
@@ -257,44 +262,6 @@ export function foldLoopEvents(state: LoopFoldState, events: Iterable<FoldableEv
     if (event.type === LOOP_CHANGE_EVENT) next = applyLoopChange(next, decodeLoopChange(event.data))
   }
   return next
-}
-
-/**
- * The due loop to dispatch first: the earliest `next_at <= now`, ties in creation order.
- * @param state - current fold.
- * @param now - decision time.
- * @returns the loop, or undefined when none is due.
- */
-export function findDueLoop(state: LoopFoldState, now: number): LoopRecord | undefined {
-  let due: LoopRecord | undefined
-  for (const loop of state.loops) {
-    if (loop.next_at <= now && (due === undefined || loop.next_at < due.next_at)) due = loop
-  }
-  return due
-}
-
-/**
- * The earliest future occurrence, for arming the one timer.
- * @param state - current fold.
- * @returns epoch milliseconds, or undefined without active loops.
- */
-export function earliestNextAt(state: LoopFoldState): number | undefined {
-  let earliest: number | undefined
-  for (const loop of state.loops) if (earliest === undefined || loop.next_at < earliest) earliest = loop.next_at
-  return earliest
-}
-
-/**
- * Anti-burst advance: skip whole missed intervals so the result is strictly after `now`.
- * A one-second loop delayed five seconds yields one heartbeat, not five.
- * @param loop - the loop just dispatched.
- * @param now - dispatch time.
- * @returns the next `next_at`.
- */
-export function nextOccurrence(loop: LoopRecord, now: number): number {
-  const intervalMs = loop.time_in_seconds * 1000
-  const skipped = Math.floor((now - loop.next_at) / intervalMs) + 1
-  return loop.next_at + skipped * intervalMs
 }
 
 /**

@@ -29,11 +29,10 @@ export async function apply(ctx: Context): Promise<void> {
   registerLoopCommand(ctx)
 
   const cleanups = new Map<Agent, () => Promise<void>>()
-  let stopping = false
 
   /** Attach a runtime and tools to one root agent, unwinding with the agent. */
   const adopt = (agent: Agent): void => {
-    if (stopping || cleanups.has(agent) || !ctx.agents.roots().includes(agent)) return
+    if (!ctx.agents.roots().includes(agent)) return
     const runtime = new LoopRuntime(ctx, agent)
     const cleanup = agent.ctx.effect(() => {
       const disposeTools = registerLoopTools(agent.ctx, runtime)
@@ -52,7 +51,6 @@ export async function apply(ctx: Context): Promise<void> {
     // Agents already live (a hot reload, a late install) get no agent/created.
     for (const agent of ctx.agents.roots()) adopt(agent)
     return async () => {
-      stopping = true
       stopCreated()
       const pending = [...cleanups.values()]
       cleanups.clear()

@@ -6,19 +6,10 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
-import {
-  EMPTY_LOOP_FOLD,
-  LOOP_CHANGE_EVENT,
-  dispatchChange,
-  earliestNextAt,
-  findDueLoop,
-  foldLoopEvents,
-  nextOccurrence,
-  renderHeartbeat,
-  type LoopFoldState,
-} from './domain.ts'
+import { EMPTY_LOOP_FOLD, LOOP_CHANGE_EVENT, dispatchChange, foldLoopEvents, renderHeartbeat, type LoopFoldState } from './domain.ts'
 import { LoopError } from './errors.ts'
 import { describeError } from './format.ts'
+import { earliestNextAt, findDueLoop, nextOccurrence } from './timing.ts'
 import { flushSession } from './persistence.ts'
 import type { LoopChange } from './types.ts'
 
@@ -73,6 +64,7 @@ export class LoopRuntime {
 
   /**
    * Run one tool operation on the drive queue, after a flush and over the current fold.
+   * @param label - the tool name, for the error when saving its change fails.
    * @param operation - receives the fold; may return durable changes to append.
    * @returns the operation's result once its changes, if any, are flushed.
    */
@@ -143,8 +135,10 @@ export class LoopRuntime {
         this.requested = false
         await this.enqueue(() => this.driveOnce())
       }
+      /* v8 ignore start -- defensive: no known host failure reaches here; it keeps a bug from becoming an unhandled rejection in the host. */
     } catch (error) {
       this.stop(new LoopError('runtime_failed', `Loops in this session stopped after an unexpected failure: ${describeError(error)}`, { cause: error }))
+      /* v8 ignore stop */
     } finally {
       this.draining = undefined
     }
@@ -202,13 +196,13 @@ export class LoopRuntime {
   /** One drive: flush, fold, then either arm the timer or dispatch the first due loop. */
   private async driveOnce(): Promise<void> {
     this.clearTimer()
+    if (this.stopping || !this.isLive()) return
     try {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {
       this.retryLater(describeError(error))
       return
     }
-    this.retryDelay = FIRST_RETRY_DELAY_MS
     if (this.stopping || !this.isLive()) return
     let state: LoopFoldState
     try {
@@ -217,9 +211,10 @@ export class LoopRuntime {
       return
     }
     const now = Date.now()
-    const due = findDueLoop(state, now)
+    const due = findDueLoop(state.loops, now)
     if (due === undefined) {
-      const target = earliestNextAt(state)
+      this.retryDelay = FIRST_RETRY_DELAY_MS
+      const target = earliestNextAt(state.loops)
       if (target !== undefined) this.arm(target, now)
       return
     }
@@ -241,6 +236,7 @@ export class LoopRuntime {
       this.retryLater(`dispatch of ${due.id} is not durable yet: ${describeError(error)}`)
       return
     }
+    this.retryDelay = FIRST_RETRY_DELAY_MS
     this.requestDrive()
   }
 }

@@ -13,7 +13,7 @@ import type { LoopProjection } from './types.ts'
 export const LOOP_PROJECTION_KEY = 'loop'
 
 /** Bump when {@link LoopProjectionState} changes shape, so cached cells refold. */
-export const LOOP_PROJECTION_STATE_VERSION = 1
+const LOOP_PROJECTION_STATE_VERSION = 1
 
 /** Wire schema of the `loop` projection value. */
 export const loopProjectionSchema = z
@@ -48,7 +48,7 @@ const inheritedLoopEvents = new WeakSet<SessionEvent>()
  * Remember the loop events before a session's seed boundary so its projection skips them.
  * @param session - a session being published (fresh fork, resumed fork, or plain).
  */
-export function markInheritedLoopEvents(session: Session): void {
+function markInheritedLoopEvents(session: Session): void {
   for (const event of session.events.slice(0, session.header.seedLength ?? 0)) {
     if (event.type === LOOP_CHANGE_EVENT) inheritedLoopEvents.add(event)
   }

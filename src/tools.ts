@@ -22,9 +22,6 @@ import { LoopError } from './errors.ts'
 import type { LoopRuntime } from './loop.ts'
 import type { LoopDeleteResult, LoopView } from './types.ts'
 
-/** Tool names, in registration order. */
-export const LOOP_TOOL_NAMES = ['loop_create', 'loop_list', 'loop_delete'] as const
-
 const VIEW_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -48,14 +45,14 @@ const DELETE_SCHEMA = {
 } as const
 
 /** What the model sees for `loop_create`. */
-export const CREATE_DESCRIPTION =
+const CREATE_DESCRIPTION =
   'Schedule a recurring prompt in this session. Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message: at the next step if you are working, as a new turn if idle. Returns the loop with its id; use loop_delete to stop it.'
 
 /** What the model sees for `loop_list`. */
-export const LIST_DESCRIPTION = 'List the active loops of this session with id, prompt, interval in seconds, next_at (epoch ms) and state.'
+const LIST_DESCRIPTION = 'List the active loops of this session with id, prompt, interval in seconds, next_at (epoch ms) and state.'
 
 /** What the model sees for `loop_delete`. */
-export const DELETE_DESCRIPTION = 'Stop one active loop of this session by the id that loop_create or loop_list returned.'
+const DELETE_DESCRIPTION = 'Stop one active loop of this session by the id that loop_create or loop_list returned.'
 
 /** Deterministic model-facing content: the canonical JSON value. */
 function renderJson(_args: unknown, value: unknown) {

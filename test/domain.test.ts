@@ -8,11 +8,8 @@ import {
   decodeLoopChange,
   deleteChange,
   dispatchChange,
-  earliestNextAt,
   escapeXml,
-  findDueLoop,
   foldLoopEvents,
-  nextOccurrence,
   renderHeartbeat,
   requireActiveLoop,
   toLoopView,
@@ -21,6 +18,7 @@ import {
   validateListInput,
 } from '../src/domain.ts'
 import { LoopError } from '../src/errors.ts'
+import { earliestNextAt, findDueLoop, nextOccurrence } from '../src/timing.ts'
 import type { LoopRecord } from '../src/types.ts'
 
 const NOW = 1_800_000_000_000
@@ -142,6 +140,8 @@ describe('decoding', () => {
     [{ version: 1, operation: 'dispatch', id: 'loop_a', next_at: 1.5 }, 'invalid dispatch next_at'],
     [{ version: 1, operation: 'dispatch', id: 'loop_a', next_at: -1 }, 'invalid dispatch next_at'],
     [{ version: 1, operation: 'delete', id: 'x' }, 'invalid id'],
+    [{ version: 1, operation: 'delete', id: 'loop_' }, 'invalid id'],
+    [{ version: 1, operation: 'dispatch', id: 'loop_', next_at: 5 }, 'invalid id'],
     [{ version: 1, operation: 'create', loop: 'x' }, 'loop is not an object'],
     [{ version: 1, operation: 'create', loop: { ...loopA, colour: 'red' } }, 'unexpected field "colour"'],
     [{ version: 1, operation: 'create', loop: { ...loopA, id: 'loop_' } }, 'invalid id'],
@@ -199,16 +199,16 @@ describe('timing', () => {
   const state = foldLoopEvents(EMPTY_LOOP_FOLD, [event(createChange(loopA)), event(createChange(loopB))])
 
   it('finds the earliest due loop and the earliest future next_at', () => {
-    expect(findDueLoop(state, NOW)).toBeUndefined()
-    expect(earliestNextAt(state)).toBe(NOW + 500)
-    expect(earliestNextAt(EMPTY_LOOP_FOLD)).toBeUndefined()
-    expect(findDueLoop(state, NOW + 500)).toEqual(loopB)
-    expect(findDueLoop(state, NOW + 5000)).toEqual(loopB)
+    expect(findDueLoop(state.loops, NOW)).toBeUndefined()
+    expect(earliestNextAt(state.loops)).toBe(NOW + 500)
+    expect(earliestNextAt([])).toBeUndefined()
+    expect(findDueLoop(state.loops, NOW + 500)).toEqual(loopB)
+    expect(findDueLoop(state.loops, NOW + 5000)).toEqual(loopB)
   })
 
   it('breaks next_at ties in creation order', () => {
     const tied = foldLoopEvents(EMPTY_LOOP_FOLD, [event(createChange({ ...loopA, next_at: NOW })), event(createChange({ ...loopB, next_at: NOW }))])
-    expect(findDueLoop(tied, NOW)?.id).toBe('loop_a')
+    expect(findDueLoop(tied.loops, NOW)?.id).toBe('loop_a')
   })
 
   it('advances by whole intervals to strictly after now', () => {

@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { FIRST_RETRY_DELAY_MS, MAX_TIMER_DELAY_MS } from '../src/loop.ts'
-import { advance, createFakeAgent, loopChanges, persistedLoopChanges, resumeFakeAgent, runTool, settle, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
+import { SessionId } from '@deepseek-ai/dsh-session'
+import { FIRST_RETRY_DELAY_MS, LoopRuntime, MAX_RETRY_DELAY_MS, MAX_TIMER_DELAY_MS } from '../src/loop.ts'
+import { createChange } from '../src/domain.ts'
+import { AGENT_OPTIONS, advance, bootHost, createFakeAgent, useFakeClock, loopChanges, persistedLoopChanges, resumeFakeAgent, runTool, settle, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
 
 const NOW = TEST_NOW
 let host: Host
@@ -209,6 +211,7 @@ describe('failures', () => {
   it('arms nothing when a drive fails while its agent is being disposed', async () => {
     await create('disposed mid-flush', 1)
     await settle()
+    const timersWithLoop = vi.getTimerCount()
     let rejectFlush: (reason: unknown) => void = () => undefined
     const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementationOnce(
       () =>
@@ -223,6 +226,8 @@ describe('failures', () => {
     rejectFlush('storage detached')
     await disposal
     spy.mockRestore()
+    // The loop's timer was cleared by the drive and no retry timer was armed after disposal.
+    expect(vi.getTimerCount()).toBe(timersWithLoop - 1)
     await advance(5000)
     expect(fake.send).not.toHaveBeenCalled()
   })
@@ -244,6 +249,36 @@ describe('failures', () => {
     await advance(FIRST_RETRY_DELAY_MS)
     expect(fake.send).toHaveBeenCalledTimes(2)
     expect(loopChanges(fake.agent)).toHaveLength(2)
+  })
+
+  it('doubles the retry delay while the inbox keeps refusing, up to the cap', async () => {
+    await create('refused again', 1)
+    fake.send.mockImplementation(() => {
+      throw new Error('inbox closed')
+    })
+    await advance(1000)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+    // Retries at +1 s, +2 s, +4 s, … after each refusal; one more send per step.
+    for (const [attempt, delay] of [[2, 1000], [3, 2000], [4, 4000], [5, 8000], [6, 16_000], [7, 32_000], [8, 60_000], [9, 60_000]] as const) {
+      await advance(delay - 1, 1000)
+      expect(fake.send).toHaveBeenCalledTimes(attempt - 1)
+      await advance(1)
+      expect(fake.send).toHaveBeenCalledTimes(attempt)
+    }
+    expect(MAX_RETRY_DELAY_MS).toBe(60_000)
+    expect(loopChanges(fake.agent)).toHaveLength(1)
+  })
+
+  it('clears the armed timer when a tool call finds the log corrupt', async () => {
+    await create('armed', 60)
+    await settle()
+    const armed = vi.getTimerCount()
+    fake.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_missing' })
+    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(listed.isError).toBe(true)
+    expect(vi.getTimerCount()).toBe(armed - 1)
+    await advance(60_000, 10_000)
+    expect(fake.send).not.toHaveBeenCalled()
   })
 
   it('fails closed on a corrupt log without touching other sessions', async () => {
@@ -272,22 +307,124 @@ describe('failures', () => {
     expect(created.isError ? created.error.message : 'succeeded').toBe(message)
     expect(loopChanges(fake.agent)).toHaveLength(1)
   })
+})
 
-  it('stops the runtime, without crashing the host, when an append fails unexpectedly', async () => {
-    await create('append fails', 1)
-    const spy = vi.spyOn(fake.agent.session, 'append').mockImplementation(() => {
-      throw new Error('session closed')
+describe('the queue, driven directly', () => {
+  // A host without the plugin, so the runtime under test is the only one for its agent.
+  let bare: Host
+  let agent: FakeAgent
+
+  beforeEach(async () => {
+    useFakeClock()
+    bare = await bootHost({ loop: false })
+    agent = await createFakeAgent(bare, 'ses-queue')
+  })
+  afterEach(() => stopFakeHost(bare))
+
+  /** Replace flush with one whose acknowledgements the test releases. */
+  function holdFlushes() {
+    const held: ((acknowledged: boolean) => void)[] = []
+    const spy = vi.spyOn(bare.ctx.sessions, 'flush').mockImplementation(() => new Promise<boolean>((resolve) => held.push(resolve)))
+    return {
+      spy,
+      held,
+      release() {
+        spy.mockRestore()
+        for (const resolve of held.splice(0)) resolve(true)
+      },
+    }
+  }
+
+  /** Append a create for a loop due at the current instant. */
+  function appendDueLoop(id: string): void {
+    agent.agent.session.append('loop/change', createChange({ id, prompt: 'due now', time_in_seconds: 60, next_at: Date.now() }))
+  }
+
+  it('coalesces drive requests made during a drive into one more drive', async () => {
+    const runtime = new LoopRuntime(bare.ctx, agent.agent)
+    const flushes = holdFlushes()
+    runtime.start()
+    await vi.advanceTimersByTimeAsync(0)
+    expect(flushes.spy).toHaveBeenCalledTimes(1)
+    for (let request = 0; request < 5; request += 1) runtime.requestDrive()
+    flushes.spy.mockImplementation(() => Promise.resolve(true))
+    flushes.held.splice(0).forEach((resolve) => resolve(true))
+    await settle()
+    // The first drive and exactly one coalesced drive: two flushes in all.
+    expect(flushes.spy).toHaveBeenCalledTimes(2)
+    flushes.spy.mockRestore()
+    await runtime.dispose()
+  })
+
+  it('orders a tool transaction behind the running drive: a loop deleted meanwhile is still sent once, then never again', async () => {
+    appendDueLoop('loop_due')
+    const runtime = new LoopRuntime(bare.ctx, agent.agent)
+    const flushes = holdFlushes()
+    runtime.start()
+    await vi.advanceTimersByTimeAsync(0)
+    const deletion = runtime.transact('loop_delete', (state) => ({ result: state.loops.map((loop) => loop.id), change: { version: 1, operation: 'delete', id: 'loop_due' } }))
+    await vi.advanceTimersByTimeAsync(0)
+    // The transaction waits behind the drive: nothing was deleted or flushed for it yet.
+    expect(flushes.spy).toHaveBeenCalledTimes(1)
+    flushes.release()
+    // The drive decided first (one send and its dispatch), then the delete saw the loop still active.
+    expect(await deletion).toEqual(['loop_due'])
+    await settle()
+    expect(agent.send).toHaveBeenCalledTimes(1)
+    expect(loopChanges(agent.agent).map((change) => (change as { operation: string }).operation)).toEqual(['create', 'dispatch', 'delete'])
+    await advance(120_000, 60_000)
+    expect(agent.send).toHaveBeenCalledTimes(1)
+    await runtime.dispose()
+  })
+
+  it('dispose waits for a queued transaction before it resolves', async () => {
+    const runtime = new LoopRuntime(bare.ctx, agent.agent)
+    await settle()
+    const flushes = holdFlushes()
+    const listing = runtime.transact('loop_list', (state) => ({ result: state.loops.length }))
+    await vi.advanceTimersByTimeAsync(0)
+    let disposed = false
+    const disposal = runtime.dispose().then(() => {
+      disposed = true
     })
-    await advance(1000)
-    spy.mockRestore()
-    expect(fake.send).toHaveBeenCalledTimes(1)
-    expect(vi.getTimerCount()).toBe(0)
-    const listed = await runTool(host, fake.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error : undefined).toEqual({
-      message: 'Loops in this session stopped after an unexpected failure: session closed',
-      info: { name: 'LoopError', code: 'runtime_failed' },
-    })
-    await advance(10_000)
-    expect(fake.send).toHaveBeenCalledTimes(1)
+    await vi.advanceTimersByTimeAsync(0)
+    expect(disposed).toBe(false)
+    flushes.release()
+    // Disposal began while the transaction waited: its second liveness check refuses it.
+    await expect(listing).rejects.toThrow('This agent is no longer live; its loops run in the agent that replaced it.')
+    await disposal
+    expect(disposed).toBe(true)
+  })
+
+  it('a drive queued before disposal does nothing once it runs', async () => {
+    appendDueLoop('loop_late')
+    const runtime = new LoopRuntime(bare.ctx, agent.agent)
+    const flushes = holdFlushes()
+    const blocker = runtime.transact('loop_list', () => ({ result: undefined }))
+    await vi.advanceTimersByTimeAsync(0)
+    runtime.start() // queued behind the transaction
+    const disposal = runtime.dispose()
+    flushes.release()
+    await blocker.catch(() => undefined)
+    await disposal
+    await settle()
+    expect(agent.send).not.toHaveBeenCalled()
+    expect(loopChanges(agent.agent)).toHaveLength(1)
+  })
+
+  it('a runtime for an agent that is not a live root never drives or transacts', async () => {
+    const child = await agent.agent.ctx.agents.create({ sessionId: SessionId('ses-queue-child'), meta: { cwd: bare.root }, agentOptions: AGENT_OPTIONS })
+    const send = vi.spyOn(child.agent, 'send').mockImplementation(() => undefined)
+    child.agent.session.append('loop/change', createChange({ id: 'loop_child', prompt: 'not mine to run', time_in_seconds: 1, next_at: Date.now() }))
+    const runtime = new LoopRuntime(bare.ctx, child.agent)
+    const flush = vi.spyOn(bare.ctx.sessions, 'flush')
+    runtime.start()
+    await advance(3000)
+    expect(send).not.toHaveBeenCalled()
+    expect(flush).not.toHaveBeenCalled()
+    await expect(runtime.transact('loop_list', () => ({ result: 1 }))).rejects.toThrow('This agent is no longer live; its loops run in the agent that replaced it.')
+    flush.mockRestore()
+    await runtime.dispose()
+    await child.dispose()
   })
 })

@@ -57,6 +57,8 @@ describe('restart through real JSONL persistence', () => {
     await first.dispose()
     hosts.splice(hosts.indexOf(first), 1)
 
+    // A fresh process: only the plugin's registration can make the log readable again.
+    ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).delete('loop/change')
     const second = await boot({ root })
     const after = await resumeFakeAgent(second, 'ses-restart')
     const listed = await runTool(second, after.agent, 'loop_list', {})

@@ -1,6 +1,5 @@
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { CREATE_DESCRIPTION, DELETE_DESCRIPTION, LIST_DESCRIPTION, LOOP_TOOL_NAMES } from '../src/tools.ts'
 import { AGENT_OPTIONS, createFakeAgent, loopChanges, persistedLoopChanges, runTool, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
 
 const NOW = TEST_NOW
@@ -19,15 +18,17 @@ const loopToolNames = (scope?: Parameters<Host['ctx']['tools']['schemas']>[0]) =
 
 describe('registration', () => {
   it('gives a root agent exactly the three loop tools, and the global view none', () => {
-    expect(loopToolNames(fake.agent)).toEqual([...LOOP_TOOL_NAMES])
+    expect(loopToolNames(fake.agent)).toEqual(['loop_create', 'loop_list', 'loop_delete'])
     expect(loopToolNames()).toEqual([])
   })
 
   it('states strict schemas and the documented descriptions to the model', () => {
     const schemas = Object.fromEntries(host.ctx.tools.schemas(fake.agent).map((schema) => [schema.name, schema]))
-    expect(schemas.loop_create?.description).toBe(CREATE_DESCRIPTION)
-    expect(schemas.loop_list?.description).toBe(LIST_DESCRIPTION)
-    expect(schemas.loop_delete?.description).toBe(DELETE_DESCRIPTION)
+    expect(schemas.loop_create?.description).toBe(
+      'Schedule a recurring prompt in this session. Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message: at the next step if you are working, as a new turn if idle. Returns the loop with its id; use loop_delete to stop it.',
+    )
+    expect(schemas.loop_list?.description).toBe('List the active loops of this session with id, prompt, interval in seconds, next_at (epoch ms) and state.')
+    expect(schemas.loop_delete?.description).toBe('Stop one active loop of this session by the id that loop_create or loop_list returned.')
     expect(schemas.loop_create?.parameters).toMatchObject({
       type: 'object',
       required: ['prompt', 'time_in_seconds'],
@@ -88,9 +89,14 @@ describe('loop_create', () => {
   })
 
   it('lets the registry schema reject wrong types before the body runs', async () => {
-    for (const args of [{ prompt: 'p', time_in_seconds: 1.5 }, { prompt: 'p', time_in_seconds: '30' }, { time_in_seconds: 30 }]) {
+    const cases: [unknown, string][] = [
+      [{ prompt: 'p', time_in_seconds: 1.5 }, 'invalid arguments: "time_in_seconds" must be an integer'],
+      [{ prompt: 'p', time_in_seconds: '30' }, 'invalid arguments: "time_in_seconds" must be an integer'],
+      [{ time_in_seconds: 30 }, 'invalid arguments: missing required property "prompt"'],
+    ]
+    for (const [args, message] of cases) {
       const result = await runTool(host, fake.agent, 'loop_create', args)
-      expect(result.isError).toBe(true)
+      expect(result.isError ? result.error : undefined).toEqual({ message, info: { name: 'ToolArgsError', code: 'INVALID_ARGS' } })
     }
     expect(loopChanges(fake.agent)).toEqual([])
   })

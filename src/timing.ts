@@ -1,0 +1,44 @@
+/**
+ * Pure occurrence arithmetic over loop records. No imports beyond types, so the
+ * browser dock shares it with the runtime.
+ * @module dsh-plugin-loop/timing
+ */
+import type { LoopRecord } from './types.ts'
+
+/**
+ * The due loop to dispatch first: the earliest `next_at <= now`, ties in creation order.
+ * @param loops - active loops in creation order.
+ * @param now - decision time.
+ * @returns the loop, or undefined when none is due.
+ */
+export function findDueLoop(loops: readonly LoopRecord[], now: number): LoopRecord | undefined {
+  let due: LoopRecord | undefined
+  for (const loop of loops) {
+    if (loop.next_at <= now && (due === undefined || loop.next_at < due.next_at)) due = loop
+  }
+  return due
+}
+
+/**
+ * The earliest next occurrence: what the runtime arms its one timer for and the dock's summary counts down to.
+ * @param loops - active loops.
+ * @returns epoch milliseconds, or undefined without loops.
+ */
+export function earliestNextAt(loops: readonly LoopRecord[]): number | undefined {
+  let earliest: number | undefined
+  for (const loop of loops) if (earliest === undefined || loop.next_at < earliest) earliest = loop.next_at
+  return earliest
+}
+
+/**
+ * Anti-burst advance: skip whole missed intervals so the result is strictly after `now`.
+ * A one-second loop delayed five seconds yields one heartbeat, not five.
+ * @param loop - the loop just dispatched.
+ * @param now - dispatch time.
+ * @returns the next `next_at`.
+ */
+export function nextOccurrence(loop: LoopRecord, now: number): number {
+  const intervalMs = loop.time_in_seconds * 1000
+  const skipped = Math.floor((now - loop.next_at) / intervalMs) + 1
+  return loop.next_at + skipped * intervalMs
+}
