@@ -496,6 +496,31 @@ describe('delete', () => {
     untouched()
   })
 
+  it('moves focus once after a deleted row leaves, never again on later repaints', async () => {
+    const composer = document.body.appendChild(document.createElement('textarea'))
+    const { setLoops } = renderDock([A, B], vi.fn(async () => SUCCESS))
+    fireEvent.click(within(rowOf(A.prompt)).getByRole('button', { name: 'Delete' }))
+    await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
+    setLoops([B])
+    expect(document.activeElement).toBe(screen.getByRole('button', { name: 'Delete' }))
+    composer.focus()
+    tick()
+    tick()
+    expect(document.activeElement).toBe(composer)
+    composer.remove()
+  })
+
+  it('forgets the delete state of a loop the projection dropped', () => {
+    const { setLoops, source } = renderDock([A, B])
+    fireEvent.click(within(rowOf(A.prompt)).getByRole('button', { name: 'Delete' }))
+    setLoops([B])
+    // Any later delete action prunes states of loops no longer shown.
+    fireEvent.click(within(rowOf(B.prompt)).getByRole('button', { name: 'Delete' }))
+    fireEvent.click(within(rowOf(B.prompt)).getByRole('button', { name: 'Cancel' }))
+    source.set({ loops: [A, B] })
+    expect(within(rowOf(A.prompt)).getAllByRole('button').map((button) => button.textContent)).toEqual(['Delete'])
+  })
+
   it('lets the dock disappear after the last loop is deleted', async () => {
     const { setLoops, container } = renderDock([A], vi.fn(async () => SUCCESS))
     fireEvent.click(screen.getByRole('button', { name: 'Delete' }))

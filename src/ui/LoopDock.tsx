@@ -41,12 +41,16 @@ export function LoopDock({ useProjection, executeCommand }: LoopDockProps) {
   const toggleRef = useRef<HTMLButtonElement>(null)
   const refocus = useRef(false)
   const present = useRef<ReadonlySet<string>>(new Set())
-  present.current = new Set(loops.map((loop) => loop.id))
   const listId = useId()
   const summaryId = useId()
   const visible = layout !== 'hidden'
   const collapsible = layout === 'summary' && expanded
   const open = layout === 'rows' || collapsible
+
+  // The ids on screen, for pruning delete states of loops the projection dropped.
+  useLayoutEffect(() => {
+    present.current = new Set(loops.map((loop) => loop.id))
+  })
 
   // Falling below the threshold forgets the expansion: reaching three again starts collapsed.
   if (layout !== 'summary' && expanded) setExpanded(false)
@@ -70,8 +74,9 @@ export function LoopDock({ useProjection, executeCommand }: LoopDockProps) {
     const onClick = (event: MouseEvent) => {
       const root = rootRef.current!
       if (root.contains(event.target as Node | null)) return
+      // Focus in a row that closes is moved by the row itself (onFocusedLeave).
       const active = document.activeElement
-      collapse(active === null || active === document.body || root.contains(active))
+      collapse(active === null || active === document.body)
     }
     document.addEventListener('click', onClick, true)
     return () => document.removeEventListener('click', onClick, true)

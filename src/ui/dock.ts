@@ -6,6 +6,7 @@
  * @module dsh-plugin-loop/ui/dock
  */
 import { describeError, describeNextDue, formatInterval, type NextDue } from '../format.ts'
+import { earliestNextAt } from '../timing.ts'
 import type { LoopProjection, LoopRecord } from '../types.ts'
 
 /** From this many active loops on, the dock starts as one collapsed summary row. */
@@ -61,8 +62,7 @@ export function rowText(loop: LoopRecord, now: number): RowText {
  * @returns the summary text and whether the earliest loop is overdue.
  */
 export function summaryText(loops: readonly LoopRecord[], now: number): { readonly text: string; readonly overdue: boolean } {
-  const earliest = Math.min(...loops.map((loop) => loop.next_at))
-  const due = describeNextDue(earliest, now)
+  const due = describeNextDue(earliestNextAt(loops)!, now)
   return { text: `${loops.length} active loops · ${due.text}`, overdue: due.overdue }
 }
 
@@ -84,7 +84,7 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 const nonEmpty = (value: unknown): value is string => typeof value === 'string' && value.trim() !== ''
 
 /** The alert for a reply that is not a command result. */
-export const MALFORMED_REPLY = 'Delete failed: DSH sent an unexpected reply.'
+export const MALFORMED_REPLY = failure('DSH sent an unexpected reply.')
 
 /**
  * Read what the host's command executor resolved with
