@@ -9,8 +9,9 @@ import {
   loopProjectionSchema,
   viewLoopProjection,
 } from '../src/projection.ts'
+import * as loopPlugin from '../src/index.ts'
 import type { LoopRecord } from '../src/types.ts'
-import { AGENT_OPTIONS, advance, createFakeAgent, loopChanges, runCommand, runTool, settle, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
+import { AGENT_OPTIONS, advance, createFakeAgent, loopChanges, runCommand, runTool, settle, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW, bootHost, useFakeClock } from './host.ts'
 
 const NOW = TEST_NOW
 const loopA: LoopRecord = { id: 'loop_a', prompt: 'A', time_in_seconds: 5, next_at: NOW + 5000 }
@@ -110,5 +111,23 @@ describe('in the real projection registry', () => {
     expect(projected(forked.agent.session)).toMatchObject({ loops: [{ prompt: 'fork own' }] })
     expect(loopChanges(forked.agent)).toHaveLength(2)
     await forked.dispose()
+  })
+})
+
+describe('forks made before the plugin loaded', () => {
+  it('still hide the parent loops once the plugin loads (hot reload, late install)', async () => {
+    useFakeClock()
+    const host = await bootHost({ loop: false })
+    try {
+      const parent = await createFakeAgent(host, 'ses-early-parent')
+      parent.agent.session.append('loop/change', createChange(loopA))
+      const child = host.ctx.sessions.fork(parent.agent.session, undefined, SessionId('ses-early-fork'))
+      await host.ctx.plugin(loopPlugin)
+      const projected = (session: typeof child) => host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
+      expect(projected(child)).toEqual({ loops: [] })
+      expect(projected(parent.agent.session)).toEqual({ loops: [loopA] })
+    } finally {
+      await stopFakeHost(host)
+    }
   })
 })
