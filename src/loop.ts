@@ -65,8 +65,8 @@ export class LoopRuntime {
   /**
    * Run one tool operation on the drive queue, after a flush and over the current fold.
    * @param label - the tool name, for the error when saving its change fails.
-   * @param operation - receives the fold; may return durable changes to append.
-   * @returns the operation's result once its changes, if any, are flushed.
+   * @param operation - receives the fold; may return one durable change to append.
+   * @returns the operation's result once its change, if any, is flushed.
    */
   transact<T>(
     label: string,
