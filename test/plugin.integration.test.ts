@@ -1,3 +1,6 @@
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
@@ -43,6 +46,27 @@ describe('event catalog', () => {
     expect(await registerLoopEventType(undefined)).toBe(1)
     expect(await registerLoopEventType('')).toBe(1)
     expect(await registerLoopEventType('/nonexistent/dsh/lib/bin.js')).toBe(1)
+  })
+
+  it('follows a symlinked host entry to the host own copy of dsh-session (pnpm layout)', async () => {
+    // A host installed by pnpm: node_modules/@deepseek-ai/dsh is a link into the store, where the
+    // CLI's dependencies are its siblings. Only the link's real path can see them.
+    const root = tempDir('loop-host-layout-')
+    const store = join(root, 'store', 'node_modules', '@deepseek-ai')
+    const hostSession = join(store, 'dsh-session')
+    mkdirSync(join(store, 'dsh', 'lib'), { recursive: true })
+    mkdirSync(hostSession, { recursive: true })
+    writeFileSync(join(store, 'dsh', 'lib', 'bin.js'), '')
+    writeFileSync(join(hostSession, 'package.json'), JSON.stringify({ name: '@deepseek-ai/dsh-session', type: 'module', exports: './index.js' }))
+    writeFileSync(join(hostSession, 'index.js'), 'export const KNOWN_SESSION_EVENT_TYPES = new Set(["user/message"])\n')
+    mkdirSync(join(root, 'project', 'node_modules', '@deepseek-ai'), { recursive: true })
+    symlinkSync(join(store, 'dsh'), join(root, 'project', 'node_modules', '@deepseek-ai', 'dsh'))
+
+    const entry = join(root, 'project', 'node_modules', '@deepseek-ai', 'dsh', 'lib', 'bin.js')
+    expect(await registerLoopEventType(entry)).toBe(2)
+    const hostCatalog = ((await import(pathToFileURL(join(hostSession, 'index.js')).href)) as { KNOWN_SESSION_EVENT_TYPES: Set<string> }).KNOWN_SESSION_EVENT_TYPES
+    expect([...hostCatalog]).toEqual(['user/message', 'loop/change'])
+    expect(KNOWN_SESSION_EVENT_TYPES.has('loop/change')).toBe(true)
   })
 })
 
