@@ -1036,10 +1036,14 @@ describe('heartbeat row', () => {
   })
 
   it('throws for DSH to retire it when there is no DSH renderer to hand a row to', () => {
+    // React reports the render error to the console and to window (jsdom would print it); the throw is the point here.
     const error = vi.spyOn(console, 'error').mockImplementation(() => undefined)
+    const quiet = (event: ErrorEvent) => event.preventDefault()
+    window.addEventListener('error', quiet)
     expect(() => renderNode({ content: [], source: { kind: 'user' } }, [A], { host: false })).toThrow(
       'dsh-plugin-loop: no DSH context renderer to hand non-heartbeat rows to',
     )
+    window.removeEventListener('error', quiet)
     error.mockRestore()
   })
 })
