@@ -14,7 +14,7 @@ import { durationParts, dueIn, type DurationPart } from '../format.ts'
 export const LOCALE_NS = 'loop'
 
 /** Simplified Chinese dictionary (the key-set source of truth). */
-export const zh = {
+const zh = {
   'duration.d': '{count}天',
   'duration.h': '{count}小时',
   'duration.m': '{count}分钟',
@@ -50,7 +50,7 @@ export type LoopLocaleKey = keyof typeof zh
 export type LoopDictionary = { readonly [Key in LoopLocaleKey]: string }
 
 /** English dictionary, complete against the zh key set. */
-export const en: LoopDictionary = {
+const en: LoopDictionary = {
   'duration.d': '{count}d',
   'duration.h': '{count}h',
   'duration.m': '{count}m',

@@ -182,8 +182,9 @@ const toggle = () => page.locator('[data-loop-dock] [data-loop-summary] button')
  * provider hot-publishes the edit and the page switches without a reload.
  */
 function setLanguagePreference(language: 'zh' | 'en'): void {
-  const onboarding = readFileSync(settingsFile, 'utf8').split('\nlocale:')[0]!.trimEnd()
-  writeFileSync(settingsFile, `${onboarding}\nlocale:\n  preference: ${language}\n`)
+  const text = readFileSync(settingsFile, 'utf8')
+  const section = /^locale:\n {2}preference: \w+$/m
+  writeFileSync(settingsFile, section.test(text) ? text.replace(section, `locale:\n  preference: ${language}`) : `${text.trimEnd()}\nlocale:\n  preference: ${language}\n`)
 }
 
 /** Switch the language live and wait until the page has followed. */
