@@ -793,6 +793,10 @@ describe('languages', () => {
     fireEvent.click(within(row).getByRole('button', { name: '删除' }))
     expect(within(row).getByRole('status').textContent).toBe('删除此循环？')
     expect(within(row).getAllByRole('button').map((button) => button.textContent)).toEqual(['确认', '取消'])
+    // Apart from the prompts (the user's own words), not one Latin letter is left, visible or accessible.
+    const labels = [...dock()!.querySelectorAll('[aria-label]')].map((element) => element.getAttribute('aria-label'))
+    const words = [dock()!.textContent!, ...labels].join(' ').replace(A.prompt, '').replace(B.prompt, '').replace('Late one', '')
+    expect(words).not.toMatch(/[A-Za-z]/)
     fireEvent.click(within(row).getByRole('button', { name: '确认' }))
     expect(within(row).getByRole('status').textContent).toBe('正在删除…')
     await settle(pending, { value: { ok: true, value: undefined } })

@@ -274,6 +274,12 @@ describe('loop dock in dsh web (Chromium)', () => {
     await target.getByRole('button', { name: '删除' }).click()
     expect(await target.getByRole('status').textContent()).toBe('删除此循环？')
     expect(await target.getByRole('button').allTextContents()).toEqual(['确认', '取消'])
+    // Apart from the prompts (the user's own words), not one Latin letter is left, visible or accessible.
+    const words = await dock().evaluate((root, prompts) => {
+      const labels = [...root.querySelectorAll('[aria-label]')].map((element) => element.getAttribute('aria-label'))
+      return prompts.reduce((text, prompt) => text.replace(prompt, ''), [root.textContent ?? '', ...labels].join(' '))
+    }, LOOPS.map((loop) => loop.prompt))
+    expect(words).not.toMatch(/[A-Za-z]/)
     await shoot('zh-delete-confirmation')
     await target.getByRole('button', { name: '取消' }).click()
     expect(await target.getByRole('button').allTextContents()).toEqual(['删除'])
