@@ -10,8 +10,8 @@ import { act, cleanup, fireEvent, render, screen, within } from '@testing-librar
 import { createElement, useMemo, useSyncExternalStore } from 'react'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { LoopProjection, LoopRecord } from '../src/types.ts'
-import { renderHeartbeat } from '../src/domain.ts'
-import { readHeartbeat, shadowedContextRenderer, type ChatNodeEntry } from '../src/ui/heartbeat.ts'
+import { readHeartbeat, renderHeartbeat } from '../src/heartbeat.ts'
+import { shadowedContextRenderer, type ChatNodeEntry } from '../src/ui/heartbeat.ts'
 import { ContextNode, type AnyTranslate, type HeartbeatRowProps } from '../src/ui/HeartbeatRow.tsx'
 import { LoopDock } from '../src/ui/LoopDock.tsx'
 import {

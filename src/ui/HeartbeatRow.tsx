@@ -9,7 +9,8 @@
  * @module dsh-plugin-loop/ui/HeartbeatRow
  */
 import { useId, useMemo, useState, type ComponentType } from 'react'
-import { readHeartbeat, type Heartbeat, type ShadowedRenderer } from './heartbeat.ts'
+import { readHeartbeat, type Heartbeat } from '../heartbeat.ts'
+import type { ShadowedRenderer } from './heartbeat.ts'
 import styles from './HeartbeatRow.module.css'
 import { localInterval, type LoopTranslate } from './locales.ts'
 import type { UseLoopProjection } from './slot-props.ts'

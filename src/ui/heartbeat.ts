@@ -1,57 +1,9 @@
 /**
- * Pure rules of the heartbeat row: recognizing a loop heartbeat among the
- * conversation's context nodes, reading its loop id and prompt back out of the
- * `<heartbeat>` text (the inverse of `renderHeartbeat` in `../domain.ts`), and
- * finding the host renderer every other context row falls through to.
+ * Pure rule of the heartbeat row: finding the host renderer every context row
+ * that is not a heartbeat falls through to. Recognizing a heartbeat is
+ * `readHeartbeat` in `../heartbeat.ts`, the rule the runtime uses too.
  * @module dsh-plugin-loop/ui/heartbeat
  */
-
-/** A heartbeat as the conversation logged it. */
-export interface Heartbeat {
-  /** The loop that sent it. */
-  readonly loopId: string
-  /** The prompt, unescaped. */
-  readonly prompt: string
-  /** The exact text the model received. */
-  readonly text: string
-}
-
-const HEARTBEAT = /^<heartbeat>\n {2}<loop_id>([^<>]*)<\/loop_id>\n {2}<prompt>([^<>]*)<\/prompt>\n<\/heartbeat>$/
-const ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
-
-/**
- * Undo the heartbeat's XML escaping; text with any other `&` is not one of ours.
- * @param text - escaped element text.
- * @returns the raw text, or undefined.
- */
-function unescapeXml(text: string): string | undefined {
-  if (/&(?!(?:amp|lt|gt|quot|apos);)/.test(text)) return undefined
-  return text.replace(/&(amp|lt|gt|quot|apos);/g, (_match, name: string) => ENTITIES[name]!)
-}
-
-/**
- * Read a heartbeat out of a `context` chat node's data: a `user/message` whose
- * source is `{ kind: 'plugin', plugin: 'loop' }` and whose text blocks, joined
- * as the model received them, are exactly one `<heartbeat>` element.
- * @param data - the node's `data` (`{ content, source, … }`), untrusted.
- * @returns the heartbeat, or undefined for every other context message.
- */
-export function readHeartbeat(data: unknown): Heartbeat | undefined {
-  if (!isObject(data) || !isObject(data.source) || data.source.kind !== 'plugin' || data.source.plugin !== 'loop') return undefined
-  if (!Array.isArray(data.content)) return undefined
-  let text = ''
-  for (const block of data.content as unknown[]) {
-    if (!isObject(block) || block.type !== 'text' || typeof block.text !== 'string') return undefined
-    text += block.text
-  }
-  const match = HEARTBEAT.exec(text)
-  if (match === null) return undefined
-  const loopId = unescapeXml(match[1]!)
-  const prompt = unescapeXml(match[2]!)
-  if (loopId === undefined || prompt === undefined) return undefined
-  return { loopId, prompt, text }
-}
 
 /** What the slot registry keeps of one `conversation.chat.node` entry (rc.8 `StoredEntry`, the parts read here). */
 export interface ChatNodeEntry {
