@@ -1,0 +1,107 @@
+/**
+ * Issue 7, item 1, in real processes: a one-shot `dsh --profile headless "task"`
+ * whose model creates a 2 s loop while its steps take about 3 s each must still
+ * end with the task's answer; the loop is saved, dispatched nowhere in that run,
+ * and fires once the same session is opened in a long-lived `dsh web`.
+ */
+import { describe, expect } from 'vitest'
+import { lastUserText, readDurableLog, reopenSession, runCommand, storedSessionIds, waitFor, type DurableRecord } from '../../scripts/dsh-stack.ts'
+import { startRoutedModel } from './model-router.ts'
+import { dispatchesOf, heartbeat, heartbeatsOf, settle, test } from './rig.ts'
+
+const TASK = 'Summarize the build status, then report it.'
+const TASK_ANSWER = 'TASK_ANSWER: the build is green.'
+const HEARTBEAT_ANSWER = 'HEARTBEAT_ANSWER: checked again.'
+const LOOP_PROMPT = 'Check whether CI is green'
+/** 100 ms per character: the task's answer (32 characters) streams for about 3 s, as does each heartbeat's. */
+const STREAM = { chunkSize: 1, chunkDelayMs: 100 } as const
+/**
+ * The one-shot run must have exited by then. Measured on this machine: the same
+ * run without the plugin takes 3.8–4.7 s (boot about 0.7 s, tool step, 3 s answer);
+ * with the plugin before the turn bound it never ended (killed at 40 s, 15 model calls).
+ */
+const ONE_SHOT_BOUND_MS = 25_000
+
+/** The `loop/change` payloads of a durable log. */
+function loopChanges(log: readonly DurableRecord[]): unknown[] {
+  return log.filter((record) => record.type === 'loop/change').map((record) => record.data)
+}
+
+/** The text the model got back for its tool call: the `tool` message of a chat request. */
+function toolResultText(body: unknown): string {
+  const messages = (body as { messages: { role: string; content: unknown }[] }).messages
+  const tool = messages.filter((message) => message.role === 'tool')
+  expect(tool, 'exactly one tool result in the request').toHaveLength(1)
+  const content = tool[0]!.content
+  return typeof content === 'string' ? content : (content as { text?: string }[]).map((part) => part.text ?? '').join('')
+}
+
+describe('a one-shot headless run', () => {
+  test('7.1 a model that creates a 2 s loop with 3 s steps: the run ends with the task answer, the loop is saved undispatched, and fires once the session is opened in dsh web', async ({ rig }) => {
+    const model = await startRoutedModel({
+      // The task: first step calls loop_create, the second streams the final answer.
+      task: {
+        sequence: ['tool_call_success', 'slow_success'],
+        toolName: 'loop_create',
+        toolArguments: JSON.stringify({ prompt: LOOP_PROMPT, time_in_seconds: 2 }),
+        successText: TASK_ANSWER,
+        ...STREAM,
+      },
+      // Every heartbeat is answered as slowly, so a heartbeat admitted at each step boundary would keep the turn alive.
+      heartbeat: { sequence: ['slow_success'], repeatLast: true, successText: HEARTBEAT_ANSWER, ...STREAM },
+    })
+    const r = await rig({}, { model, start: false })
+    r.plugin('add', 'headless')
+
+    const run = await r.oneShot(TASK, ONE_SHOT_BOUND_MS)
+    console.log(`7.1: the one-shot run exited ${run.code ?? run.signal} after ${run.durationMs} ms with ${model.requests.length} model requests`)
+    expect(run.timedOut, `still running after ${ONE_SHOT_BOUND_MS} ms`).toBe(false)
+    expect(run.code).toBe(0)
+    expect(run.stdout).toBe(`${TASK_ANSWER}\n`)
+
+    // The model got the task and its tool result, and no heartbeat.
+    expect(model.requests.map((request) => request.behavior)).toEqual(['task', 'task'])
+    expect(model.heartbeat.requests).toHaveLength(0)
+    expect(model.task.requests.map((request) => request.behavior)).toEqual(['tool_call_success', 'slow_success'])
+    for (const request of model.requests) expect(JSON.stringify(request.body)).not.toContain('<heartbeat>')
+    expect(model.requests.map((request) => lastUserText(request.body))).toEqual([TASK, TASK])
+
+    // The session log holds the loop's create and nothing dispatched it.
+    const [sessionId, ...others] = storedSessionIds(r.home)
+    expect(others).toEqual([])
+    const log = await readDurableLog(r.home, sessionId!)
+    const changes = loopChanges(log)
+    expect(changes).toEqual([{ version: 1, operation: 'create', loop: { id: expect.stringMatching(/^loop_[0-9a-f]{8}$/), prompt: LOOP_PROMPT, time_in_seconds: 2, next_at: expect.any(Number) } }])
+    const created = (changes[0] as { loop: { id: string; next_at: number } }).loop
+    const createdAt = log.find((record) => record.type === 'loop/change')!.time
+    expect(created.next_at).toBe(createdAt + 2_000)
+    expect(log.filter((record) => record.type === 'user/message').map((record) => JSON.stringify(record.data))).toEqual([expect.stringContaining(JSON.stringify(TASK))])
+
+    // The tool result the model read says where the loop will run.
+    const result = toolResultText(model.requests[1]!.body)
+    expect(result).toContain(created.id)
+    expect(result).toMatch(/starts? when (the|this) session is opened in a long-lived DSH/)
+
+    // The same session in a long-lived dsh web on the same home: the loop fires there.
+    r.plugin('add', 'web')
+    await r.start()
+    const reopenedAt = Date.now()
+    await reopenSession(r.url, sessionId!)
+    const listed = await runCommand(r.url, sessionId!, '/loop list')
+    expect(listed.text).toMatch(new RegExp(`^1 active loop:\\n${created.id}  every 2s  [^\\n]+  ${LOOP_PROMPT}$`))
+    const expected = heartbeat(created.id, LOOP_PROMPT)
+    await waitFor('the heartbeat answered in dsh web', () => (model.heartbeat.requests.some((request) => request.outcome === 'completed') ? true : undefined), 15_000)
+    expect(await runCommand(r.url, sessionId!, `/loop delete ${created.id}`)).toEqual({ kind: 'success', text: `Deleted ${created.id}.` })
+    const webLog = await settle(r.url, sessionId!)
+    const beats = heartbeatsOf(webLog, created.id)
+    expect(beats.length).toBeGreaterThanOrEqual(1)
+    expect(beats.every((beat) => beat.text === expected && beat.time >= reopenedAt)).toBe(true)
+    const dispatches = dispatchesOf(webLog, created.id)
+    expect(dispatches.length).toBeGreaterThanOrEqual(1)
+    expect(dispatches[0]!.time).toBeGreaterThanOrEqual(reopenedAt)
+    expect(lastUserText(model.heartbeat.requests[0]!.body)).toBe(expected)
+    expect(webLog.some((event) => event.type === 'assistant/message' && JSON.stringify(event.data).includes(HEARTBEAT_ANSWER))).toBe(true)
+    // The web process continued the headless log: the same create, then its own dispatches.
+    expect(webLog.filter((event) => event.type === 'loop/change')[0]!.data).toEqual(changes[0])
+  })
+})
