@@ -13,6 +13,9 @@ const TASK = 'Summarize the build status, then report it.'
 const TASK_ANSWER = 'TASK_ANSWER: the build is green.'
 const HEARTBEAT_ANSWER = 'HEARTBEAT_ANSWER: checked again.'
 const LOOP_PROMPT = 'Check whether CI is green'
+/** What a one-shot run tells the model about its loops (src/tools.ts, written out independently). */
+const ONE_SHOT_NOTE =
+  'This is a one-shot run (dsh --profile headless): loops are saved in this session but nothing fires in this run; they start when the session is opened in a long-lived DSH (dsh web).'
 /** 100 ms per character: the task's answer (32 characters) streams for about 3 s, as does each heartbeat's. */
 const STREAM = { chunkSize: 1, chunkDelayMs: 100 } as const
 /**
@@ -27,13 +30,28 @@ function loopChanges(log: readonly DurableRecord[]): unknown[] {
   return log.filter((record) => record.type === 'loop/change').map((record) => record.data)
 }
 
+/** The chat messages of a request. */
+function messagesOf(body: unknown): { role: string; content: unknown }[] {
+  return (body as { messages: { role: string; content: unknown }[] }).messages
+}
+
+/** A message's text: a string, or its text parts joined. */
+function textOf(content: unknown): string {
+  return typeof content === 'string' ? content : (content as { text?: string }[]).map((part) => part.text ?? '').join('')
+}
+
+/** The text of every user message of a request. */
+function userTexts(body: unknown): string[] {
+  return messagesOf(body)
+    .filter((message) => message.role === 'user')
+    .map((message) => textOf(message.content))
+}
+
 /** The text the model got back for its tool call: the `tool` message of a chat request. */
 function toolResultText(body: unknown): string {
-  const messages = (body as { messages: { role: string; content: unknown }[] }).messages
-  const tool = messages.filter((message) => message.role === 'tool')
+  const tool = messagesOf(body).filter((message) => message.role === 'tool')
   expect(tool, 'exactly one tool result in the request').toHaveLength(1)
-  const content = tool[0]!.content
-  return typeof content === 'string' ? content : (content as { text?: string }[]).map((part) => part.text ?? '').join('')
+  return textOf(tool[0]!.content)
 }
 
 describe('a one-shot headless run', () => {
@@ -63,7 +81,7 @@ describe('a one-shot headless run', () => {
     expect(model.requests.map((request) => request.behavior)).toEqual(['task', 'task'])
     expect(model.heartbeat.requests).toHaveLength(0)
     expect(model.task.requests.map((request) => request.behavior)).toEqual(['tool_call_success', 'slow_success'])
-    for (const request of model.requests) expect(JSON.stringify(request.body)).not.toContain('<heartbeat>')
+    for (const request of model.requests) expect(userTexts(request.body).filter((text) => text.includes('<heartbeat>'))).toEqual([])
     expect(model.requests.map((request) => lastUserText(request.body))).toEqual([TASK, TASK])
 
     // The session log holds the loop's create and nothing dispatched it.
@@ -74,13 +92,22 @@ describe('a one-shot headless run', () => {
     expect(changes).toEqual([{ version: 1, operation: 'create', loop: { id: expect.stringMatching(/^loop_[0-9a-f]{8}$/), prompt: LOOP_PROMPT, time_in_seconds: 2, next_at: expect.any(Number) } }])
     const created = (changes[0] as { loop: { id: string; next_at: number } }).loop
     const createdAt = log.find((record) => record.type === 'loop/change')!.time
-    expect(created.next_at).toBe(createdAt + 2_000)
-    expect(log.filter((record) => record.type === 'user/message').map((record) => JSON.stringify(record.data))).toEqual([expect.stringContaining(JSON.stringify(TASK))])
+    // Due one interval after its decision, which is at most a few ms before the append.
+    expect(created.next_at).toBeLessThanOrEqual(createdAt + 2_000)
+    expect(created.next_at).toBeGreaterThan(createdAt + 2_000 - 50)
+    // The user messages of the run: the task (and the host's runtime-context snapshot), no heartbeat.
+    const userMessages = log.filter((record) => record.type === 'user/message').map((record) => record.data as { source?: { kind?: string; plugin?: string } })
+    expect(userMessages.filter((data) => data.source?.kind === 'user').map((data) => JSON.stringify(data))).toEqual([expect.stringContaining(JSON.stringify(TASK))])
+    expect(userMessages.filter((data) => data.source?.kind !== 'user').map((data) => data.source?.plugin)).toEqual(['@deepseek-ai/dsh-system-prompt'])
 
-    // The tool result the model read says where the loop will run.
+    // The tool result the model read is the loop, then where it will run.
     const result = toolResultText(model.requests[1]!.body)
-    expect(result).toContain(created.id)
-    expect(result).toMatch(/starts? when (the|this) session is opened in a long-lived DSH/)
+    const view = JSON.stringify({ id: created.id, prompt: LOOP_PROMPT, time_in_seconds: 2, next_at: created.next_at, state: 'scheduled', delivery_mode: 'session-local' })
+    // The adapter sends the tool's two text parts as one string, joined with nothing between them.
+    expect(result).toBe(`${view}${ONE_SHOT_NOTE}`)
+    // So does the tool's description in that run.
+    const tools = (model.requests[0]!.body as { tools: { function: { name: string; description: string } }[] }).tools
+    expect(tools.find((tool) => tool.function.name === 'loop_create')!.function.description.endsWith(` ${ONE_SHOT_NOTE}`)).toBe(true)
 
     // The same session in a long-lived dsh web on the same home: the loop fires there.
     r.plugin('add', 'web')
