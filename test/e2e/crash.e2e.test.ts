@@ -36,6 +36,8 @@ interface Run {
   readonly index: number
   readonly startedAt: number
   readonly endedAt: number
+  /** When the session was reopened in it (created, for the first run). */
+  readonly reopenedAt: number
   readonly plan: string
   /** The durable log as the JSONL backend's raw reader saw it right after the kill. */
   readonly durable: readonly DurableRecord[]
@@ -152,6 +154,8 @@ describe('crashes in a real process', () => {
     ]
     const runs: Run[] = []
     let startedAt = started
+    // The first run's loops start when they are created.
+    let reopenedAt = Date.now()
     const boots: number[] = []
 
     for (let cycle = 0; cycle <= CYCLES; cycle += 1) {
@@ -160,6 +164,7 @@ describe('crashes in a real process', () => {
         await r.start()
         boots.push(Date.now() - booting)
         startedAt = booting
+        reopenedAt = Date.now()
         await reopenSession(r.url, sessionId)
       }
       // Nothing lost: both loops listed with their original ids and prompts after every restart.
@@ -188,7 +193,7 @@ describe('crashes in a real process', () => {
       await r.stop('SIGKILL')
       const endedAt = Date.now()
       const durable = await readDurableLog(r.home, sessionId)
-      runs.push({ index: runs.length, startedAt, endedAt, plan, durable })
+      runs.push({ index: runs.length, startedAt, endedAt, reopenedAt, plan, durable })
     }
 
     // The last run: both loops still fire; then a graceful stop so the final log is complete.
@@ -196,7 +201,7 @@ describe('crashes in a real process', () => {
     await sleep(4_500)
     await r.stop('SIGTERM')
     const finalLog = await readDurableLog(r.home, sessionId)
-    runs.push({ index: runs.length, startedAt, endedAt: Date.now(), plan: 'final, graceful stop', durable: finalLog })
+    runs.push({ index: runs.length, startedAt, endedAt: Date.now(), reopenedAt, plan: 'final, graceful stop', durable: finalLog })
     const wall = Date.now() - started
 
     // Nothing durable disappears: every record the raw reader saw after a kill is in the final log, unchanged.
@@ -267,6 +272,9 @@ describe('crashes in a real process', () => {
           return time >= run.startedAt && time <= run.endedAt
         })
         durableSoFar += runSends.length
+        // Still firing after every restart: a run that lived an interval (plus a second for the flush) past the
+        // reopen has a durable dispatch of the loop.
+        if (run.endedAt - run.reopenedAt >= loop.intervalMs + 1_000) expect(runDispatches.length, `${loop.id} in run ${run.index}`).toBeGreaterThanOrEqual(1)
         // The model's view: how many of this loop's heartbeats the history of the run's last request held. More than the
         // durable log ever sent means the model saw a send that never became durable (nor its dispatch): the crash fell
         // between send and the dispatch flush, the one duplicate the specification allows, and the resume sends it again.
