@@ -19,9 +19,10 @@ const ONE_SHOT_NOTE =
 /** 100 ms per character: the task's answer (32 characters) streams for about 3 s, as does each heartbeat's. */
 const STREAM = { chunkSize: 1, chunkDelayMs: 100 } as const
 /**
- * The one-shot run must have exited by then. Measured on this machine: the same
- * run without the plugin takes 3.8–4.7 s (boot about 0.7 s, tool step, 3 s answer);
- * with the plugin before the turn bound it never ended (killed at 40 s, 15 model calls).
+ * The one-shot run must have exited by then. Measured on this machine (other jobs
+ * running): the same run without the plugin takes 3.8–5.8 s (boot, tool step, 3 s
+ * answer) and with it 4.3–6.0 s; before the turn bound it never ended (killed at
+ * 40 s after 15 model calls).
  */
 const ONE_SHOT_BOUND_MS = 25_000
 
