@@ -293,6 +293,19 @@ describe('crashes in a real process', () => {
       expect(loopDispatches.filter((dispatch) => dispatch.time >= finalFrom).length, `${loop.id} in the final run`).toBeGreaterThanOrEqual(Math.floor(4_000 / loop.intervalMs))
     }
     const duplicates = duplicatesPerRun.reduce((sum, count) => sum + count, 0)
+    // The durable log right after each kill (raw reader): a send there without its dispatch is the crash window itself.
+    const undispatchedAtCrash = runs.slice(0, -1).map((run) => {
+      const killedLog = within(run.durable, run)
+      const runSends = sendsIn(killedLog)
+      const runDispatches = dispatchesIn(killedLog)
+      return runSends.filter((send) => !runDispatches.some((dispatch) => dispatch.loopId === send.loopId && dispatch.seq > send.seq)).length
+    })
+    for (const [index, count] of undispatchedAtCrash.entries()) expect(count, `run ${index}: sends without their dispatch at the crash`).toBeLessThanOrEqual(1)
+    // How soon the model sees a send: the first request after each send that opened a turn.
+    const toModel = sends
+      .map((send) => Math.min(...[...requestTimes.values()].filter((time) => time >= send.time).map((time) => time - send.time)))
+      .filter((gap) => gap < 1_000)
+      .sort((a, b) => a - b)
     console.log(
       [
         `8: seed ${seed}: ${CYCLES} SIGKILL cycles + a final run in ${wall} ms; dsh web boot ${Math.min(...boots)}–${Math.max(...boots)} ms (median ${boots.sort((a, b) => a - b)[boots.length >> 1]})`,
@@ -300,6 +313,7 @@ describe('crashes in a real process', () => {
         `run kill${' '.repeat(29)}fast (1 s)     slow (2 s)`,
         ...table.map((columns) => columns.join(' ')),
         `sends closer than interval-${BURST_SLACK_MS} ms, each after a late catch-up (resume): ${catchUps.length === 0 ? 'none' : catchUps.join('; ')}`,
+        `send to its model request: min ${toModel[0]} ms, median ${toModel[toModel.length >> 1]} ms; sends durable without their dispatch right after a kill: ${undispatchedAtCrash.reduce((sum, count) => sum + count, 0)}`,
         `totals: ${sends.length} sends, ${dispatches.length} dispatches (${coalescedTotal} coalesced while a heartbeat waited), 0 loops lost, duplicates (send before the dispatch flush, seen by the model) ${duplicates} in ${CYCLES} crashes (${((100 * duplicates) / CYCLES).toFixed(1)}%)`,
       ].join('\n'),
     )
