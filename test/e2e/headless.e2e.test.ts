@@ -105,7 +105,7 @@ describe('a one-shot headless run', () => {
     const result = toolResultText(model.requests[1]!.body)
     const view = JSON.stringify({ id: created.id, prompt: LOOP_PROMPT, time_in_seconds: 2, next_at: created.next_at, state: 'scheduled', delivery_mode: 'session-local' })
     // The adapter sends the tool's two text parts as one string, joined with nothing between them.
-    expect(result).toBe(`${view}${ONE_SHOT_NOTE}`)
+    expect(result).toBe(`${view}\n${ONE_SHOT_NOTE}`)
     // So does the tool's description in that run.
     const tools = (model.requests[0]!.body as { tools: { function: { name: string; description: string } }[] }).tools
     expect(tools.find((tool) => tool.function.name === 'loop_create')!.function.description.endsWith(` ${ONE_SHOT_NOTE}`)).toBe(true)

@@ -68,7 +68,7 @@ describe('restart with loops active', () => {
       const [first, second] = resumed
       expect(first!.time - reopenedAt).toBeLessThan(1_500)
       expect(first!.next_at).toBeGreaterThan(first!.time)
-      expect(first!.next_at).toBeLessThanOrEqual(first!.time + 1_000)
+      expect(first!.next_at).toBeLessThanOrEqual(first!.time + 1_500)
       expect(second!.time).toBeGreaterThanOrEqual(first!.next_at - 5)
       for (const dispatch of resumed) {
         // A dispatch record's time is its append, a few ms after the decision the next_at was computed from.
@@ -82,7 +82,7 @@ describe('restart with loops active', () => {
       expect(slowResumed.length).toBeGreaterThanOrEqual(1)
       expect(slowResumed.length).toBeLessThanOrEqual(3)
       expect(slowResumed[0]!.next_at).toBeGreaterThan(slowResumed[0]!.time - 20)
-      expect(slowResumed[0]!.next_at).toBeLessThanOrEqual(slowResumed[0]!.time + 3_000)
+      expect(slowResumed[0]!.next_at).toBeLessThanOrEqual(slowResumed[0]!.time + 4_500)
       for (const [index, dispatch] of slowResumed.entries()) {
         expect((dispatch.next_at - slowRecord.next_at) % 3_000).toBe(0)
         if (index > 0) expect(dispatch.time).toBeGreaterThanOrEqual(slowResumed[index - 1]!.next_at - 5)
