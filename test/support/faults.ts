@@ -121,9 +121,9 @@ export interface ArmedTimer {
 export function recordTimers(): { readonly armed: ArmedTimer[]; restore(): void } {
   const armed: ArmedTimer[] = []
   const real = globalThis.setTimeout
-  const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((callback: () => void, delay?: number, ...rest: unknown[]) => {
+  const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((callback: () => void, delay?: number) => {
     armed.push({ callback, delay: delay ?? 0 })
-    return real(callback, delay, ...rest)
+    return real(callback, delay)
   }) as typeof setTimeout)
   return { armed, restore: () => spy.mockRestore() }
 }
