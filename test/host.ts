@@ -41,6 +41,8 @@ export interface HostOptions {
   readonly projections?: boolean
   /** Provider base URL; a closed port unless a test points it at the mock server. */
   readonly baseURL?: string
+  /** The loop plugin's config, as the plugin's row in a DSH patch would give it. */
+  readonly loopConfig?: Record<string, unknown>
 }
 
 /** A booted host. */
@@ -76,7 +78,7 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
   if (options.persistence !== false) plugins.push([jsonlPlugin, { root }])
   if (options.projections !== false) plugins.push([projectionPlugin])
   plugins.push([commandsPlugin], [agentLoopPlugin, { agents: [] }])
-  if (options.loop !== false) plugins.push([loopPlugin])
+  if (options.loop !== false) plugins.push([loopPlugin, options.loopConfig])
   for (const [plugin, config] of plugins) {
     // Service packages export their class as default; function plugins are the namespace itself.
     const module = (plugin as { default?: unknown }).default ?? plugin
@@ -160,6 +162,32 @@ export const AGENT_OPTIONS = { provider: 'deepseek-official', model: 'deepseek-c
 export async function createFakeAgent(host: Host, id: string): Promise<FakeAgent> {
   const { setup, finish } = boundarySetup()
   const handle = await host.ctx.agents.create({ sessionId: SessionId(id), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS, setup })
+  return finish(handle)
+}
+
+/**
+ * Create an agent with the fake boundary through another agent's context (a child,
+ * not a root) or seeded with a parent's log as DSH seeds a fork.
+ * @param host - booted host.
+ * @param id - the new session id.
+ * @param relation - `child` of `parent`, or a `fork` of `parent`'s session (a root).
+ * @param parent - the agent it relates to.
+ * @returns the agent and its spies.
+ */
+export async function createRelatedFakeAgent(host: Host, id: string, relation: 'child' | 'fork', parent: Agent): Promise<FakeAgent> {
+  const { setup, finish } = boundarySetup()
+  if (relation === 'child') {
+    const handle = await parent.ctx.agents.create({ sessionId: SessionId(id), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS, setup })
+    return finish(handle)
+  }
+  const seed = parent.session.events
+  const handle = await host.ctx.agents.create({
+    sessionId: SessionId(id),
+    meta: { cwd: host.root, parentSession: parent.id, seedLength: seed.length },
+    seed,
+    agentOptions: AGENT_OPTIONS,
+    setup,
+  })
   return finish(handle)
 }
 
