@@ -8,12 +8,12 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { advance, createFakeAgent, bootHost, loopChanges, persistedLoopChanges, runTool, settle, signal, stopFakeHost, useFakeClock, type FakeAgent, type Host } from './host.ts'
-import { createArguments, createLine, hostilePrompt, longPrompt, otherLine, plainPrompt } from './support/arbitraries.ts'
+import { createArguments, createLine, deleteArguments, hostilePrompt, listArguments, longPrompt, otherLine, plainPrompt } from './support/arbitraries.ts'
 import { parseHeartbeat } from './support/heartbeat-xml.ts'
 import { expectCreate, isValidStoredPrompt, type CreateExpectation } from './support/input-oracle.ts'
 
 /** Runs per property: enough to meet every generator branch many times, small enough for < 20 s in all. */
-const RUNS = { toolArguments: 400, heartbeat: 150, commandLines: 400 } as const
+const RUNS = { toolArguments: 400, deleteAndList: 300, heartbeat: 150, commandLines: 400 } as const
 
 /** fast-check parameters; its failure report includes the seed and path to replay. */
 function parameters(numRuns: number): fc.Parameters<unknown> {
@@ -111,6 +111,35 @@ describe('loop_create through the real tool runtime', () => {
     await settle()
     // Everything the runs appended reached the disk, in order, once.
     expect(await persistedLoopChanges(host, SESSION)).toEqual(loopChanges(fake.agent))
+  })
+})
+
+describe('loop_delete and loop_list through the real tool runtime', () => {
+  it(`refuse every malformed or foreign argument without an event; list answers only {} (${RUNS.deleteAndList} runs)`, async () => {
+    const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'the one real loop', time_in_seconds: 3600 })
+    if (created.isError) throw new Error(created.error.message)
+    const real = created.value as { id: string; prompt: string; time_in_seconds: number; next_at: number }
+    const listing = [{ ...real, state: 'scheduled', delivery_mode: 'session-local' }]
+    try {
+      await fc.assert(
+        fc.asyncProperty(deleteArguments, listArguments, async (deleteArgs, listArgs) => {
+          const before = loopChanges(fake.agent).length
+          const deleted = await runTool(host, fake.agent, 'loop_delete', deleteArgs)
+          // No generated argument names the real loop's random id, so every delete is refused.
+          expect(deleted.isError, JSON.stringify(deleteArgs)).toBe(true)
+          if (deleted.isError) expectClearRefusal(deleted.error.message, deleted.error.info?.code)
+          const listed = await runTool(host, fake.agent, 'loop_list', listArgs)
+          const isEmptyObject = typeof listArgs === 'object' && listArgs !== null && !Array.isArray(listArgs) && Object.keys(listArgs).length === 0
+          if (isEmptyObject) expect(listed.isError ? listed.error.message : listed.value).toEqual(listing)
+          else if (listed.isError) expectClearRefusal(listed.error.message, listed.error.info?.code)
+          else expect.fail(`loop_list accepted ${JSON.stringify(listArgs)}`)
+          expect(appendedSince(before)).toEqual([])
+        }),
+        parameters(RUNS.deleteAndList),
+      )
+    } finally {
+      await clearLoops()
+    }
   })
 })
 

@@ -91,3 +91,14 @@ export const otherLine: fc.Arbitrary<string> = fc.oneof(
   hostilePrompt.map((rest) => `/loop ${rest}`),
   fc.tuple(hostileSeconds.map(String), hostilePrompt).map(([seconds, prompt]) => `/loop ${seconds} ${prompt}`),
 )
+
+/** Arbitrary argument objects for `loop_delete`: hostile ids, missing and extra fields, any JSON. */
+export const deleteArguments: fc.Arbitrary<unknown> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ id: fc.oneof(hostilePrompt, fc.string({ unit: ONE_OF('0123456789abcdef'), minLength: 8, maxLength: 8 }).map((hex) => `loop_${hex}`), fc.constantFrom('loop_', 'loop', '', ' loop_1a2b3c4d', 'loop_1a2b3c4d ', 'LOOP_1A2B3C4D')) }) },
+  { weight: 2, arbitrary: fc.record({ id: fc.jsonValue() }, { requiredKeys: [] }) },
+  { weight: 1, arbitrary: fc.record({ id: fc.constant('loop_1a2b3c4d'), extra: fc.jsonValue() }) },
+  { weight: 1, arbitrary: fc.jsonValue() },
+)
+
+/** Arbitrary argument values for `loop_list`, which takes exactly `{}`. */
+export const listArguments: fc.Arbitrary<unknown> = fc.oneof(fc.constant({}), fc.jsonValue(), fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue(), { minKeys: 1, maxKeys: 3 }))
