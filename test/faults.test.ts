@@ -108,7 +108,7 @@ describe('a flush fails before the fold of a tool call', () => {
 })
 
 describe('a flush fails after the append of a tool call', () => {
-  it.each(FLUSH_FAULTS)('flush %s after a create: the caller is told it failed, with the loop id; it is saved once by the next flush', async (fault) => {
+  it.each(FLUSH_FAULTS)('flush %s after a create: the caller is told it failed, with the loop id; the list it is told to run saves it once', async (fault) => {
     const injection = failFlush(host, fault, { after: 1 })
     const outcome = await runTool(host, fake.agent, 'loop_create', { prompt: 'half saved', time_in_seconds: 10 })
     injection.restore()
@@ -120,8 +120,10 @@ describe('a flush fails after the append of a tool call', () => {
     expect(failure).toMatchObject({ code: 'persistence_failed' })
     expect((failure as { message: string }).message).toContain(id)
     expect((failure as { message: string }).message).toContain(FLUSH_FAULT_CAUSE[fault])
-    await settle()
-    // The following drive's flush saves the pending create: once, not twice.
+    expect(await durable()).toEqual([])
+    // The caller checks the list, as the error tells it to: the loop is there, and now it is saved, once.
+    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error.message : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
     expect(await durable()).toEqual([createRecord(id, 'half saved', 10, NOW + 10_000)])
     await advance(9999, 1000)
     expect(sent).toEqual([])
@@ -139,6 +141,10 @@ describe('a flush fails after the append of a tool call', () => {
     const failure = failureOf(outcome)
     expect(failure).toMatchObject({ code: 'persistence_failed' })
     expect((failure as { message: string }).message).toContain(id)
+    expect(await durable()).toEqual([createRecord(id, 'half deleted', 5, NOW + 5000)])
+    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error.message : listed.value).toEqual([])
+    expect(await durable()).toEqual([createRecord(id, 'half deleted', 5, NOW + 5000), { version: 1, operation: 'delete', id }])
     await advance(20_000, 1000)
     expect(sent).toEqual([])
     expect(await durable()).toEqual([createRecord(id, 'half deleted', 5, NOW + 5000), { version: 1, operation: 'delete', id }])
