@@ -7,7 +7,7 @@
  * one new dispatch, as a drive does. Run: `pnpm run bench`.
  */
 import { Session, SessionId } from '@deepseek-ai/dsh-session'
-import { EMPTY_LOOP_FOLD, createChange, dispatchChange, foldLoopEvents } from '../src/domain.ts'
+import { createChange, dispatchChange, emptyLoopFold, foldLoopEvents } from '../src/domain.ts'
 
 const LOOPS = 5
 const SIZES = [1_000, 10_000, 100_000]
@@ -36,7 +36,7 @@ console.log(`fold cost per drive, median of ${ROUNDS} drives (one new dispatch b
 console.log('events    full refold (ms)   incremental (ms)   speed-up')
 for (const size of SIZES) {
   const session = buildSession(size)
-  let state = foldLoopEvents(EMPTY_LOOP_FOLD, session.events)
+  let state = foldLoopEvents(emptyLoopFold(), session.events)
   let folded = session.events.length
   const full: number[] = []
   const incremental: number[] = []
@@ -49,7 +49,7 @@ for (const size of SIZES) {
     folded = events.length
     incremental.push(performance.now() - incrementalStart)
     const fullStart = performance.now()
-    const fullState = foldLoopEvents(EMPTY_LOOP_FOLD, session.events)
+    const fullState = foldLoopEvents(emptyLoopFold(), session.events)
     full.push(performance.now() - fullStart)
     if (JSON.stringify(state.loops) !== JSON.stringify(fullState.loops)) throw new Error('incremental and full folds disagree')
   }

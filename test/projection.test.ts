@@ -21,12 +21,14 @@ const event = (data: unknown, type = 'loop/change') => ({ type, seq: seq++, time
 describe('reducer', () => {
   it('starts empty and returns the same object for events it ignores', () => {
     const state = initLoopProjection()
-    expect(state).toEqual({ loops: [], usedIds: [], corrupt: false })
+    expect(state).toEqual({ loops: {}, usedIds: {}, corrupt: false })
     expect(applyLoopProjection(state, event({ content: [] }, 'user/message'))).toBe(state)
   })
 
-  it('reflects create, dispatch and delete, holding only active records', () => {
-    let state = applyLoopProjection(initLoopProjection(), event(createChange(loopA)))
+  it('reflects create, dispatch and delete, holding only active records, each change a new state reference', () => {
+    const initial = initLoopProjection()
+    let state = applyLoopProjection(initial, event(createChange(loopA)))
+    expect(state).not.toBe(initial)
     expect(viewLoopProjection(state)).toEqual({ loops: [loopA] })
     state = applyLoopProjection(state, event(dispatchChange('loop_a', NOW + 10_000)))
     expect(viewLoopProjection(state)).toEqual({ loops: [{ ...loopA, next_at: NOW + 10_000 }] })
@@ -43,7 +45,7 @@ describe('reducer', () => {
   it('fails closed to no loops on a malformed record and stays there', () => {
     const created = applyLoopProjection(initLoopProjection(), event(createChange(loopA)))
     const corrupt = applyLoopProjection(created, event({ version: 1, operation: 'delete', id: 'loop_zz' }))
-    expect(corrupt).toEqual({ loops: [], usedIds: ['loop_a'], corrupt: true })
+    expect(corrupt).toEqual({ loops: {}, usedIds: { loop_a: true }, corrupt: true })
     expect(applyLoopProjection(corrupt, event(createChange({ ...loopA, id: 'loop_b' })))).toBe(corrupt)
   })
 
@@ -126,6 +128,28 @@ describe('forks made before the plugin loaded', () => {
       const projected = (session: typeof child) => host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
       expect(projected(child)).toEqual({ loops: [] })
       expect(projected(parent.agent.session)).toEqual({ loops: [loopA] })
+    } finally {
+      await stopFakeHost(host)
+    }
+  })
+})
+
+describe('a fork another plugin writes to first', () => {
+  it('hides the parent loops even when an earlier session/created listener appends to the fork', async () => {
+    useFakeClock()
+    const host = await bootHost({ loop: false })
+    try {
+      // Another plugin, loaded first, writes to every new session as it is created.
+      host.ctx.on('session/created', (session) => void session.append('test/marker' as never, {} as never))
+      await host.ctx.plugin(loopPlugin)
+      const parent = await createFakeAgent(host, 'ses-listener-parent')
+      await runTool(host, parent.agent, 'loop_create', { prompt: 'parent only', time_in_seconds: 60 })
+      await settle()
+      const child = host.ctx.sessions.fork(parent.agent.session, undefined, SessionId('ses-listener-fork'))
+      expect(child.events.at(-1)?.type).toBe('test/marker')
+      const projected = (session: typeof child) => host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
+      expect(projected(child)).toEqual({ loops: [] })
+      expect(projected(parent.agent.session)).toMatchObject({ loops: [{ prompt: 'parent only' }] })
     } finally {
       await stopFakeHost(host)
     }
