@@ -140,7 +140,7 @@ describe('a fork another plugin writes to first', () => {
     const host = await bootHost({ loop: false })
     try {
       // Another plugin, loaded first, writes to every new session as it is created.
-      host.ctx.on('session/created', (session) => void session.append('test/marker' as never, {} as never))
+      host.ctx.on('session/created', (session) => void (session.append as (type: string, data: object) => unknown)('test/marker', {}))
       await host.ctx.plugin(loopPlugin)
       const parent = await createFakeAgent(host, 'ses-listener-parent')
       await runTool(host, parent.agent, 'loop_create', { prompt: 'parent only', time_in_seconds: 60 })
