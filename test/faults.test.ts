@@ -185,6 +185,29 @@ describe('a flush fails inside a drive', () => {
   })
 })
 
+describe('a long outage', () => {
+  it.each(FLUSH_FAULTS)('flush %s for five minutes: retries back off instead of spinning, then one heartbeat for the whole outage, no burst', async (fault) => {
+    const id = await create('through an outage', 1)
+    const injection = failFlush(host, fault, { times: Number.MAX_SAFE_INTEGER })
+    await advance(300_000, 10_000)
+    expect(sent).toEqual([])
+    // Backoff 1 s doubling to 60 s: about ten attempts in five minutes, not one per second.
+    expect(injection.calls()).toBeGreaterThanOrEqual(5)
+    expect(injection.calls()).toBeLessThanOrEqual(15)
+    injection.restore()
+    const restoredAt = Date.now()
+    await advance(61_000, 1000)
+    const [first] = sent
+    expect(first!.at - restoredAt).toBeLessThanOrEqual(60_000)
+    const log = await durable()
+    // The first dispatch jumps over the outage to the first second after the send.
+    expect(log[1]).toEqual(dispatchRecord(id, first!.at + 1000))
+    // Then one per second on the new grid: never more heartbeats than seconds passed.
+    expect(sent.length).toBeLessThanOrEqual(Math.floor((Date.now() - first!.at) / 1000) + 1)
+    await expectConsistent()
+  })
+})
+
 describe('the inbox and the log refuse', () => {
   it('agent.send throws: no dispatch is appended; the retry sends once and records it once', async () => {
     const id = await create('refused once', 5)
