@@ -3,7 +3,7 @@
  * and command runtime (`ctx.commands.execute`): every input creates exactly one
  * valid loop or is refused with a clear message and no event, nothing throws out
  * of a handler, and every heartbeat reads back as XML to exactly the stored id
- * and prompt. Set LOOP_FC_SEED to replay a reported failure.
+ * and prompt. Set LOOP_FC_SEED to replay a reported failure, LOOP_FC_RUNS_FACTOR to search longer.
  */
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -18,7 +18,8 @@ const RUNS = { toolArguments: 400, deleteAndList: 300, heartbeat: 150, commandLi
 /** fast-check parameters; its failure report includes the seed and path to replay. */
 function parameters(numRuns: number): fc.Parameters<unknown> {
   const seed = process.env.LOOP_FC_SEED
-  return { numRuns, ...(seed === undefined ? {} : { seed: Number(seed) }) }
+  const factor = Number(process.env.LOOP_FC_RUNS_FACTOR ?? 1)
+  return { numRuns: Math.round(numRuns * factor), ...(seed === undefined ? {} : { seed: Number(seed) }) }
 }
 
 const SESSION = 'ses-properties'
