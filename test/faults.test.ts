@@ -380,6 +380,7 @@ describe('the plugin goes away mid-flight', () => {
     expect(timers.armed.slice(armedBefore).filter((timer) => timer.delay > 0)).toEqual([])
     expect(fake.send).not.toHaveBeenCalled()
     expect(loopChanges(fake.agent)).toHaveLength(1)
+    expect(await durable()).toEqual(loopChanges(fake.agent))
   })
 
   it('a timer that fires after the plugin was disposed does nothing', async () => {
@@ -399,7 +400,8 @@ describe('the plugin goes away mid-flight', () => {
     await advance(10_000, 1000)
     expect(flushes.calls()).toBe(0)
     expect(agent.send).not.toHaveBeenCalled()
-    expect(await durable()).toHaveLength(1)
+    expect(await durable()).toEqual(loopChanges(agent.agent))
+    expect(loopChanges(agent.agent)).toHaveLength(1)
   })
 })
 
