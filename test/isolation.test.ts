@@ -74,7 +74,8 @@ async function expectIsolated(other: FakeAgent, relation: 'sibling' | 'fork' | '
       })
     }
     const reply = await runCommand(host, other.agent, `/loop delete ${id}`)
-    expect(reply.kind).toBe('error')
+    if (relation === 'child') expect(reply.kind).toBe('error')
+    else expect(reply).toEqual({ kind: 'error', text: `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.` })
   }
 
   expect(projected(other)).toEqual({ loops: [] })
