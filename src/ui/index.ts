@@ -3,7 +3,8 @@
  * the selected session's `conversation.input.dock` (between DSH's goal bar,
  * order 10, and queue strip, order 20), the heartbeat row in the
  * conversation (`conversation.chat.node`, key `context`, one priority below
- * DSH's own renderer), and, where DSH's settings surface provides the
+ * DSH's own renderer), a row per model tool call (`tool.call.toolview`, keyed
+ * by tool name), and, where DSH's settings surface provides the
  * `settingsScope` service, the plugin's card in Settings → Plugins → Plugin
  * configuration (`settings.plugin.item`, keyed by the `loop` namespace). Built into `lib/client.js` in DSH's module-loader
  * format; the factory returns these named exports (no default export: the
@@ -14,6 +15,8 @@ import { ContextNode, type AnyTranslate, type HeartbeatRowInjected } from './Hea
 import { shadowedContextRenderer, type ChatNodeEntry } from './heartbeat.ts'
 import { LoopDock } from './LoopDock.tsx'
 import { LoopSettingsCard } from './LoopSettingsCard.tsx'
+import { ToolCallRow, type ToolCallRowInjected } from './ToolCallRow.tsx'
+import { LOOP_TOOL_TITLES, type LoopToolName } from './tool-call.ts'
 import { LOCALE_NS, LOOP_DICTIONARIES, type LoopDictionary } from './locales.ts'
 import { LOOP_SETTINGS_NS, LoopSettingsForm, type LoopSettingsActions, type SettingsScopeLike } from './settings-form.ts'
 import type { LoopDockInjected } from './slot-props.ts'
@@ -50,7 +53,7 @@ export interface LoopClientContext {
     bind(ns: string): AnyTranslate
   }
   readonly slots: {
-    inject(key: 'conversation.input.dock' | 'conversation.chat.node', callback: () => () => void): unknown
+    inject(key: 'conversation.input.dock' | 'conversation.chat.node' | 'tool.call.toolview', callback: () => () => void): unknown
     entries(key: 'conversation.chat.node'): readonly ChatNodeEntry[]
     register(
       options: {
@@ -71,6 +74,15 @@ export interface LoopClientContext {
         readonly inject: () => HeartbeatRowInjected
       },
       component: typeof ContextNode,
+    ): () => void
+    register(
+      options: {
+        readonly name: 'tool.call.toolview'
+        readonly key: LoopToolName
+        readonly locale: typeof LOCALE_NS
+        readonly inject: () => ToolCallRowInjected
+      },
+      component: typeof ToolCallRow,
     ): () => void
     register(
       options: {
@@ -137,6 +149,15 @@ export function apply(ctx: LoopClientContext): void {
       ContextNode,
     ),
   )
+  // One row per tool, keyed by its name: DSH's tool view renders a keyed entry instead of its generic row.
+  ctx.slots.inject('tool.call.toolview', () => {
+    const disposers = (Object.keys(LOOP_TOOL_TITLES) as LoopToolName[]).map((tool) =>
+      ctx.slots.register({ name: 'tool.call.toolview', key: tool, locale: LOCALE_NS, inject: () => ({ loopTool: tool }) }, ToolCallRow),
+    )
+    return () => {
+      for (const dispose of disposers) dispose()
+    }
+  })
   // The settings card lives while DSH's settings surface does; the Plugin configuration tab shows it
   // because the host half registers the `loop` namespace (src/config.ts) and this entry's key names it.
   ctx.inject(['settingsScope'], (scope) => {

@@ -59,6 +59,14 @@ const zh = {
   'settings.discard': '放弃修改',
   'settings.unsaved': '未保存',
   'settings.saveFailed': '本部署没有接受这些值，已保留供你修改。',
+  // Tool calls the model made, as rows in the conversation.
+  'tool.create': '创建循环',
+  'tool.list': '列出循环',
+  'tool.delete': '删除循环',
+  'tool.running': '运行中',
+  'tool.failed': '失败',
+  'tool.stopped': '已中断',
+  'tool.result': '工具返回给模型的结果',
 } as const
 
 /** One key of the `loop` namespace. */
@@ -111,6 +119,13 @@ const en: LoopDictionary = {
   'settings.discard': 'Discard',
   'settings.unsaved': 'Unsaved',
   'settings.saveFailed': 'The deployment did not accept these values; they were left for you to correct.',
+  'tool.create': 'Create loop',
+  'tool.list': 'List loops',
+  'tool.delete': 'Delete loop',
+  'tool.running': 'Running',
+  'tool.failed': 'Failed',
+  'tool.stopped': 'Interrupted',
+  'tool.result': 'What the tool returned to the model',
 }
 
 /** Both dictionaries, in the shape `ctx.locale.register(ns, { zh, en })` takes. */
