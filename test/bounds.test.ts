@@ -134,7 +134,7 @@ describe('one-shot hosts (dsh --profile headless)', () => {
     const schema = host.ctx.tools.schemas(fake.agent).find((candidate) => candidate.name === 'loop_create')!
     expect(schema.description.endsWith(` ${NOTE}`)).toBe(true)
     const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'later', time_in_seconds: 1 })
-    expect(created.content).toEqual([{ type: 'text', text: JSON.stringify(created.isError ? undefined : created.value) }, { type: 'text', text: NOTE }])
+    expect(created.content).toEqual([{ type: 'text', text: `${JSON.stringify(created.isError ? undefined : created.value)}\n${NOTE}` }])
     await advance(5000)
     expect(fake.send).not.toHaveBeenCalled()
     expect(vi.getTimerCount()).toBe(0)
