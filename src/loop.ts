@@ -240,7 +240,9 @@ export class LoopRuntime {
     const session = this.agent.session
     if (this.folded < session.seq) {
       try {
-        for (const event of session.events.slice(this.folded)) this.foldEvent(event)
+        // Indexing, not slicing: a resumed log can hold a million events.
+        const events = session.events
+        for (let index = this.folded; index < events.length; index += 1) this.foldEvent(events[index]!)
       } catch (error) {
         throw this.stop(this.corruption(error))
       }
