@@ -3,7 +3,8 @@
  * is bundled on the fly with the project's own build pieces (tsdown + the CSS
  * modules plugin), React stays external and real. Render is timed from
  * `root.render` inside `act` to the committed DOM; the countdown repaint is the
- * dock's own once-a-second interval callback, captured and run inside `act`.
+ * dock's own once-a-second interval callback, captured and run inside `act`
+ * one (simulated) second after the render, so every countdown text changes.
  * Every timer and document listener created while mounted is tracked to check
  * that nothing is left running after unmount.
  * @module scripts/bench/dock
@@ -148,6 +149,12 @@ export async function runDock(root: string, log: (line: string) => void): Promis
     removeListener(...args)
   }) as typeof removeListener
 
+  // The dock reads Date.now() on every render; a repaint happens one second after the last one, so the
+  // clock is moved one second forward before each timed repaint and every countdown text really changes.
+  const realNow = Date.now.bind(Date)
+  let clockOffset = 0
+  Date.now = () => realNow() + clockOffset
+
   const file = await bundleDock(root)
   const React = await import('react')
   const { createRoot } = await import('react-dom/client')
@@ -166,6 +173,7 @@ export async function runDock(root: string, log: (line: string) => void): Promis
     const renderSamples: number[] = []
     const repaintSamples: number[] = []
     for (let round = 0; round < WARMUP + ROUNDS; round += 1) {
+      clockOffset = 0
       const container = window.document.createElement('div')
       window.document.body.appendChild(container)
       tracking = true
@@ -184,6 +192,7 @@ export async function runDock(root: string, log: (line: string) => void): Promis
       if (rows !== (expand || count < 3 ? count : 0)) throw new Error(`${label}: expected ${count} rows, got ${rows}`)
       const [repaint] = [...intervals.values()]
       if (repaint === undefined) throw new Error(`${label}: the dock armed no repaint interval`)
+      clockOffset += 1_000
       const repaintMs = timeSync(() => act(() => repaint()))
       act(() => root.unmount())
       tracking = false
@@ -208,6 +217,7 @@ export async function runDock(root: string, log: (line: string) => void): Promis
   await new Promise((resolve) => realSetTimeout(resolve, 50))
   const leftAfterUnmount = { intervals: intervals.size, timeouts: timeouts.size, frames, documentListeners: documentListeners - listenersBefore }
   log(`  after unmount: ${JSON.stringify(leftAfterUnmount)}; intervals armed ${intervalsArmed}`)
+  Date.now = realNow
   window.close()
   return { points, leftAfterUnmount, intervalsArmed }
 }

@@ -24,7 +24,7 @@ export interface GrowthSizes {
  */
 export const GROWTH_SIZES: { readonly full: GrowthSizes; readonly quick: GrowthSizes } = {
   full: { append: [1_000, 100_000, 1_000_000], drive: [1_000, 10_000, 100_000, 1_000_000], createDelete: [1_000, 200_000] },
-  quick: { append: [1_000, 10_000, 100_000], drive: [1_000, 10_000, 100_000], createDelete: [1_000, 20_000] },
+  quick: { append: [1_000, 100_000], drive: [1_000, 10_000, 100_000], createDelete: [1_000, 20_000] },
 }
 
 /** Events per timed append batch. */
