@@ -1,9 +1,9 @@
 /**
- * Row 7: the dock component from src/ui/ in jsdom with React 18. The component
+ * Row 7: the dock component from src/ui/ in jsdom with React 18 (production build). The component
  * is bundled on the fly with the project's own build pieces (tsdown + the CSS
  * modules plugin), React stays external and real. Render is timed from
- * `root.render` inside `act` to the committed DOM; the countdown repaint is the
- * dock's own once-a-second interval callback, captured and run inside `act`
+ * `root.render` inside `flushSync` to the committed DOM; the countdown repaint is the
+ * dock's own once-a-second interval callback, captured and run inside `flushSync`
  * one (simulated) second after the render, so every countdown text changes.
  * Every timer and document listener created while mounted is tracked to check
  * that nothing is left running after unmount.
@@ -94,7 +94,6 @@ export async function runDock(root: string, log: (line: string) => void): Promis
     Element: window.Element,
     MouseEvent: window.MouseEvent,
     KeyboardEvent: window.KeyboardEvent,
-    IS_REACT_ACT_ENVIRONMENT: true,
   }
   for (const [key, value] of Object.entries(globals)) Object.defineProperty(globalThis, key, { value, configurable: true, writable: true })
 
@@ -156,10 +155,15 @@ export async function runDock(root: string, log: (line: string) => void): Promis
   Date.now = () => realNow() + clockOffset
 
   const file = await bundleDock(root)
+  // DSH web ships React's production build (its bundle carries react.production.min.js); measure that one.
+  process.env.NODE_ENV = 'production'
   const React = await import('react')
   const { createRoot } = await import('react-dom/client')
   const { LoopDock } = (await import(pathToFileURL(file).href)) as { LoopDock: (props: object) => unknown }
-  const act = React.act as (body: () => void) => void
+  const { flushSync } = await import('react-dom')
+  // The production build has no `act`; flushSync commits synchronously, and React 18 runs the passive
+  // effects of a synchronous render before returning, so the repaint interval is armed on return.
+  const act = (body: () => void) => flushSync(body)
   const executeCommand = async () => ({ ok: true, value: { commandId: 'c', result: { kind: 'success', text: 'ok' } } })
 
   // React DOM adds one `selectionchange` listener to the document on its first root, for good: count from after it.

@@ -248,9 +248,10 @@ export function renderReport(context: RunContext, results: BenchResults): string
   push(
     '## 7. The dock',
     '',
-    '`LoopDock` from src/ui/, bundled with the project’s own build pieces (tsdown, CSS modules) and rendered by React 18.3 in jsdom.',
-    'Render: `root.render` inside `act` until committed (expanded adds the Expand click, which mounts every row). Repaint: the dock’s',
-    `own once-a-second interval callback inside \`act\`. ${dock.points[0]!.renderSamples.length} mounts per layout after warm-up; every interval, timeout, animation frame`,
+    '`LoopDock` from src/ui/, bundled with the project’s own build pieces (tsdown, CSS modules) and rendered in jsdom by React 18.3’s',
+    'production build (what DSH web ships). jsdom’s DOM is slower than a browser’s, so these are upper bounds for the DOM part.',
+    'Render: `root.render` inside `flushSync` until committed (expanded adds the Expand click, which mounts every row). Repaint: the dock’s',
+    `own once-a-second interval callback inside \`flushSync\`, with the clock one second later so every countdown changes. ${dock.points[0]!.renderSamples.length} mounts per layout after warm-up; every interval, timeout, animation frame`,
     'and document listener registered while mounted is tracked.',
     '',
     '| Layout | Render | One countdown repaint |',
