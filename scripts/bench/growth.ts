@@ -8,7 +8,7 @@
 import type { Session } from '@deepseek-ai/dsh-session'
 import { foldLoopLog, foldScheduleLog, toScheduleLog } from './fold.ts'
 import { bootHost, createAgent, runTool, type FakeAgent, type Host } from './host.ts'
-import { FAR_FUTURE, LogWriter, growTo, loopId } from './log.ts'
+import { LogWriter, growTo, loopId, syntheticCreate } from './log.ts'
 import { collectGarbage, median, time, timeSync } from './stats.ts'
 
 /** Which log lengths each row measures at. */
@@ -162,7 +162,7 @@ async function measureDrive(at: number, target: Side): Promise<DrivePoint> {
     // drive's flush barrier finds no I/O to wait for and the time is the drive's own work.
     if (open === undefined) {
       open = loopId(0xe0000000 + driveLoops++)
-      session.append('loop/change', { version: 1, operation: 'create', loop: { id: open, prompt: 'drive probe', time_in_seconds: 60, next_at: FAR_FUTURE } })
+      session.append('loop/change', syntheticCreate(open, 'drive probe'))
     } else {
       session.append('loop/change', { version: 1, operation: 'delete', id: open })
       open = undefined

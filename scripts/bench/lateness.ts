@@ -24,7 +24,7 @@ export interface LatenessScenario {
 /** Full and quick scenarios. */
 export const LATENESS_SCENARIOS: { readonly full: readonly LatenessScenario[]; readonly quick: readonly LatenessScenario[] } = {
   full: [
-    { label: '1 loop', sessions: 1, loopsPerSession: 1, intervalSeconds: 1, measureSeconds: 15 },
+    { label: '1 loop', sessions: 1, loopsPerSession: 1, intervalSeconds: 1, measureSeconds: 20 },
     { label: '100 loops, 1 session', sessions: 1, loopsPerSession: 100, intervalSeconds: 5, measureSeconds: 15 },
     { label: '1,000 loops, 1 session', sessions: 1, loopsPerSession: 1_000, intervalSeconds: 5, measureSeconds: 15 },
     { label: '100 sessions x 10 loops', sessions: 100, loopsPerSession: 10, intervalSeconds: 5, measureSeconds: 15 },

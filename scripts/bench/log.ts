@@ -18,8 +18,19 @@ export const CYCLE = 10
 /** Loop events per cycle (create + delete). */
 export const LOOP_EVENTS_PER_CYCLE = 2
 
-/** Epoch ms far ahead of the run, so no benchmark loop ever falls due by accident. */
-export const FAR_FUTURE = Date.parse('2099-01-01T00:00:00Z')
+/** Interval of every synthetic loop: a day, so none falls due while the bench runs. */
+export const SYNTHETIC_INTERVAL_SECONDS = 86_400
+
+/**
+ * A synthetic loop's change as the tools would write it now: next_at one interval ahead
+ * (a next_at further ahead than one interval would be corrected by the runtime, a dispatch).
+ * @param id - loop id.
+ * @param prompt - prompt.
+ * @returns the v1 create change.
+ */
+export function syntheticCreate(id: string, prompt: string) {
+  return { version: 1, operation: 'create', loop: { id, prompt, time_in_seconds: SYNTHETIC_INTERVAL_SECONDS, next_at: Date.now() + SYNTHETIC_INTERVAL_SECONDS * 1000 } } as const
+}
 
 /** Loops that stay active in every synthetic log (created first). */
 export const STANDING_LOOPS = 3
@@ -39,11 +50,7 @@ export class LogWriter {
   /** Create the standing loops (once, first). */
   seedStandingLoops(): void {
     for (let index = 0; index < STANDING_LOOPS; index += 1) {
-      this.session.append('loop/change', {
-        version: 1,
-        operation: 'create',
-        loop: { id: loopId(0xf0000000 + index), prompt: `standing loop ${index}`, time_in_seconds: 86_400, next_at: FAR_FUTURE },
-      })
+      this.session.append('loop/change', syntheticCreate(loopId(0xf0000000 + index), `standing loop ${index}`))
     }
   }
 
@@ -65,7 +72,7 @@ export class LogWriter {
     const session = this.session
     const id = loopId(this.cycle)
     this.cycle += 1
-    session.append('loop/change', { version: 1, operation: 'create', loop: { id, prompt: `check build ${this.cycle}`, time_in_seconds: 60, next_at: FAR_FUTURE } })
+    session.append('loop/change', syntheticCreate(id, `check build ${this.cycle}`))
     session.append('loop/change', { version: 1, operation: 'delete', id })
     const turn = ++this.turn
     session.append('turn/start', { turn })

@@ -8,7 +8,7 @@
  */
 import type { Session } from '@deepseek-ai/dsh-session'
 import { bootHost, createAgent, runTool, type FakeAgent, type Host } from './host.ts'
-import { FAR_FUTURE, loopId } from './log.ts'
+import { SYNTHETIC_INTERVAL_SECONDS, loopId, syntheticCreate } from './log.ts'
 import { collectGarbage, median } from './stats.ts'
 
 /** Row 6's result, bytes. */
@@ -46,14 +46,14 @@ function appendCreates(session: Session, count: number, ids: string[]): void {
   for (let index = 0; index < count; index += 1) {
     const id = loopId(0x10000000 + nextId++)
     ids.push(id)
-    session.append('loop/change', { version: 1, operation: 'create', loop: { id, prompt: `Check whether CI is green, round ${index}`, time_in_seconds: 3_600, next_at: FAR_FUTURE } })
+    session.append('loop/change', syntheticCreate(id, `Check whether CI is green, round ${index}`))
   }
 }
 
 async function appendCycles(host: Host, session: Session, count: number): Promise<void> {
   for (let index = 0; index < count; index += 1) {
     const id = loopId(0x20000000 + nextId++)
-    session.append('loop/change', { version: 1, operation: 'create', loop: { id, prompt: `Check whether CI is green, round ${index}`, time_in_seconds: 3_600, next_at: FAR_FUTURE } })
+    session.append('loop/change', syntheticCreate(id, `Check whether CI is green, round ${index}`))
     session.append('loop/change', { version: 1, operation: 'delete', id })
     if (index % 10_000 === 9_999) await host.ctx.sessions.flush(session)
   }
@@ -64,7 +64,7 @@ function recordHeap(count: number): number {
   const before = heap()
   const records: object[] = []
   for (let index = 0; index < count; index += 1) {
-    records.push({ id: loopId(0x30000000 + index), prompt: `Check whether CI is green, round ${index}`, time_in_seconds: 3_600, next_at: FAR_FUTURE })
+    records.push({ id: loopId(0x30000000 + index), prompt: `Check whether CI is green, round ${index}`, time_in_seconds: SYNTHETIC_INTERVAL_SECONDS, next_at: Date.now() })
   }
   const after = heap()
   if (records.length !== count) throw new Error('unreachable')
@@ -90,7 +90,7 @@ function idSetHeap(count: number): number {
  * @returns the measurements.
  */
 export async function runMemory(activeLoops: number, cycles: number, log: (line: string) => void): Promise<MemoryResult> {
-  const withHost = await bootHost({ loopConfig: { maxLoopsPerSession: activeLoops } })
+  const withHost = await bootHost()
   const withoutHost = await bootHost({ loop: false })
   const perLoopSamples: number[] = []
   for (let round = 0; round < 3; round += 1) {
@@ -114,7 +114,7 @@ export async function runMemory(activeLoops: number, cycles: number, log: (line:
 
   const withAgent = await createAgent(withHost, 'memory-cycles-with')
   const withoutAgent = await createAgent(withoutHost, 'memory-cycles-without')
-  await runTool(withHost, withAgent.agent, 'loop_create', { prompt: 'One loop that stays', time_in_seconds: 3_600 })
+  await runTool(withHost, withAgent.agent, 'loop_create', { prompt: 'One loop that stays', time_in_seconds: SYNTHETIC_INTERVAL_SECONDS })
   await settle(withHost, withAgent, true)
   await settle(withoutHost, withoutAgent, false)
   const start = heap()
