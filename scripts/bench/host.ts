@@ -50,6 +50,8 @@ export interface Host {
   readonly root: string
   /** `ctx.sessions.flush` calls so far. */
   readonly flushes: () => number
+  /** How long each `ctx.sessions.flush` call took to settle, ms, in call order. */
+  readonly flushDurations: number[]
   /** Batches the JSONL backend appended (each is one open, write, fsync, close). */
   readonly diskWrites: () => number
   dispose(): Promise<void>
@@ -90,10 +92,15 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
   }
   if (options.changeFeed !== false) ctx.sessionProjections.onChanged(() => {})
   let flushes = 0
+  const flushDurations: number[] = []
   const flush = ctx.sessions.flush.bind(ctx.sessions)
   ctx.sessions.flush = (session) => {
     flushes += 1
-    return flush(session)
+    const started = performance.now()
+    const settled = () => void flushDurations.push(performance.now() - started)
+    const result = flush(session)
+    result.then(settled, settled)
+    return result
   }
   let diskWrites = 0
   // A passthrough counter on the backend's own append (one fsync'd batch per call).
@@ -103,7 +110,7 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
     diskWrites += 1
     return appendLines(meta, events)
   }
-  return { ctx, root, flushes: () => flushes, diskWrites: () => diskWrites, dispose: () => ctx.fiber.dispose() }
+  return { ctx, root, flushes: () => flushes, flushDurations, diskWrites: () => diskWrites, dispose: () => ctx.fiber.dispose() }
 }
 
 /** The fake model boundary installed on one real agent: `send` records and returns at once. */

@@ -60,6 +60,8 @@ export interface LatenessResult {
   readonly flushesPerDispatch: number
   /** fsync'd JSONL batch writes per dispatch in the window. */
   readonly diskWritesPerDispatch: number
+  /** Time for one `ctx.sessions.flush` to settle during the window (the runtime waits for it before its next dispatch), ms. */
+  readonly flush: DelayStats
   /** Occurrences skipped by the anti-burst rule (a dispatch advancing next_at by more than one interval). */
   readonly skipped: number
 }
@@ -152,11 +154,13 @@ export async function runLateness(scenario: LatenessScenario, log: (line: string
   const setupSeconds = (Date.now() - setupStart) / 1000
   windowStart = Date.now()
   const flushesBefore = host.flushes()
+  const flushDurationsBefore = host.flushDurations.length
   const writesBefore = host.diskWrites()
   await new Promise((resolve) => setTimeout(resolve, scenario.measureSeconds * 1000))
   windowEnd = Date.now()
   const flushes = host.flushes() - flushesBefore
   const writes = host.diskWrites() - writesBefore
+  const flushDurations = host.flushDurations.slice(flushDurationsBefore, flushDurationsBefore + flushes)
   // Let sends for instants inside the window that are still queued arrive, then stop.
   await new Promise((resolve) => setTimeout(resolve, 1_000))
   await host.dispose()
@@ -169,12 +173,13 @@ export async function runLateness(scenario: LatenessScenario, log: (line: string
     dispatchesPerSecond: dispatches / scenario.measureSeconds,
     flushesPerDispatch: dispatches === 0 ? Number.NaN : flushes / dispatches,
     diskWritesPerDispatch: dispatches === 0 ? Number.NaN : writes / dispatches,
+    flush: stats(flushDurations),
     skipped,
   }
   log(
     `  ${scenario.label}: setup ${setupSeconds.toFixed(1)} s; loop p50 ${result.loop.p50.toFixed(2)} p99 ${result.loop.p99.toFixed(2)} max ${result.loop.max.toFixed(2)} ms (n=${result.loop.count}); ` +
       `bare p50 ${result.bare.p50.toFixed(2)} p99 ${result.bare.p99.toFixed(2)} max ${result.bare.max.toFixed(2)} ms (n=${result.bare.count}); ` +
-      `${result.dispatchesPerSecond.toFixed(1)}/s of ${result.offeredPerSecond}/s offered, ${result.flushesPerDispatch.toFixed(2)} flushes and ${result.diskWritesPerDispatch.toFixed(2)} disk writes per dispatch, ${skipped} skipped`,
+      `${result.dispatchesPerSecond.toFixed(1)}/s of ${result.offeredPerSecond}/s offered, ${result.flushesPerDispatch.toFixed(2)} flushes and ${result.diskWritesPerDispatch.toFixed(2)} disk writes per dispatch (flush p50 ${result.flush.p50.toFixed(2)} p99 ${result.flush.p99.toFixed(2)} ms), ${skipped} skipped`,
   )
   return result
 }
