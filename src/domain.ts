@@ -1,7 +1,8 @@
 /**
- * Pure `loop` domain: input validation, strict event decoding, the fold,
- * occurrence arithmetic and heartbeat rendering. No clock, timer or host access:
- * every function takes `now` and plain values.
+ * Pure `loop` domain: input validation, strict event decoding, the fold and
+ * heartbeat rendering and recognition. No clock, timer or host access: every
+ * function takes `now`, limits and plain values. Occurrence arithmetic lives in
+ * `timing.ts`, shared with the dock.
  * @module dsh-plugin-loop/domain
  */
 import { LoopError } from './errors.ts'
@@ -16,19 +17,58 @@ const LOOP_CHANGE_VERSION = 1
 /** Prefix of every loop id. */
 const LOOP_ID_PREFIX = 'loop_'
 
-/** A loop id as logs may hold it: the prefix and at least one more character (generated ids add 8 hex digits). */
-function isLoopId(value: unknown): value is string {
-  return typeof value === 'string' && value.startsWith(LOOP_ID_PREFIX) && value.length > LOOP_ID_PREFIX.length
+/**
+ * The one loop-id rule, shared by decoding, `loop_delete`, `/loop delete` and the dock:
+ * the prefix and 1–64 ASCII letters, digits, `_` or `-` (generated ids add 8 hex digits).
+ * No whitespace, so the command's one-token id is always the whole id.
+ */
+const LOOP_ID_PATTERN = /^loop_[A-Za-z0-9_-]{1,64}$/
+
+/** Longest interval: 365 days, so every `next_at` stays a representable date. */
+export const MAX_INTERVAL_SECONDS = 31_536_000
+
+/**
+ * Whether a value is a loop id under the one rule.
+ * @param value - candidate.
+ * @returns true for `loop_` plus 1–64 of `[A-Za-z0-9_-]`.
+ */
+export function isLoopId(value: unknown): value is string {
+  return typeof value === 'string' && LOOP_ID_PATTERN.test(value)
 }
 
-/** Active loops in creation order plus every id the session ever used. */
+/**
+ * Active loops by id, in creation order (insertion order of string keys), plus
+ * every id the session ever used. Plain JSON so the projection can cache it;
+ * {@link applyLoopChange} grows it in place, so one change costs O(1) whatever
+ * the history.
+ */
 export interface LoopFoldState {
-  readonly loops: readonly LoopRecord[]
-  readonly usedIds: readonly string[]
+  readonly loops: Record<string, LoopRecord>
+  readonly usedIds: Record<string, true>
 }
 
-/** The fold of an empty log. */
-export const EMPTY_LOOP_FOLD: LoopFoldState = Object.freeze({ loops: Object.freeze([]), usedIds: Object.freeze([]) })
+/**
+ * A fresh, empty fold.
+ * @returns a state no one else holds.
+ */
+export function emptyLoopFold(): LoopFoldState {
+  return { loops: {}, usedIds: {} }
+}
+
+/**
+ * The active loops in creation order.
+ * @param state - a fold.
+ * @returns a new array of the active records.
+ */
+export function activeLoops(state: LoopFoldState): LoopRecord[] {
+  return Object.values(state.loops)
+}
+
+/** Limits a create is checked against; the plugin config supplies them. */
+export interface LoopCreateLimits {
+  /** Longest stored prompt, in characters (UTF-16 code units). */
+  readonly maxPromptLength: number
+}
 
 /** Validated `loop_create` input. */
 export interface LoopCreateInput {
@@ -50,27 +90,81 @@ function assertOnlyKeys(tool: string, args: Record<string, unknown>, allowed: re
 }
 
 /**
- * Validate `loop_create` arguments: a prompt with non-whitespace content and a
- * positive safe-integer number of seconds whose first occurrence is representable.
+ * Characters a prompt may not hold, because the heartbeat must stay well-formed
+ * XML and readable text: C0 controls other than TAB and LF (a lone CR included),
+ * DEL and C1 controls, unpaired surrogates, and the noncharacters U+FFFE/U+FFFF.
+ */
+const FORBIDDEN_PROMPT_CHARACTER = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** A visible character: anything but whitespace and invisible format characters (U+200B, U+2060, U+FEFF, …). */
+const VISIBLE_CHARACTER = /[^\s\p{Cf}]/u
+
+/** `U+0007`-style name of the code unit at `index`. */
+function codeUnitName(text: string, index: number): string {
+  return `U+${text.charCodeAt(index).toString(16).toUpperCase().padStart(4, '0')}`
+}
+
+/**
+ * Normalize and check a prompt: CRLF becomes LF, surrounding whitespace is trimmed,
+ * forbidden characters are refused (never silently dropped), and it must hold a visible character.
+ * @param value - the raw prompt argument.
+ * @param limits - the configured maximum length.
+ * @returns the prompt as it is stored and delivered.
+ * @throws LoopError `invalid_prompt`.
+ */
+function validatePrompt(value: unknown, limits: LoopCreateLimits): string {
+  if (typeof value !== 'string' || !VISIBLE_CHARACTER.test(value)) {
+    throw new LoopError('invalid_prompt', 'prompt must be a string with visible content (whitespace and invisible characters alone do not count).')
+  }
+  const prompt = value.replace(/\r\n/g, '\n').trim()
+  const forbidden = FORBIDDEN_PROMPT_CHARACTER.exec(prompt)
+  if (forbidden !== null) {
+    throw new LoopError(
+      'invalid_prompt',
+      `prompt contains the control or non-text character ${codeUnitName(prompt, forbidden.index)} at position ${forbidden.index + 1}; only printable text, tabs and line breaks are allowed.`,
+    )
+  }
+  if (prompt.length > limits.maxPromptLength) {
+    throw new LoopError(
+      'prompt_too_long',
+      `prompt is ${prompt.length} characters; the limit is ${limits.maxPromptLength} (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.`,
+    )
+  }
+  return prompt
+}
+
+/**
+ * Validate `loop_create` arguments: a prompt with visible content within the
+ * length limit and a whole number of seconds from 1 to {@link MAX_INTERVAL_SECONDS}.
  * @param args - raw tool arguments.
- * @param now - creation time in epoch milliseconds.
- * @returns the trimmed prompt and the interval.
+ * @param limits - configured limits.
+ * @returns the normalized prompt and the interval.
  * @throws LoopError before anything is appended.
  */
-export function validateCreateInput(args: unknown, now: number): LoopCreateInput {
+export function validateCreateInput(args: unknown, limits: LoopCreateLimits): LoopCreateInput {
   if (!isRecord(args)) throw new LoopError('invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.')
   assertOnlyKeys('loop_create', args, ['prompt', 'time_in_seconds'])
-  const { prompt, time_in_seconds: seconds } = args
-  if (typeof prompt !== 'string' || prompt.trim() === '') {
-    throw new LoopError('invalid_prompt', 'prompt must be a string with non-whitespace content.')
+  const prompt = validatePrompt(args.prompt, limits)
+  const seconds = args.time_in_seconds
+  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > MAX_INTERVAL_SECONDS) {
+    throw new LoopError('invalid_interval', `time_in_seconds must be a whole number of seconds from 1 to ${MAX_INTERVAL_SECONDS} (365 days), for example 30.`)
   }
-  if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds <= 0) {
-    throw new LoopError('invalid_interval', 'time_in_seconds must be a positive whole number of seconds, for example 30.')
-  }
-  if (!Number.isSafeInteger(now + seconds * 1000)) {
-    throw new LoopError('invalid_interval', `time_in_seconds ${seconds} is too large: the next occurrence would fall outside representable time.`)
-  }
-  return { prompt: prompt.trim(), time_in_seconds: seconds }
+  return { prompt, time_in_seconds: seconds }
+}
+
+/**
+ * Refuse a create that would exceed the per-session loop limit.
+ * @param state - current fold.
+ * @param maxLoopsPerSession - configured limit.
+ * @throws LoopError `too_many_loops`.
+ */
+export function assertRoomForLoop(state: LoopFoldState, maxLoopsPerSession: number): void {
+  const active = activeLoops(state).length
+  if (active < maxLoopsPerSession) return
+  throw new LoopError(
+    'too_many_loops',
+    `This session already has ${active} active loops; the limit is ${maxLoopsPerSession} (plugin setting maxLoopsPerSession). Delete one with loop_delete (or /loop delete <id>) first.`,
+  )
 }
 
 /**
@@ -83,8 +177,8 @@ export function validateDeleteInput(args: unknown): string {
   if (!isRecord(args)) throw new LoopError('invalid_arguments', 'loop_delete takes an object { id }.')
   assertOnlyKeys('loop_delete', args, ['id'])
   const { id } = args
-  if (typeof id !== 'string' || id.trim() === '') {
-    throw new LoopError('invalid_id', 'id must be a non-empty loop id, for example loop_1a2b3c4d; run loop_list to see them.')
+  if (!isLoopId(id)) {
+    throw new LoopError('invalid_id', 'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.')
   }
   return id
 }
@@ -106,7 +200,7 @@ export function validateListInput(args: unknown): void {
  * @returns the active record.
  */
 export function requireActiveLoop(state: LoopFoldState, id: string): LoopRecord {
-  const record = state.loops.find((loop) => loop.id === id)
+  const record = Object.hasOwn(state.loops, id) ? state.loops[id] : undefined
   if (record === undefined) {
     throw new LoopError('loop_not_found', `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.`)
   }
@@ -133,13 +227,18 @@ export function createLoopRecord(input: LoopCreateInput, id: string, now: number
 export function allocateLoopId(state: LoopFoldState, randomHex: () => string): string {
   for (;;) {
     const id = `${LOOP_ID_PREFIX}${randomHex()}`
-    if (!state.usedIds.includes(id)) return id
+    if (!Object.hasOwn(state.usedIds, id)) return id
   }
 }
 
 /** Fail a decode with the shared diagnostic prefix. */
 function corrupt(detail: string): never {
   throw new LoopError('corrupt_loop_log', `corrupt loop/change record: ${detail}`)
+}
+
+/** Whether a value is a whole number of milliseconds a log may hold (legacy records may be far in the future). */
+function isStoredInstant(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
 }
 
 /** Decode one stored record, also stripping the previous build's `title` and `allow_steer`. */
@@ -151,8 +250,9 @@ function decodeRecord(value: unknown): LoopRecord {
   const { id, prompt, time_in_seconds: seconds, next_at: nextAt, title, allow_steer: allowSteer } = value
   if (!isLoopId(id)) corrupt('invalid id')
   if (typeof prompt !== 'string' || prompt.trim() === '' || prompt !== prompt.trim()) corrupt(`invalid prompt for ${id}`)
+  // Records written before intervals were bounded stay readable (and deletable): any positive safe integer.
   if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds <= 0) corrupt(`invalid time_in_seconds for ${id}`)
-  if (typeof nextAt !== 'number' || !Number.isSafeInteger(nextAt) || nextAt < 0) corrupt(`invalid next_at for ${id}`)
+  if (!isStoredInstant(nextAt)) corrupt(`invalid next_at for ${id}`)
   if (title !== undefined && typeof title !== 'string') corrupt(`invalid legacy title for ${id}`)
   if (allowSteer !== undefined && typeof allowSteer !== 'boolean') corrupt(`invalid legacy allow_steer for ${id}`)
   return { id, prompt, time_in_seconds: seconds, next_at: nextAt }
@@ -195,51 +295,49 @@ export function decodeLoopChange(data: unknown): StoredLoopChange {
       return { version: 1, operation: 'delete', id: decodeId(data.id) }
     case 'dispatch': {
       assertChangeKeys(data, ['version', 'operation', 'id', 'next_at'])
-      const nextAt = data.next_at
-      if (typeof nextAt !== 'number' || !Number.isSafeInteger(nextAt) || nextAt < 0) corrupt('invalid dispatch next_at')
-      return { version: 1, operation: 'dispatch', id: decodeId(data.id), next_at: nextAt }
+      if (!isStoredInstant(data.next_at)) corrupt('invalid dispatch next_at')
+      return { version: 1, operation: 'dispatch', id: decodeId(data.id), next_at: data.next_at }
     }
     default:
       return corrupt(`unknown operation ${JSON.stringify(data.operation)}`)
   }
 }
 
-/** Index of an active id, failing closed when the transition targets an inactive one. */
-function activeIndex(state: LoopFoldState, id: string, operation: string): number {
-  const index = state.loops.findIndex((loop) => loop.id === id)
-  if (index === -1) corrupt(`${operation} targets inactive loop ${id}`)
-  return index
-}
-
-/** Copy of `loops` with one position replaced. */
-function replaceAt(loops: readonly LoopRecord[], index: number, record: LoopRecord): LoopRecord[] {
-  return loops.map((loop, position) => (position === index ? record : loop))
+/** The active record a transition targets, failing closed when it is not active. */
+function activeTarget(state: LoopFoldState, id: string, operation: string): LoopRecord {
+  const record = Object.hasOwn(state.loops, id) ? state.loops[id] : undefined
+  if (record === undefined) corrupt(`${operation} targets inactive loop ${id}`)
+  return record
 }
 
 /**
- * Apply one decoded change. Returns a new state; the input is never mutated.
- * @param state - fold so far.
+ * Apply one decoded change in place. Every check runs before the first write, so
+ * a refused change leaves the state untouched. Mutating keeps a create O(1)
+ * however many ids the session has used; callers that need a new reference
+ * (the projection) wrap the result.
+ * @param state - fold so far; updated in place.
  * @param change - decoded change.
- * @returns the next fold.
  * @throws LoopError `corrupt_loop_log` for a reused id or a transition on an inactive loop.
  */
-export function applyLoopChange(state: LoopFoldState, change: StoredLoopChange): LoopFoldState {
+export function applyLoopChange(state: LoopFoldState, change: StoredLoopChange): void {
+  const loops = state.loops as Record<string, LoopRecord>
   switch (change.operation) {
     case 'create':
-      if (state.usedIds.includes(change.loop.id)) corrupt(`loop id ${change.loop.id} was reused`)
-      return { loops: [...state.loops, change.loop], usedIds: [...state.usedIds, change.loop.id] }
-    case 'update': {
-      const index = activeIndex(state, change.loop.id, 'update')
-      return { loops: replaceAt(state.loops, index, change.loop), usedIds: state.usedIds }
-    }
-    case 'delete': {
-      const index = activeIndex(state, change.id, 'delete')
-      return { loops: state.loops.filter((_, position) => position !== index), usedIds: state.usedIds }
-    }
-    case 'dispatch': {
-      const index = activeIndex(state, change.id, 'dispatch')
-      return { loops: replaceAt(state.loops, index, { ...state.loops[index]!, next_at: change.next_at }), usedIds: state.usedIds }
-    }
+      if (Object.hasOwn(state.usedIds, change.loop.id)) corrupt(`loop id ${change.loop.id} was reused`)
+      loops[change.loop.id] = change.loop
+      ;(state.usedIds as Record<string, true>)[change.loop.id] = true
+      return
+    case 'update':
+      activeTarget(state, change.loop.id, 'update')
+      loops[change.loop.id] = change.loop
+      return
+    case 'delete':
+      activeTarget(state, change.id, 'delete')
+      delete loops[change.id]
+      return
+    case 'dispatch':
+      loops[change.id] = { ...activeTarget(state, change.id, 'dispatch'), next_at: change.next_at }
+      return
   }
 }
 
@@ -250,18 +348,17 @@ export interface FoldableEvent {
 }
 
 /**
- * Fold `loop/change` events onto a state, ignoring every other event type.
- * @param state - fold so far.
+ * Fold `loop/change` events into a state, ignoring every other event type.
+ * @param state - fold so far; updated in place.
  * @param events - events to apply, in log order.
- * @returns the next fold.
- * @throws LoopError `corrupt_loop_log` on the first malformed record.
+ * @returns the same state.
+ * @throws LoopError `corrupt_loop_log` on the first malformed record (earlier events stay applied).
  */
 export function foldLoopEvents(state: LoopFoldState, events: Iterable<FoldableEvent>): LoopFoldState {
-  let next = state
   for (const event of events) {
-    if (event.type === LOOP_CHANGE_EVENT) next = applyLoopChange(next, decodeLoopChange(event.data))
+    if (event.type === LOOP_CHANGE_EVENT) applyLoopChange(state, decodeLoopChange(event.data))
   }
-  return next
+  return state
 }
 
 /**
@@ -299,6 +396,29 @@ export function renderHeartbeat(loop: LoopRecord): string {
   ].join('\n')
 }
 
+/** The start of every heartbeat; ids need no unescaping since the id rule has no XML specials. */
+const HEARTBEAT_HEAD = /^<heartbeat>\n {2}<loop_id>(loop_[A-Za-z0-9_-]{1,64})<\/loop_id>\n/
+
+/** The parts of a user message a heartbeat is recognised by. */
+export interface HeartbeatCandidate {
+  readonly source: { readonly kind: string; readonly plugin?: string }
+  readonly content: readonly { readonly type: string; readonly text?: string }[]
+}
+
+/**
+ * The loop a message is a heartbeat of: a `loop`-plugin message whose one text
+ * block is a rendered heartbeat. This is how the runtime reads, from the
+ * session's own inbox and turns, which loops already have a heartbeat waiting
+ * or delivered, so the rule holds across restarts.
+ * @param message - a user message from the inbox or the log.
+ * @returns the loop id, or undefined for any other message.
+ */
+export function heartbeatLoopId(message: HeartbeatCandidate): string | undefined {
+  if (message.source.kind !== 'plugin' || message.source.plugin !== 'loop' || message.content.length !== 1) return undefined
+  const [block] = message.content
+  return block!.type === 'text' ? HEARTBEAT_HEAD.exec(block!.text ?? '')?.[1] : undefined
+}
+
 /**
  * Build the durable change for a create.
  * @param loop - new record.
@@ -318,11 +438,42 @@ export function deleteChange(id: string): LoopChange {
 }
 
 /**
- * Build the durable change for a dispatch.
- * @param id - dispatched id.
+ * Build the durable change that moves a loop's schedule: after a heartbeat was sent,
+ * when the occurrence coalesced into one still waiting, or when a clock correction reschedules it.
+ * @param id - the loop.
  * @param nextAt - the next future occurrence.
  * @returns the v1 dispatch change.
  */
 export function dispatchChange(id: string, nextAt: number): LoopChange {
   return { version: 1, operation: 'dispatch', id, next_at: nextAt }
+}
+
+/** What the session itself says about one agent's heartbeats at a decision instant. */
+export interface DeliveryContext {
+  /** Whether the agent is running (a turn or a step is in progress). */
+  readonly running: boolean
+  /** Loops with a heartbeat still waiting, unconsumed, in the agent's inbox. */
+  readonly waiting: ReadonlySet<string>
+  /** Loops whose heartbeat is already a user message of the open turn. */
+  readonly inOpenTurn: ReadonlySet<string>
+}
+
+/** How one due occurrence is handled. */
+export type Delivery =
+  | { readonly kind: 'send'; readonly target: 'next-step' | 'next-turn' }
+  | { readonly kind: 'coalesce' }
+
+/**
+ * The delivery rule. At most one undelivered heartbeat per loop: while one waits,
+ * the occurrence only advances the schedule. At most one heartbeat per loop per
+ * turn: a loop the open turn already took waits for the next turn, so every turn
+ * ends. Otherwise adaptive: the next step while running, a new turn while idle.
+ * @param loopId - the due loop.
+ * @param context - inbox and turn facts derived from the session.
+ * @returns send (with its inbox target) or coalesce.
+ */
+export function chooseDelivery(loopId: string, context: DeliveryContext): Delivery {
+  if (context.waiting.has(loopId)) return { kind: 'coalesce' }
+  if (!context.running || context.inOpenTurn.has(loopId)) return { kind: 'send', target: 'next-turn' }
+  return { kind: 'send', target: 'next-step' }
 }

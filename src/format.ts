@@ -56,6 +56,17 @@ export function describeNextDue(nextAt: number, now: number): NextDue {
 }
 
 /**
+ * An instant as ISO 8601 UTC, total over every number: beyond the range a Date
+ * represents (a record written before intervals were bounded) it says so instead of throwing.
+ * @param epochMs - epoch milliseconds.
+ * @returns `2026-11-30T00:00:07.000Z`, or `beyond the representable date range`.
+ */
+export function formatInstant(epochMs: number): string {
+  const date = new Date(epochMs)
+  return Number.isNaN(date.getTime()) ? 'beyond the representable date range' : date.toISOString()
+}
+
+/**
  * The message of anything thrown, for diagnostics.
  * @param error - a thrown value.
  * @returns its message, or its string form.

@@ -4,40 +4,63 @@
  */
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
+import type { Session } from '@deepseek-ai/dsh-session'
 import { registerLoopCommand } from './commands.ts'
+import { Config, DEFAULT_LOOP_CONFIG, watchLoopConfig, type LoopConfig } from './config.ts'
 import { LoopRuntime } from './loop.ts'
 import { registerLoopEventType } from './persistence.ts'
 import { registerLoopProjection } from './projection.ts'
 import { registerLoopTools } from './tools.ts'
 
 export type * from './types.ts'
+export type { LoopConfig } from './config.ts'
+export { Config }
 
 /** Cordis plugin name. */
 export const name = 'loop'
 
-/** Services required before any root agent can get loops; `sessionProjections` is optional. */
+/** Services required before any root agent can get loops; `sessionProjections` and `settings` are optional. */
 export const inject = ['agents', 'sessions', 'tools', 'commands']
+
+/**
+ * The service DSH's one-shot bundle (`dsh --profile headless "task"`) provides.
+ * Its presence is how the plugin knows the process exits when the task's turn ends.
+ */
+const ONE_SHOT_SERVICE = 'headlessStartup'
 
 /**
  * Register the event type, projection and command, then give every live and
  * future root agent its runtime and tools.
  * @param ctx - plugin context.
+ * @param config - the plugin row's `config:` (validated against {@link Config}).
  */
-export async function apply(ctx: Context): Promise<void> {
-  await registerLoopEventType(process.argv[1])
+export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONFIG): Promise<void> {
+  const logger = ctx.logger('loop')
+  const registration = await registerLoopEventType(process.argv[1])
+  if (!registration.hostResolved) {
+    logger.warn(
+      `could not resolve the host's @deepseek-ai/dsh-session from its entry point (${String(process.argv[1])}); only the plugin's own copy knows "loop/change", so sessions holding loops may fail to reopen after a restart if the host uses another copy`,
+    )
+  }
+  const currentConfig = watchLoopConfig(ctx, config)
   registerLoopProjection(ctx)
   registerLoopCommand(ctx)
 
   const cleanups = new Map<Agent, () => Promise<void>>()
+  /** Runtimes by session, so the one append feed reaches its session's runtime in O(1). */
+  const runtimes = new Map<Session, LoopRuntime>()
 
   /** Attach a runtime and tools to one root agent, unwinding with the agent. */
   const adopt = (agent: Agent): void => {
     if (!ctx.agents.roots().includes(agent)) return
-    const runtime = new LoopRuntime(ctx, agent)
+    const oneShot = ctx.get(ONE_SHOT_SERVICE) !== undefined
+    const runtime = new LoopRuntime(ctx, agent, { oneShot })
     const cleanup = agent.ctx.effect(() => {
-      const disposeTools = registerLoopTools(agent.ctx, runtime)
+      const disposeTools = registerLoopTools(agent.ctx, runtime, { config: currentConfig, oneShot })
+      runtimes.set(agent.session, runtime)
       runtime.start()
       return async () => {
+        runtimes.delete(agent.session)
         disposeTools()
         await runtime.dispose()
         cleanups.delete(agent)
@@ -47,11 +70,13 @@ export async function apply(ctx: Context): Promise<void> {
   }
 
   ctx.effect(() => {
+    const stopFeed = ctx.on('session/event', (session, event) => runtimes.get(session)?.observe(event))
     const stopCreated = ctx.on('agent/created', ({ agent }) => adopt(agent))
     // Agents already live (a hot reload, a late install) get no agent/created.
     for (const agent of ctx.agents.roots()) adopt(agent)
     return async () => {
       stopCreated()
+      stopFeed()
       const pending = [...cleanups.values()]
       cleanups.clear()
       await Promise.allSettled(pending.map((cleanup) => cleanup()))

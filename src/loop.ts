@@ -1,26 +1,67 @@
 /**
- * The per-agent runtime: one clamped one-shot timer, serialized coalesced
- * drives, the transaction queue tools share, and heartbeat delivery.
+ * The per-agent runtime: an incremental view of the session's loops, inbox and
+ * open turn; one bounded one-shot timer; serialized coalesced drives; the
+ * transaction queue tools share; and heartbeat delivery.
  * @module dsh-plugin-loop/loop
  */
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
-import { EMPTY_LOOP_FOLD, LOOP_CHANGE_EVENT, dispatchChange, foldLoopEvents, renderHeartbeat, type LoopFoldState } from './domain.ts'
+import type { SessionEvent } from '@deepseek-ai/dsh-session'
+import {
+  LOOP_CHANGE_EVENT,
+  activeLoops,
+  applyLoopChange,
+  chooseDelivery,
+  decodeLoopChange,
+  dispatchChange,
+  emptyLoopFold,
+  heartbeatLoopId,
+  renderHeartbeat,
+  type HeartbeatCandidate,
+  type LoopFoldState,
+} from './domain.ts'
 import { LoopError } from './errors.ts'
 import { describeError } from './format.ts'
-import { earliestNextAt, findDueLoop, nextOccurrence } from './timing.ts'
 import { flushSession } from './persistence.ts'
-import type { LoopChange } from './types.ts'
+import { earliestNextAt, findClockSkewedLoop, findDueLoop, nextOccurrence, rescheduledNextAt } from './timing.ts'
+import type { LoopChange, LoopRecord } from './types.ts'
 
-/** Largest delay a Node timer represents; longer waits re-arm the remainder. */
-export const MAX_TIMER_DELAY_MS = 2_147_483_647
+/**
+ * Longest single timer wait. Node's timers do not count time the machine is
+ * suspended, and the wall clock can move under them, so every wait re-reads
+ * the clock at least this often: an overdue loop fires within a minute of waking.
+ */
+export const MAX_TIMER_WAIT_MS = 60_000
 
 /** First retry delay after a failed drive (flush, send); doubles up to {@link MAX_RETRY_DELAY_MS}. */
 export const FIRST_RETRY_DELAY_MS = 1_000
 
 /** Cap of the retry backoff. */
 export const MAX_RETRY_DELAY_MS = 60_000
+
+/** What one tool operation decides over the current fold. */
+export interface LoopTransaction<T> {
+  /** What the tool returns once the change (if any) is durable. */
+  readonly result: T
+  /** At most one durable change to append. */
+  readonly change?: LoopChange
+}
+
+/** How a runtime behaves in its host. */
+export interface LoopRuntimeOptions {
+  /**
+   * A one-shot host (`dsh --profile headless "task"`) exits when the task's turn
+   * ends: loops are saved there but never dispatched, so they cannot keep the
+   * run alive or answer in place of the task.
+   */
+  readonly oneShot: boolean
+}
+
+/** The loop a change touches, for error messages. */
+function changedLoopId(change: LoopChange): string {
+  return change.operation === 'create' ? change.loop.id : change.id
+}
 
 /**
  * Disposable live projection of one exact root agent's loops. The session log
@@ -36,18 +77,25 @@ export class LoopRuntime {
   private fault: LoopError | undefined
   private disposal: Promise<void> | undefined
   private retryDelay = FIRST_RETRY_DELAY_MS
-  private fold: LoopFoldState = EMPTY_LOOP_FOLD
-  private folded = 0
+  private readonly fold: LoopFoldState = emptyLoopFold()
+  /** Log position folded so far: every event before it has been observed. */
+  private folded: number
+  /** Loops whose heartbeat is a user message of the open turn (cleared at every turn boundary). */
+  private readonly inOpenTurn = new Set<string>()
 
   /**
    * @param ctx - plugin context carrying `sessions` and `agents`.
    * @param agent - the exact root agent this runtime serves.
+   * @param options - host facts.
    */
   constructor(
     private readonly ctx: Context,
     readonly agent: Agent,
+    private readonly options: LoopRuntimeOptions,
   ) {
     this.logger = ctx.logger('loop')
+    // Events inherited through a fork seed are the parent's, never this session's.
+    this.folded = agent.session.header.seedLength ?? 0
   }
 
   /** Begin with a first drive, which folds the log and arms the timer. */
@@ -55,36 +103,55 @@ export class LoopRuntime {
     this.requestDrive()
   }
 
+  /**
+   * Follow one appended event of this runtime's session (the host's post-commit
+   * feed). In-order events are folded at once, so no drive re-reads the log; an
+   * out-of-order one (appended before this runtime existed) is left to {@link sync}.
+   * @param event - the event exactly as recorded.
+   */
+  observe(event: SessionEvent): void {
+    if (event.seq !== this.folded || this.fault !== undefined) return
+    try {
+      this.foldEvent(event)
+    } catch (error) {
+      this.stop(this.corruption(error))
+    }
+  }
+
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
   requestDrive(): void {
-    if (this.stopping || this.fault !== undefined || !this.isLive()) return
+    if (this.options.oneShot || this.stopping || this.fault !== undefined || !this.isLive()) return
     this.requested = true
-    if (this.draining === undefined) this.draining = this.drain()
+    if (this.draining !== undefined) return
+    // The pump belongs to no caller: a tool call or timer that merely starts it must not own its turns.
+    this.draining = this.ctx.agents.withoutInitiator(() => this.drain())
   }
 
   /**
    * Run one tool operation on the drive queue, after a flush and over the current fold.
-   * @param label - the tool name, for the error when saving its change fails.
+   * Cancellation is honoured until the append; once appended, the change stands and is reported.
+   * @param label - the tool name, for messages.
+   * @param signal - the call's cancellation signal.
    * @param operation - receives the fold; may return one durable change to append.
    * @returns the operation's result once its change, if any, is flushed.
    */
-  transact<T>(
-    label: string,
-    operation: (state: LoopFoldState) => { readonly result: T; readonly change?: LoopChange },
-  ): Promise<T> {
+  transact<T>(label: string, signal: AbortSignal, operation: (state: LoopFoldState) => LoopTransaction<T>): Promise<T> {
     return this.enqueue(async () => {
-      this.assertRunnable()
+      this.assertRunnable(label, signal)
       await flushSession(this.ctx, this.agent.session)
-      this.assertRunnable()
-      const { result, change } = operation(this.readFold())
+      this.assertRunnable(label, signal)
+      const { result, change } = operation(this.sync())
       if (change === undefined) return result
+      this.assertRunnable(label, signal)
       this.agent.session.append(LOOP_CHANGE_EVENT, change)
       try {
         await flushSession(this.ctx, this.agent.session)
       } catch (error) {
+        const id = changedLoopId(change)
+        const now = change.operation === 'create' ? `${id} is active now` : `${id} is deleted now`
         throw new LoopError(
           'persistence_failed',
-          `${label} was applied in this session but saving it failed, so it may not survive a restart; check the list before retrying. ${describeError(error)}`,
+          `${label} changed ${id} in this session (${now}), but saving the change failed, so it may not survive a restart; run loop_list to check it before retrying. ${describeError(error)}`,
           { cause: error },
         )
       } finally {
@@ -110,8 +177,9 @@ export class LoopRuntime {
     return this.ctx.agents.get(this.agent.id) === this.agent && this.ctx.agents.roots().includes(this.agent)
   }
 
-  /** Throw the caller-facing error when this runtime may no longer touch the session. */
-  private assertRunnable(): void {
+  /** Throw the caller-facing error when this call may no longer touch the session. */
+  private assertRunnable(label: string, signal: AbortSignal): void {
+    if (signal.aborted) throw new LoopError('cancelled', `${label} was cancelled; nothing was saved.`)
     if (this.stopping || !this.isLive()) {
       throw new LoopError('agent_unavailable', 'This agent is no longer live; its loops run in the agent that replaced it.')
     }
@@ -144,18 +212,47 @@ export class LoopRuntime {
     }
   }
 
-  /** Fold the events appended since the last read; the log is append-only. */
-  private readFold(): LoopFoldState {
-    const session = this.agent.session
-    const events = session.events
-    const start = Math.max(this.folded, session.header.seedLength ?? 0)
-    try {
-      this.fold = foldLoopEvents(this.fold, events.slice(start))
-    } catch (error) {
-      throw this.stop(new LoopError('corrupt_loop_log', `Loops in this session are stopped: its loop log is corrupt (${describeError(error)}).`, { cause: error }))
+  /** Fold one event at the current position: loop changes and the open turn's heartbeats. */
+  private foldEvent(event: SessionEvent): void {
+    switch (event.type) {
+      case LOOP_CHANGE_EVENT:
+        applyLoopChange(this.fold, decodeLoopChange(event.data))
+        break
+      case 'turn/start':
+      case 'turn/end':
+        this.inOpenTurn.clear()
+        break
+      case 'user/message': {
+        const id = heartbeatLoopId(event.data as HeartbeatCandidate)
+        if (id !== undefined) this.inOpenTurn.add(id)
+        break
+      }
     }
-    this.folded = events.length
+    this.folded = event.seq + 1
+  }
+
+  /**
+   * Catch up with the log. Normally a no-op (the feed folded every event); only
+   * events appended before this runtime observed the session are read from the log.
+   * @returns the current fold.
+   * @throws LoopError `corrupt_loop_log`, after stopping the runtime.
+   */
+  private sync(): LoopFoldState {
+    if (this.fault !== undefined) throw this.fault
+    const session = this.agent.session
+    if (this.folded < session.seq) {
+      try {
+        for (const event of session.events.slice(this.folded)) this.foldEvent(event)
+      } catch (error) {
+        throw this.stop(this.corruption(error))
+      }
+    }
     return this.fold
+  }
+
+  /** The diagnostic for a corrupt record. */
+  private corruption(error: unknown): LoopError {
+    return new LoopError('corrupt_loop_log', `Loops in this session are stopped: its loop log is corrupt (${describeError(error)}).`, { cause: error })
   }
 
   /** Fail closed: keep the reason for every later caller, log it once, and never arm again. */
@@ -173,10 +270,10 @@ export class LoopRuntime {
     this.timer = undefined
   }
 
-  /** Arm the one timer; waits beyond the Node limit wake early and re-arm the remainder. */
+  /** Arm the one timer for `target`, waking at most {@link MAX_TIMER_WAIT_MS} later to re-read the clock. */
   private arm(target: number, now: number): void {
     this.clearTimer()
-    const delay = Math.min(Math.max(target - now, 0), MAX_TIMER_DELAY_MS)
+    const delay = Math.min(Math.max(target - now, 0), MAX_TIMER_WAIT_MS)
     this.timer = setTimeout(() => {
       this.timer = undefined
       this.requestDrive()
@@ -193,10 +290,45 @@ export class LoopRuntime {
     this.retryDelay = Math.min(this.retryDelay * 2, MAX_RETRY_DELAY_MS)
   }
 
-  /** One drive: flush, fold, then either arm the timer or dispatch the first due loop. */
+  /** Loops with a heartbeat waiting, unconsumed, in the agent's inbox (replayed by DSH from the log). */
+  private waitingHeartbeats(): Set<string> {
+    const waiting = new Set<string>()
+    for (const message of [...this.agent.inbox.nextStep, ...this.agent.inbox.nextTurn]) {
+      const id = heartbeatLoopId(message)
+      if (id !== undefined) waiting.add(id)
+    }
+    return waiting
+  }
+
+  /**
+   * What is to be done now: a schedule to correct, else the first due occurrence.
+   * With nothing to do it arms the timer for the earliest occurrence (nothing
+   * without loops) and returns undefined; so does a faulted fold.
+   */
+  private nextAction(now: number): { readonly kind: 'correct' | 'due'; readonly loop: LoopRecord } | undefined {
+    let loops: LoopRecord[]
+    try {
+      loops = activeLoops(this.sync())
+    } catch {
+      return undefined
+    }
+    const skewed = findClockSkewedLoop(loops, now)
+    if (skewed !== undefined) return { kind: 'correct', loop: skewed }
+    const due = findDueLoop(loops, now)
+    if (due !== undefined) return { kind: 'due', loop: due }
+    this.retryDelay = FIRST_RETRY_DELAY_MS
+    const target = earliestNextAt(loops)
+    if (target !== undefined) this.arm(target, now)
+    return undefined
+  }
+
+  /**
+   * One drive: decide over the folded state; only when something is to be done
+   * flush, decide again over the durable state, act once, save, and drive again.
+   */
   private async driveOnce(): Promise<void> {
     this.clearTimer()
-    if (this.stopping || !this.isLive()) return
+    if (this.stopping || !this.isLive() || this.nextAction(Date.now()) === undefined) return
     try {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {
@@ -204,36 +336,40 @@ export class LoopRuntime {
       return
     }
     if (this.stopping || !this.isLive()) return
-    let state: LoopFoldState
-    try {
-      state = this.readFold()
-    } catch {
-      return
-    }
     const now = Date.now()
-    const due = findDueLoop(state.loops, now)
-    if (due === undefined) {
-      this.retryDelay = FIRST_RETRY_DELAY_MS
-      const target = earliestNextAt(state.loops)
-      if (target !== undefined) this.arm(target, now)
-      return
-    }
-    try {
-      const message = createUserMessage({
-        content: [{ type: 'text', text: renderHeartbeat(due) }],
-        source: { kind: 'plugin', plugin: 'loop' },
+    const action = this.nextAction(now)
+    if (action === undefined) return
+    const { loop } = action
+    let change: LoopChange
+    if (action.kind === 'correct') {
+      this.logger.info(`session "${this.agent.id}": ${loop.id} was scheduled more than one interval ahead (the clock moved back); rescheduling it`)
+      change = dispatchChange(loop.id, rescheduledNextAt(loop, now))
+    } else {
+      const delivery = chooseDelivery(loop.id, {
+        running: this.agent.status === 'running',
+        waiting: this.waitingHeartbeats(),
+        inOpenTurn: this.inOpenTurn,
       })
-      this.agent.send(message, this.agent.status === 'running' ? 'next-step' : 'next-turn', true)
-    } catch (error) {
-      this.retryLater(`heartbeat for ${due.id} was not admitted: ${describeError(error)}`)
-      return
+      if (delivery.kind === 'send') {
+        try {
+          const message = createUserMessage({
+            content: [{ type: 'text', text: renderHeartbeat(loop) }],
+            source: { kind: 'plugin', plugin: 'loop' },
+          })
+          this.agent.send(message, delivery.target, true)
+        } catch (error) {
+          this.retryLater(`heartbeat for ${loop.id} was not admitted: ${describeError(error)}`)
+          return
+        }
+      }
+      change = dispatchChange(loop.id, nextOccurrence(loop, now))
     }
-    this.agent.session.append(LOOP_CHANGE_EVENT, dispatchChange(due.id, nextOccurrence(due, now)))
+    this.agent.session.append(LOOP_CHANGE_EVENT, change)
     try {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {
       // The advance is only in memory: not done until a later flush succeeds.
-      this.retryLater(`dispatch of ${due.id} is not durable yet: ${describeError(error)}`)
+      this.retryLater(`dispatch of ${loop.id} is not durable yet: ${describeError(error)}`)
       return
     }
     this.retryDelay = FIRST_RETRY_DELAY_MS

@@ -51,21 +51,30 @@ function catalogOf(module: unknown): EventTypeCatalog | undefined {
   return catalog instanceof Set ? (catalog as EventTypeCatalog) : undefined
 }
 
+/** Where `loop/change` was registered. */
+export interface EventTypeRegistration {
+  /** How many distinct catalogs now know `loop/change` (the plugin's copy and the host's, when they differ). */
+  readonly catalogs: number
+  /** Whether the host's own `@deepseek-ai/dsh-session` was resolved from its entry point. */
+  readonly hostResolved: boolean
+}
+
 /**
  * Add `loop/change` to the host's persisted-event catalog so sessions holding
  * loops can be reloaded. The host's persistence reads the instance of its own
  * `@deepseek-ai/dsh-session`, which a plugin installed in a profile does not
- * share, so the instance resolved from `process.argv[1]` is extended as well as ours.
+ * always share, so the instance resolved from `process.argv[1]` is extended as well as ours.
  * The entry stays registered after disposal: see SPEC.md, "Event catalog".
  * @param entry - the host entry point, normally `process.argv[1]`.
- * @returns how many distinct catalogs now know `loop/change`.
+ * @returns where it was registered; `hostResolved: false` means only the plugin's copy knows it.
  */
-export async function registerLoopEventType(entry: string | undefined): Promise<number> {
+export async function registerLoopEventType(entry: string | undefined): Promise<EventTypeRegistration> {
+  const hostModule = await importHostSessionModule(entry)
   const catalogs = new Set<EventTypeCatalog>()
-  for (const module of [ownSessionModule, await importHostSessionModule(entry)]) {
+  for (const module of [ownSessionModule, hostModule]) {
     const catalog = catalogOf(module)
     if (catalog !== undefined) catalogs.add(catalog)
   }
   for (const catalog of catalogs) catalog.add(LOOP_CHANGE_EVENT)
-  return catalogs.size
+  return { catalogs: catalogs.size, hostResolved: catalogOf(hostModule) !== undefined }
 }

@@ -6,14 +6,14 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Session, SessionEvent } from '@deepseek-ai/dsh-session'
 import type {} from '@deepseek-ai/dsh-session-projection'
 import { z } from 'zod'
-import { EMPTY_LOOP_FOLD, LOOP_CHANGE_EVENT, applyLoopChange, decodeLoopChange, type LoopFoldState } from './domain.ts'
+import { LOOP_CHANGE_EVENT, activeLoops, applyLoopChange, decodeLoopChange, emptyLoopFold, type LoopFoldState } from './domain.ts'
 import type { LoopProjection } from './types.ts'
 
 /** Projection key, also the dock's `useProjection` key. */
 export const LOOP_PROJECTION_KEY = 'loop'
 
 /** Bump when {@link LoopProjectionState} changes shape, so cached cells refold. */
-const LOOP_PROJECTION_STATE_VERSION = 1
+const LOOP_PROJECTION_STATE_VERSION = 2
 
 /** Wire schema of the `loop` projection value. */
 export const loopProjectionSchema = z
@@ -49,18 +49,26 @@ const inheritedLoopEvents = new WeakSet<SessionEvent>()
  * @param session - a session being published (fresh fork, resumed fork, or plain).
  */
 function markInheritedLoopEvents(session: Session): void {
-  for (const event of session.events.slice(0, session.header.seedLength ?? 0)) {
+  const seedLength = session.header.seedLength ?? 0
+  // Only forks inherit; reading `events` would copy a long resumed log for nothing.
+  if (seedLength === 0) return
+  for (const event of session.events.slice(0, seedLength)) {
     if (event.type === LOOP_CHANGE_EVENT) inheritedLoopEvents.add(event)
   }
 }
 
 /** The state of a session with no loops. */
 export function initLoopProjection(): LoopProjectionState {
-  return { ...EMPTY_LOOP_FOLD, corrupt: false }
+  return { ...emptyLoopFold(), corrupt: false }
 }
 
 /**
- * Pure reducer; returns the same object for every event it ignores.
+ * Reducer: the same object for every event it ignores (O(1) for unrelated
+ * events); for a loop change, a new wrapper around the fold, which
+ * {@link applyLoopChange} updates in place. In-place growth is safe because the
+ * registry keeps only the latest state of a cell (`cell.state = next`) and
+ * checkpoints a structured clone; copying the used ids on every create is what
+ * made a long session's projection quadratic.
  * @param state - current state.
  * @param event - committed session event.
  * @returns the next state.
@@ -68,19 +76,20 @@ export function initLoopProjection(): LoopProjectionState {
 export function applyLoopProjection(state: LoopProjectionState, event: SessionEvent): LoopProjectionState {
   if (event.type !== LOOP_CHANGE_EVENT || state.corrupt || inheritedLoopEvents.has(event)) return state
   try {
-    return { ...applyLoopChange(state, decodeLoopChange(event.data)), corrupt: false }
+    applyLoopChange(state, decodeLoopChange(event.data))
+    return { loops: state.loops, usedIds: state.usedIds, corrupt: false }
   } catch {
-    return { loops: [], usedIds: state.usedIds, corrupt: true }
+    return { loops: {}, usedIds: state.usedIds, corrupt: true }
   }
 }
 
 /**
- * The wire value: only the active records.
+ * The wire value: only the active records, in creation order.
  * @param state - current state.
  * @returns `{ loops }`.
  */
 export function viewLoopProjection(state: LoopProjectionState): LoopProjection {
-  return { loops: [...state.loops] }
+  return { loops: activeLoops(state) }
 }
 
 /**
@@ -90,7 +99,9 @@ export function viewLoopProjection(state: LoopProjectionState): LoopProjection {
  */
 export function registerLoopProjection(ctx: Context): void {
   for (const session of ctx.sessions.list()) markInheritedLoopEvents(session)
-  ctx.on('session/created', (session) => markInheritedLoopEvents(session))
+  // Prepended: another plugin's listener may append to the fork, which folds the
+  // projection over the seed; the inherited events must be marked before that.
+  ctx.on('session/created', (session) => markInheritedLoopEvents(session), { prepend: true })
   ctx.inject(['sessionProjections'], (projectionCtx) => {
     projectionCtx.sessionProjections.register({
       key: LOOP_PROJECTION_KEY,

@@ -42,3 +42,24 @@ export function nextOccurrence(loop: LoopRecord, now: number): number {
   const skipped = Math.floor((now - loop.next_at) / intervalMs) + 1
   return loop.next_at + skipped * intervalMs
 }
+
+/**
+ * A loop whose `next_at` lies more than one interval ahead can only come from a
+ * wall clock that was wrong when it was scheduled (set forward, then corrected).
+ * @param loops - active loops in creation order.
+ * @param now - decision time.
+ * @returns the first such loop, or undefined.
+ */
+export function findClockSkewedLoop(loops: readonly LoopRecord[], now: number): LoopRecord | undefined {
+  return loops.find((loop) => loop.next_at - now > loop.time_in_seconds * 1000)
+}
+
+/**
+ * Where a skewed loop goes back to: one interval from now.
+ * @param loop - the skewed loop.
+ * @param now - decision time.
+ * @returns the corrected `next_at`.
+ */
+export function rescheduledNextAt(loop: LoopRecord, now: number): number {
+  return now + loop.time_in_seconds * 1000
+}

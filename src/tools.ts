@@ -7,8 +7,11 @@ import { randomBytes } from 'node:crypto'
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { defineTool } from '@deepseek-ai/dsh-tools'
+import type { LoopConfig } from './config.ts'
 import {
+  activeLoops,
   allocateLoopId,
+  assertRoomForLoop,
   createChange,
   createLoopRecord,
   deleteChange,
@@ -19,6 +22,7 @@ import {
   validateListInput,
 } from './domain.ts'
 import { LoopError } from './errors.ts'
+import { formatInterval } from './format.ts'
 import type { LoopRuntime } from './loop.ts'
 import type { LoopDeleteResult, LoopView } from './types.ts'
 
@@ -44,9 +48,13 @@ const DELETE_SCHEMA = {
   },
 } as const
 
-/** What the model sees for `loop_create`. */
+/** What the model sees for `loop_create` in a long-lived host. */
 const CREATE_DESCRIPTION =
-  'Schedule a recurring prompt in this session. Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message: at the next step if you are working, as a new turn if idle. Returns the loop with its id; use loop_delete to stop it.'
+  'Schedule a recurring prompt in this session. Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message: at the next step if you are working, as a new turn if idle (at most one heartbeat per loop in a turn; occurrences while one is still waiting are skipped). Returns the loop with its id; use loop_delete to stop it.'
+
+/** Why nothing fires in a one-shot run; appended to what the model reads there. */
+const ONE_SHOT_NOTE =
+  'This is a one-shot run (dsh --profile headless): loops are saved in this session but nothing fires in this run; they start when the session is opened in a long-lived DSH (dsh web).'
 
 /** What the model sees for `loop_list`. */
 const LIST_DESCRIPTION = 'List the active loops of this session with id, prompt, interval in seconds, next_at (epoch ms) and state.'
@@ -59,6 +67,20 @@ function renderJson(_args: unknown, value: unknown) {
   return [{ type: 'text' as const, text: JSON.stringify(value) }]
 }
 
+/** The JSON value followed by the one-shot note. */
+function renderJsonWithOneShotNote(args: unknown, value: unknown) {
+  return [...renderJson(args, value), { type: 'text' as const, text: ONE_SHOT_NOTE }]
+}
+
+/**
+ * The card title of a `loop_create` call: what it does, the interval in words and
+ * the prompt on one line, e.g. `Create loop · every 5m · Check whether CI is green`.
+ */
+function presentCreateTitle(prompt: string, seconds: number): string {
+  const line = prompt.trim().replace(/\s+/g, ' ')
+  return ['Create loop', formatInterval(seconds), line.length > 80 ? `${line.slice(0, 79)}…` : line].join(' · ')
+}
+
 /** Random suffix for a new id. */
 function randomHex(): string {
   return randomBytes(4).toString('hex')
@@ -69,38 +91,46 @@ function assertOwner(agent: Agent, caller: Agent | undefined): void {
   if (caller !== agent) throw new LoopError('agent_unavailable', 'Loop tools act only for the agent of the session that owns them.')
 }
 
+/** What the tools need from the plugin. */
+export interface LoopToolOptions {
+  /** The current configuration, read at every call so settings edits apply live. */
+  readonly config: () => LoopConfig
+  /** Whether this is a one-shot host, where loops are saved but never fire. */
+  readonly oneShot: boolean
+}
+
 /**
  * Register `loop_create`, `loop_list` and `loop_delete` in one agent's scope.
  * @param agentCtx - the agent's own context, so the tools unwind with it and no other agent sees them.
  * @param runtime - the agent's runtime, whose queue orders every read and write.
+ * @param options - configuration and host facts.
  * @returns disposer for the three registrations.
  */
-export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime): () => void {
+export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, options: LoopToolOptions): () => void {
   const agent = runtime.agent
-  const disposers = [
-    agentCtx.tools.register(
+  const { config, oneShot } = options
+  const definitions = [
       defineTool({
         name: 'loop_create',
-        description: CREATE_DESCRIPTION,
+        description: oneShot ? `${CREATE_DESCRIPTION} ${ONE_SHOT_NOTE}` : CREATE_DESCRIPTION,
         parameters: {
           prompt: { type: 'string', required: true, description: 'What to do on every occurrence; sent verbatim inside the heartbeat.' },
-          time_in_seconds: { type: 'integer', required: true, description: 'Interval in whole seconds, at least 1.' },
+          time_in_seconds: { type: 'integer', required: true, description: 'Interval in whole seconds, from 1 to 31536000 (365 days).' },
         },
-        output: { schema: VIEW_SCHEMA, render: renderJson },
+        output: { schema: VIEW_SCHEMA, render: oneShot ? renderJsonWithOneShotNote : renderJson },
         async execute(args, exec): Promise<LoopView> {
           assertOwner(agent, exec.agent)
-          // Reject bad input before queueing; validate again at the decision instant, since the
-          // representable-time bound depends on `now`.
-          validateCreateInput(args, Date.now())
-          return runtime.transact('loop_create', (state) => {
+          // Bad input is refused before the call waits in the queue.
+          const input = validateCreateInput(args, config())
+          return runtime.transact('loop_create', exec.signal, (state) => {
+            assertRoomForLoop(state, config().maxLoopsPerSession)
             const now = Date.now()
-            const loop = createLoopRecord(validateCreateInput(args, now), allocateLoopId(state, randomHex), now)
+            const loop = createLoopRecord(input, allocateLoopId(state, randomHex), now)
             return { result: toLoopView(loop, now), change: createChange(loop) }
           })
         },
+        presentCall: (args) => ({ card: 'generic', kind: 'other', title: presentCreateTitle(args.prompt, args.time_in_seconds), rawInput: args.prompt }),
       }),
-    ),
-    agentCtx.tools.register(
       defineTool({
         name: 'loop_list',
         description: LIST_DESCRIPTION,
@@ -109,14 +139,13 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime): () =
         async execute(args, exec): Promise<LoopView[]> {
           assertOwner(agent, exec.agent)
           validateListInput(args)
-          return runtime.transact('loop_list', (state) => {
+          return runtime.transact('loop_list', exec.signal, (state) => {
             const now = Date.now()
-            return { result: state.loops.map((loop) => toLoopView(loop, now)) }
+            return { result: activeLoops(state).map((loop) => toLoopView(loop, now)) }
           })
         },
+        presentCall: () => ({ card: 'generic', kind: 'read', title: 'List loops' }),
       }),
-    ),
-    agentCtx.tools.register(
       defineTool({
         name: 'loop_delete',
         description: DELETE_DESCRIPTION,
@@ -125,15 +154,25 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime): () =
         async execute(args, exec): Promise<LoopDeleteResult> {
           assertOwner(agent, exec.agent)
           const id = validateDeleteInput(args)
-          return runtime.transact('loop_delete', (state) => {
+          return runtime.transact('loop_delete', exec.signal, (state) => {
             requireActiveLoop(state, id)
             return { result: { deleted: true, id }, change: deleteChange(id) }
           })
         },
+        presentCall: (args) => ({ card: 'generic', kind: 'delete', title: `Delete loop · ${args.id}` }),
       }),
-    ),
   ]
-  return () => {
-    for (const dispose of disposers.reverse()) dispose()
+  const disposers: (() => void)[] = []
+  const disposeAll = (): void => {
+    // Idempotent: each disposer leaves the list as it runs.
+    while (disposers.length > 0) disposers.pop()!()
   }
+  try {
+    for (const definition of definitions) disposers.push(agentCtx.tools.register(definition))
+  } catch (error) {
+    // A partial registration never survives: roll back what was registered.
+    disposeAll()
+    throw error
+  }
+  return disposeAll
 }

@@ -52,6 +52,32 @@ describe('/loop through the real command runtime', () => {
     expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'delete', id })
   })
 
+  it('refuses /loop 8700000000000 before appending, and lists and deletes a legacy far-future loop', async () => {
+    expect(await runCommand(host, fake.agent, '/loop 8700000000000 far away')).toEqual({
+      kind: 'error',
+      text: 'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.',
+    })
+    expect(loopChanges(fake.agent)).toEqual([])
+    // A record an earlier build accepted: its next_at lies beyond what a Date represents.
+    fake.agent.session.append('loop/change', { version: 1, operation: 'create', loop: { id: 'loop_far', prompt: 'far away', time_in_seconds: 8_700_000_000_000, next_at: NOW + 8_700_000_000_000_000 } })
+    expect(await runCommand(host, fake.agent, '/loop list')).toEqual({
+      kind: 'success',
+      text: '1 active loop:\nloop_far  every 100694444d 10h 40m  next in 100694444d 10h 40m (beyond the representable date range)  far away',
+    })
+    expect(await runCommand(host, fake.agent, '/loop delete loop_far')).toEqual({ kind: 'success', text: 'Deleted loop_far.' })
+  })
+
+  it('tells an id that breaks the id rule apart from an unknown one', async () => {
+    expect(await runCommand(host, fake.agent, '/loop delete loop_<x>')).toEqual({
+      kind: 'error',
+      text: 'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.',
+    })
+    expect(await runCommand(host, fake.agent, '/loop delete loop_zz')).toEqual({
+      kind: 'error',
+      text: 'No active loop "loop_zz" in this session; run loop_list (or /loop list) to see its loops.',
+    })
+  })
+
   it('answers malformed lines with the exact usage and appends nothing', async () => {
     for (const line of ['/loop', '/loop 30', '/loop soon do it', '/loop delete', '/loop pause x']) {
       expect(await runCommand(host, fake.agent, line)).toEqual({ kind: 'error', text: LOOP_USAGE })
@@ -63,7 +89,7 @@ describe('/loop through the real command runtime', () => {
   it('passes the tool validation message through as the command error', async () => {
     expect(await runCommand(host, fake.agent, '/loop 0 check')).toEqual({
       kind: 'error',
-      text: 'time_in_seconds must be a positive whole number of seconds, for example 30.',
+      text: 'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.',
     })
     expect(await runCommand(host, fake.agent, '/loop delete loop_missing')).toEqual({
       kind: 'error',

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import {
-  EMPTY_LOOP_FOLD,
+  activeLoops,
   allocateLoopId,
+  assertRoomForLoop,
+  chooseDelivery,
+  emptyLoopFold,
+  heartbeatLoopId,
+  isLoopId,
   applyLoopChange,
   createChange,
   createLoopRecord,
@@ -18,13 +23,17 @@ import {
   validateListInput,
 } from '../src/domain.ts'
 import { LoopError } from '../src/errors.ts'
-import { earliestNextAt, findDueLoop, nextOccurrence } from '../src/timing.ts'
+import { MAX_INTERVAL_SECONDS } from '../src/domain.ts'
+import { earliestNextAt, findClockSkewedLoop, findDueLoop, nextOccurrence, rescheduledNextAt } from '../src/timing.ts'
 import type { LoopRecord } from '../src/types.ts'
 
 const NOW = 1_800_000_000_000
 const loopA: LoopRecord = { id: 'loop_a', prompt: 'check A', time_in_seconds: 1, next_at: NOW + 1000 }
 const loopB: LoopRecord = { id: 'loop_b', prompt: 'check B', time_in_seconds: 60, next_at: NOW + 500 }
 const event = (data: unknown) => ({ type: 'loop/change', data })
+const LIMITS = { maxPromptLength: 4000 }
+/** A fold of the given changes. */
+const foldOf = (...changes: unknown[]) => foldLoopEvents(emptyLoopFold(), changes.map(event))
 
 /** The error a call throws, asserted to be a LoopError. */
 function caught(fn: () => unknown): LoopError {
@@ -38,45 +47,76 @@ function caught(fn: () => unknown): LoopError {
 }
 
 describe('create validation', () => {
-  it('trims the prompt and keeps the interval', () => {
-    expect(validateCreateInput({ prompt: '  Summarize failures \n', time_in_seconds: 30 }, NOW)).toEqual({ prompt: 'Summarize failures', time_in_seconds: 30 })
+  it('trims the prompt, normalizes CRLF and keeps the interval', () => {
+    expect(validateCreateInput({ prompt: '  Summarize failures \r\n  then report\n', time_in_seconds: 30 }, LIMITS)).toEqual({
+      prompt: 'Summarize failures \n  then report',
+      time_in_seconds: 30,
+    })
   })
 
   it('first next_at is now plus the interval in milliseconds', () => {
     expect(createLoopRecord({ prompt: 'p', time_in_seconds: 30 }, 'loop_x', NOW)).toEqual({ id: 'loop_x', prompt: 'p', time_in_seconds: 30, next_at: NOW + 30_000 })
   })
 
+  const invisible = 'prompt must be a string with visible content (whitespace and invisible characters alone do not count).'
   it.each([
     [null, 'invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.'],
     [[], 'invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.'],
     [{ prompt: 'p', time_in_seconds: 1, title: 't' }, 'invalid_arguments', 'loop_create does not accept "title"; it takes only prompt and time_in_seconds.'],
     [{ prompt: 'p', time_in_seconds: 1, allow_steer: true }, 'invalid_arguments', 'loop_create does not accept "allow_steer"; it takes only prompt and time_in_seconds.'],
-    [{ prompt: '   ', time_in_seconds: 1 }, 'invalid_prompt', 'prompt must be a string with non-whitespace content.'],
-    [{ prompt: 3, time_in_seconds: 1 }, 'invalid_prompt', 'prompt must be a string with non-whitespace content.'],
-    [{ time_in_seconds: 1 }, 'invalid_prompt', 'prompt must be a string with non-whitespace content.'],
+    [{ prompt: '   ', time_in_seconds: 1 }, 'invalid_prompt', invisible],
+    [{ prompt: '\u200B\u200B\u2060\uFEFF', time_in_seconds: 1 }, 'invalid_prompt', invisible],
+    [{ prompt: 3, time_in_seconds: 1 }, 'invalid_prompt', invisible],
+    [{ time_in_seconds: 1 }, 'invalid_prompt', invisible],
+    [{ prompt: 'ring\u0007', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+0007 at position 5; only printable text, tabs and line breaks are allowed.'],
+    [{ prompt: 'a\u0000b', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+0000 at position 2; only printable text, tabs and line breaks are allowed.'],
+    [{ prompt: '\u001b[31mred', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+001B at position 1; only printable text, tabs and line breaks are allowed.'],
+    [{ prompt: 'lone\rreturn', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+000D at position 5; only printable text, tabs and line breaks are allowed.'],
+    [{ prompt: 'x\u0085y', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+0085 at position 2; only printable text, tabs and line breaks are allowed.'],
+    [{ prompt: 'half \uD83D pair', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+D83D at position 6; only printable text, tabs and line breaks are allowed.'],
+    [{ prompt: 'tail \uDE00', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+DE00 at position 6; only printable text, tabs and line breaks are allowed.'],
+    [{ prompt: 'non\uFFFEchar', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+FFFE at position 4; only printable text, tabs and line breaks are allowed.'],
   ])('rejects %j with %s', (args, code, message) => {
-    const error = caught(() => validateCreateInput(args, NOW))
-    expect(error.code).toBe(code)
-    expect(error.message).toBe(message)
+    const error = caught(() => validateCreateInput(args, LIMITS))
+    expect([error.code, error.message]).toEqual([code, message])
   })
 
-  it.each([0, -5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '30', Number.MAX_SAFE_INTEGER + 1, undefined])('rejects time_in_seconds %s', (seconds) => {
-    const error = caught(() => validateCreateInput({ prompt: 'p', time_in_seconds: seconds }, NOW))
+  it('accepts tabs, line breaks, paired surrogates and text around zero-width characters', () => {
+    expect(validateCreateInput({ prompt: 'a\tb\nc \uD83D\uDE00 \u200Bd', time_in_seconds: 1 }, LIMITS).prompt).toBe('a\tb\nc \uD83D\uDE00 \u200Bd')
+  })
+
+  it('refuses a prompt longer than the configured limit, naming it and its setting', () => {
+    expect(validateCreateInput({ prompt: 'x'.repeat(10), time_in_seconds: 1 }, { maxPromptLength: 10 }).prompt).toHaveLength(10)
+    const error = caught(() => validateCreateInput({ prompt: ` ${'x'.repeat(11)} `, time_in_seconds: 1 }, { maxPromptLength: 10 }))
+    expect([error.code, error.message]).toEqual([
+      'prompt_too_long',
+      'prompt is 11 characters; the limit is 10 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
+    ])
+  })
+
+  it.each([0, -5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '30', MAX_INTERVAL_SECONDS + 1, 8_700_000_000_000, Number.MAX_SAFE_INTEGER + 1, undefined])('rejects time_in_seconds %s', (seconds) => {
+    const error = caught(() => validateCreateInput({ prompt: 'p', time_in_seconds: seconds }, LIMITS))
     expect(error.code).toBe('invalid_interval')
-    expect(error.message).toBe('time_in_seconds must be a positive whole number of seconds, for example 30.')
+    expect(error.message).toBe('time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.')
   })
 
-  it('rejects a safe interval whose first occurrence is not representable', () => {
-    const seconds = Math.floor(Number.MAX_SAFE_INTEGER / 1000)
-    const error = caught(() => validateCreateInput({ prompt: 'p', time_in_seconds: seconds }, NOW))
-    expect(error.code).toBe('invalid_interval')
-    expect(error.message).toBe(`time_in_seconds ${seconds} is too large: the next occurrence would fall outside representable time.`)
+  it('accepts the one-second minimum and the 365-day maximum', () => {
+    expect(validateCreateInput({ prompt: 'p', time_in_seconds: 1 }, LIMITS).time_in_seconds).toBe(1)
+    expect(validateCreateInput({ prompt: 'p', time_in_seconds: MAX_INTERVAL_SECONDS }, LIMITS).time_in_seconds).toBe(31_536_000)
   })
 
-  it('accepts the one-second minimum', () => {
-    expect(validateCreateInput({ prompt: 'p', time_in_seconds: 1 }, NOW).time_in_seconds).toBe(1)
+  it('refuses a create beyond the per-session limit, naming it and its setting', () => {
+    const state = foldOf(createChange(loopA), createChange(loopB))
+    expect(() => assertRoomForLoop(state, 3)).not.toThrow()
+    const error = caught(() => assertRoomForLoop(state, 2))
+    expect([error.code, error.message]).toEqual([
+      'too_many_loops',
+      'This session already has 2 active loops; the limit is 2 (plugin setting maxLoopsPerSession). Delete one with loop_delete (or /loop delete <id>) first.',
+    ])
   })
 })
+
+const ID_RULE = 'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.'
 
 describe('delete and list validation', () => {
   it('returns the id', () => {
@@ -86,9 +126,12 @@ describe('delete and list validation', () => {
   it.each([
     [undefined, 'invalid_arguments', 'loop_delete takes an object { id }.'],
     [{ id: 'loop_a', force: true }, 'invalid_arguments', 'loop_delete does not accept "force"; it takes only id.'],
-    [{ id: '' }, 'invalid_id', 'id must be a non-empty loop id, for example loop_1a2b3c4d; run loop_list to see them.'],
-    [{ id: '  ' }, 'invalid_id', 'id must be a non-empty loop id, for example loop_1a2b3c4d; run loop_list to see them.'],
-    [{ id: 7 }, 'invalid_id', 'id must be a non-empty loop id, for example loop_1a2b3c4d; run loop_list to see them.'],
+    [{ id: '' }, 'invalid_id', ID_RULE],
+    [{ id: '  ' }, 'invalid_id', ID_RULE],
+    [{ id: 7 }, 'invalid_id', ID_RULE],
+    [{ id: 'loop_a b' }, 'invalid_id', ID_RULE],
+    [{ id: 'loop_' }, 'invalid_id', ID_RULE],
+    [{ id: 'task_1' }, 'invalid_id', ID_RULE],
   ])('delete rejects %j', (args, code, message) => {
     const error = caught(() => validateDeleteInput(args))
     expect([error.code, error.message]).toEqual([code, message])
@@ -101,8 +144,9 @@ describe('delete and list validation', () => {
   })
 
   it('requireActiveLoop finds active ids and names unknown ones', () => {
-    const state = applyLoopChange(EMPTY_LOOP_FOLD, createChange(loopA))
+    const state = foldOf(createChange(loopA))
     expect(requireActiveLoop(state, 'loop_a')).toEqual(loopA)
+    expect(caught(() => requireActiveLoop(state, 'toString')).code).toBe('loop_not_found')
     const error = caught(() => requireActiveLoop(state, 'loop_zz'))
     expect(error.code).toBe('loop_not_found')
     expect(error.message).toBe('No active loop "loop_zz" in this session; run loop_list (or /loop list) to see its loops.')
@@ -110,8 +154,13 @@ describe('delete and list validation', () => {
 })
 
 describe('ids', () => {
+  it('follow one rule: loop_ and 1-64 letters, digits, _ or -', () => {
+    expect(['loop_1a2b3c4d', 'loop_a', 'loop_A-b_9', `loop_${'x'.repeat(64)}`].map(isLoopId)).toEqual([true, true, true, true])
+    expect(['loop_', 'loop_a b', 'loop_a\n', `loop_${'x'.repeat(65)}`, 'loop_<x>', 'Loop_a', 7].map(isLoopId)).toEqual([false, false, false, false, false, false, false])
+  })
+
   it('are prefixed and skip every id the session used, deleted ones included', () => {
-    const used = foldLoopEvents(EMPTY_LOOP_FOLD, [event(createChange({ ...loopA, id: 'loop_00' })), event(deleteChange('loop_00'))])
+    const used = foldOf(createChange({ ...loopA, id: 'loop_00' }), deleteChange('loop_00'))
     const candidates = ['00', '00', '01']
     expect(allocateLoopId(used, () => candidates.shift()!)).toBe('loop_01')
     expect(candidates).toEqual([])
@@ -139,6 +188,7 @@ describe('decoding', () => {
     [{ version: 1, operation: 'dispatch', id: 'loop_a' }, 'missing field "next_at" on dispatch'],
     [{ version: 1, operation: 'dispatch', id: 'loop_a', next_at: 1.5 }, 'invalid dispatch next_at'],
     [{ version: 1, operation: 'dispatch', id: 'loop_a', next_at: -1 }, 'invalid dispatch next_at'],
+    [{ version: 1, operation: 'delete', id: 'loop_a b' }, 'invalid id'],
     [{ version: 1, operation: 'delete', id: 'x' }, 'invalid id'],
     [{ version: 1, operation: 'delete', id: 'loop_' }, 'invalid id'],
     [{ version: 1, operation: 'dispatch', id: 'loop_', next_at: 5 }, 'invalid id'],
@@ -162,7 +212,7 @@ describe('decoding', () => {
 
 describe('fold', () => {
   it('applies create, legacy update, dispatch and delete in order and ignores other events', () => {
-    const state = foldLoopEvents(EMPTY_LOOP_FOLD, [
+    const state = foldLoopEvents(emptyLoopFold(), [
       { type: 'user/message', data: { anything: true } },
       event(createChange(loopA)),
       event(createChange(loopB)),
@@ -170,16 +220,24 @@ describe('fold', () => {
       event(dispatchChange('loop_b', NOW + 60_500)),
       event(deleteChange('loop_a')),
     ])
-    expect(state).toEqual({ loops: [{ ...loopB, next_at: NOW + 60_500 }], usedIds: ['loop_a', 'loop_b'] })
+    expect(state).toEqual({ loops: { loop_b: { ...loopB, next_at: NOW + 60_500 } }, usedIds: { loop_a: true, loop_b: true } })
+    expect(activeLoops(state)).toEqual([{ ...loopB, next_at: NOW + 60_500 }])
   })
 
-  it('never mutates its input state', () => {
-    const before = applyLoopChange(EMPTY_LOOP_FOLD, createChange(loopA))
-    const snapshot = structuredClone(before)
-    applyLoopChange(before, dispatchChange('loop_a', NOW + 5000))
-    applyLoopChange(before, deleteChange('loop_a'))
-    expect(before).toEqual(snapshot)
-    expect(EMPTY_LOOP_FOLD).toEqual({ loops: [], usedIds: [] })
+  it('keeps creation order across dispatches and reads legacy far-future records', () => {
+    const far = { ...loopA, id: 'loop_far', time_in_seconds: 8_700_000_000_000, next_at: Number.MAX_SAFE_INTEGER }
+    const state = foldOf(createChange(loopA), createChange(far), createChange(loopB), dispatchChange('loop_a', NOW + 9000))
+    expect(activeLoops(state).map((loop) => loop.id)).toEqual(['loop_a', 'loop_far', 'loop_b'])
+  })
+
+  it('leaves the state untouched when it refuses a change', () => {
+    const state = foldOf(createChange(loopA))
+    const snapshot = structuredClone(state)
+    expect(() => applyLoopChange(state, { version: 1, operation: 'dispatch', id: 'loop_zz', next_at: NOW })).toThrow()
+    expect(() => applyLoopChange(state, { version: 1, operation: 'create', loop: loopA })).toThrow()
+    expect(state).toEqual(snapshot)
+    expect(emptyLoopFold()).toEqual({ loops: {}, usedIds: {} })
+    expect(emptyLoopFold()).not.toBe(emptyLoopFold())
   })
 
   it.each([
@@ -190,25 +248,34 @@ describe('fold', () => {
     [[{ version: 1, operation: 'update', loop: loopA }], 'update targets inactive loop loop_a'],
     [[createChange(loopA), deleteChange('loop_a'), dispatchChange('loop_a', NOW)], 'dispatch targets inactive loop loop_a'],
   ])('fails closed on an invalid transition %#', (changes, detail) => {
-    const error = caught(() => foldLoopEvents(EMPTY_LOOP_FOLD, changes.map(event)))
+    const error = caught(() => foldOf(...changes))
     expect(error.message).toBe(`corrupt loop/change record: ${detail}`)
   })
 })
 
 describe('timing', () => {
-  const state = foldLoopEvents(EMPTY_LOOP_FOLD, [event(createChange(loopA)), event(createChange(loopB))])
+  const loops = activeLoops(foldOf(createChange(loopA), createChange(loopB)))
 
   it('finds the earliest due loop and the earliest future next_at', () => {
-    expect(findDueLoop(state.loops, NOW)).toBeUndefined()
-    expect(earliestNextAt(state.loops)).toBe(NOW + 500)
+    expect(findDueLoop(loops, NOW)).toBeUndefined()
+    expect(earliestNextAt(loops)).toBe(NOW + 500)
     expect(earliestNextAt([])).toBeUndefined()
-    expect(findDueLoop(state.loops, NOW + 500)).toEqual(loopB)
-    expect(findDueLoop(state.loops, NOW + 5000)).toEqual(loopB)
+    expect(findDueLoop(loops, NOW + 500)).toEqual(loopB)
+    expect(findDueLoop(loops, NOW + 5000)).toEqual(loopB)
   })
 
   it('breaks next_at ties in creation order', () => {
-    const tied = foldLoopEvents(EMPTY_LOOP_FOLD, [event(createChange({ ...loopA, next_at: NOW })), event(createChange({ ...loopB, next_at: NOW }))])
-    expect(findDueLoop(tied.loops, NOW)?.id).toBe('loop_a')
+    const tied = activeLoops(foldOf(createChange({ ...loopA, next_at: NOW }), createChange({ ...loopB, next_at: NOW })))
+    expect(findDueLoop(tied, NOW)?.id).toBe('loop_a')
+  })
+
+  it('finds a schedule more than one interval ahead (the clock moved back) and puts it one interval from now', () => {
+    // loopA: 1 s interval, due NOW + 1000; loopB: 60 s, due NOW + 500.
+    expect(findClockSkewedLoop(loops, NOW)).toBeUndefined()
+    expect(findClockSkewedLoop(loops, NOW - 1)?.id).toBe('loop_a')
+    expect(findClockSkewedLoop([loopB], NOW - 59_500)).toBeUndefined()
+    expect(findClockSkewedLoop([loopB], NOW - 59_501)?.id).toBe('loop_b')
+    expect(rescheduledNextAt(loopB, NOW)).toBe(NOW + 60_000)
   })
 
   it('advances by whole intervals to strictly after now', () => {
@@ -232,8 +299,34 @@ describe('heartbeat', () => {
   })
 
   it('renders the exact element with escaped id and prompt', () => {
-    expect(renderHeartbeat({ ...loopA, id: 'loop_<x>', prompt: 'Is "main" <green> & \'ok\'?' })).toBe(
-      '<heartbeat>\n  <loop_id>loop_&lt;x&gt;</loop_id>\n  <prompt>Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?</prompt>\n</heartbeat>',
+    expect(renderHeartbeat({ ...loopA, id: 'loop_x-1', prompt: 'Is "main" <green> & \'ok\'?' })).toBe(
+      '<heartbeat>\n  <loop_id>loop_x-1</loop_id>\n  <prompt>Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?</prompt>\n</heartbeat>',
     )
+  })
+
+  it('recognises its own heartbeats and nothing else', () => {
+    const text = renderHeartbeat({ ...loopA, id: 'loop_1a2b3c4d' })
+    const plugin = { kind: 'plugin', plugin: 'loop' }
+    expect(heartbeatLoopId({ source: plugin, content: [{ type: 'text', text }] })).toBe('loop_1a2b3c4d')
+    expect(heartbeatLoopId({ source: { kind: 'user' }, content: [{ type: 'text', text }] })).toBeUndefined()
+    expect(heartbeatLoopId({ source: { kind: 'plugin', plugin: 'goal' }, content: [{ type: 'text', text }] })).toBeUndefined()
+    expect(heartbeatLoopId({ source: plugin, content: [{ type: 'text', text }, { type: 'text', text }] })).toBeUndefined()
+    expect(heartbeatLoopId({ source: plugin, content: [{ type: 'image' }] })).toBeUndefined()
+    expect(heartbeatLoopId({ source: plugin, content: [{ type: 'text' }] })).toBeUndefined()
+    expect(heartbeatLoopId({ source: plugin, content: [{ type: 'text', text: 'hello' }] })).toBeUndefined()
+  })
+})
+
+describe('delivery rule', () => {
+  const none = new Set<string>()
+  const only = new Set(['loop_a'])
+  it.each([
+    ['idle', { running: false, waiting: none, inOpenTurn: none }, { kind: 'send', target: 'next-turn' }],
+    ['running, not yet in this turn', { running: true, waiting: none, inOpenTurn: none }, { kind: 'send', target: 'next-step' }],
+    ['running, already in this turn', { running: true, waiting: none, inOpenTurn: only }, { kind: 'send', target: 'next-turn' }],
+    ['a heartbeat still waiting (idle)', { running: false, waiting: only, inOpenTurn: none }, { kind: 'coalesce' }],
+    ['a heartbeat still waiting (running)', { running: true, waiting: only, inOpenTurn: only }, { kind: 'coalesce' }],
+  ])('%s', (_name, context, expected) => {
+    expect(chooseDelivery('loop_a', context)).toEqual(expected)
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { describeNextDue, formatDuration, formatInterval } from '../src/format.ts'
+import { describeNextDue, formatDuration, formatInstant, formatInterval } from '../src/format.ts'
 
 describe('formatDuration', () => {
   it.each([
@@ -37,5 +37,18 @@ describe('describeNextDue', () => {
   it('is overdue from the due instant on', () => {
     expect(describeNextDue(now, now)).toEqual({ overdue: true, text: 'overdue by 0s' })
     expect(describeNextDue(now - 3500, now)).toEqual({ overdue: true, text: 'overdue by 3s' })
+  })
+})
+
+describe('formatInstant', () => {
+  it('is ISO 8601 UTC for representable instants and total beyond them', () => {
+    expect(formatInstant(Date.parse('2026-11-30T00:00:07Z'))).toBe('2026-11-30T00:00:07.000Z')
+    expect(formatInstant(8_700_000_000_000_000)).toBe('beyond the representable date range')
+    expect(formatInstant(Number.MAX_SAFE_INTEGER)).toBe('beyond the representable date range')
+  })
+
+  it('keeps every duration total, however large', () => {
+    expect(formatDuration(8_700_000_000_000)).toBe('100694444d 10h 40m')
+    expect(describeNextDue(Number.MAX_SAFE_INTEGER, 0).text).toMatch(/^next in \d+d/)
   })
 })

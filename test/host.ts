@@ -17,6 +17,7 @@ import * as deepseekPlugin from '@deepseek-ai/dsh-llm-deepseek'
 import * as sessionPlugin from '@deepseek-ai/dsh-session'
 import { SessionId } from '@deepseek-ai/dsh-session'
 import * as jsonlPlugin from '@deepseek-ai/dsh-session-persistence-jsonl'
+import * as settingsFilePlugin from '@deepseek-ai/dsh-settings-file'
 import * as projectionPlugin from '@deepseek-ai/dsh-session-projection'
 import * as systemPromptPlugin from '@deepseek-ai/dsh-system-prompt'
 import * as toolsPlugin from '@deepseek-ai/dsh-tools'
@@ -41,6 +42,12 @@ export interface HostOptions {
   readonly projections?: boolean
   /** Provider base URL; a closed port unless a test points it at the mock server. */
   readonly baseURL?: string
+  /** Mount DSH's file settings provider on this settings document (off by default). */
+  readonly settingsPath?: string
+  /** The loop plugin row's `config:` (default none: the schema's defaults). */
+  readonly loopConfig?: Record<string, unknown>
+  /** Provide DSH's one-shot service, as `dsh --profile headless "task"` does. */
+  readonly oneShot?: boolean
 }
 
 /** A booted host. */
@@ -75,8 +82,10 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
   ]
   if (options.persistence !== false) plugins.push([jsonlPlugin, { root }])
   if (options.projections !== false) plugins.push([projectionPlugin])
+  if (options.settingsPath !== undefined) plugins.push([settingsFilePlugin, { path: options.settingsPath, watch: false }])
   plugins.push([commandsPlugin], [agentLoopPlugin, { agents: [] }])
-  if (options.loop !== false) plugins.push([loopPlugin])
+  if (options.oneShot === true) ctx.provide('headlessStartup', { task: 'one task' })
+  if (options.loop !== false) plugins.push([loopPlugin, options.loopConfig])
   for (const [plugin, config] of plugins) {
     // Service packages export their class as default; function plugins are the namespace itself.
     const module = (plugin as { default?: unknown }).default ?? plugin

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { SessionId } from '@deepseek-ai/dsh-session'
-import { FIRST_RETRY_DELAY_MS, LoopRuntime, MAX_RETRY_DELAY_MS, MAX_TIMER_DELAY_MS } from '../src/loop.ts'
+import { FIRST_RETRY_DELAY_MS, LoopRuntime, MAX_RETRY_DELAY_MS, MAX_TIMER_WAIT_MS } from '../src/loop.ts'
 import { createChange } from '../src/domain.ts'
-import { AGENT_OPTIONS, advance, bootHost, createFakeAgent, useFakeClock, loopChanges, persistedLoopChanges, resumeFakeAgent, runTool, settle, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
+import { AGENT_OPTIONS, advance, bootHost, createFakeAgent, useFakeClock, loopChanges, persistedLoopChanges, resumeFakeAgent, runTool, settle, signal, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
 
 const NOW = TEST_NOW
 let host: Host
@@ -109,16 +109,38 @@ describe('timer', () => {
     expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 7000 })
   })
 
-  it('clamps far waits to the Node timer limit and re-arms the remainder', async () => {
-    const seconds = 30 * 24 * 3600 // 30 days, beyond 2^31-1 ms
-    await create('monthly', seconds)
-    await advance(MAX_TIMER_DELAY_MS, MAX_TIMER_DELAY_MS)
-    expect(fake.send).not.toHaveBeenCalled()
+  it('waits at most a minute at a time, re-reading the clock, and fires a far loop on time', async () => {
+    const seconds = 3 * 3600 // three hours: 180 one-minute waits
+    await create('every three hours', seconds)
+    await advance(MAX_TIMER_WAIT_MS - 1, MAX_TIMER_WAIT_MS)
     expect(vi.getTimerCount()).toBe(1)
-    await advance(seconds * 1000 - MAX_TIMER_DELAY_MS - 1, MAX_TIMER_DELAY_MS)
+    await advance(seconds * 1000 - MAX_TIMER_WAIT_MS, MAX_TIMER_WAIT_MS)
     expect(fake.send).not.toHaveBeenCalled()
     await advance(1)
     expect(fake.send).toHaveBeenCalledTimes(1)
+  })
+
+  it('fires an overdue loop within a minute when the wall clock jumps while the timer waits (sleep)', async () => {
+    const id = await create('hourly', 3600)
+    await advance(1000)
+    // The machine sleeps for two hours: the wall clock moves, the timer does not count it.
+    vi.setSystemTime(Date.now() + 2 * 3_600_000)
+    await advance(MAX_TIMER_WAIT_MS, 1000)
+    expect(sentTexts()).toEqual([heartbeat(id, 'hourly')])
+    expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 3 * 3_600_000 })
+  })
+
+  it('reschedules durably a loop whose next_at the clock left more than one interval ahead', async () => {
+    vi.setSystemTime(NOW + 365 * 86_400_000) // the clock jumped a year ahead
+    const id = await create('every two seconds', 2)
+    vi.setSystemTime(NOW) // and was corrected
+    // The timer armed for two seconds wakes, finds next_at a year ahead and moves it to one interval from now.
+    await advance(2000)
+    expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 4000 })
+    expect(fake.send).not.toHaveBeenCalled()
+    await advance(2000)
+    expect(sentTexts()).toEqual([heartbeat(id, 'every two seconds')])
+    expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
   })
 
   it('does not duplicate a dispatch when drive requests from tool calls race the timer', async () => {
@@ -180,6 +202,22 @@ describe('lifecycle', () => {
 })
 
 describe('failures', () => {
+  it('sends nothing when the agent is disposed while the pre-dispatch flush waits', async () => {
+    await create('too late', 1)
+    await settle()
+    let release!: () => void
+    const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
+    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementationOnce((session) => new Promise<boolean>((resolve) => (release = () => void real(session).then(resolve))))
+    await vi.advanceTimersByTimeAsync(1000)
+    expect(spy).toHaveBeenCalledTimes(1)
+    const disposal = fake.handle.dispose()
+    release()
+    spy.mockRestore()
+    await disposal
+    expect(fake.send).not.toHaveBeenCalled()
+    expect(loopChanges(fake.agent).map((change) => (change as { operation: string }).operation)).toEqual(['create'])
+  })
+
   it('does not send when the pre-dispatch flush fails, and retries with backoff', async () => {
     await create('retry', 1)
     const spy = vi.spyOn(host.ctx.sessions, 'flush').mockRejectedValue(new Error('disk gone'))
@@ -269,16 +307,16 @@ describe('failures', () => {
     expect(loopChanges(fake.agent)).toHaveLength(1)
   })
 
-  it('clears the armed timer when a tool call finds the log corrupt', async () => {
+  it('stops at once when a corrupt record arrives later: nothing fires and tool calls get the diagnostic', async () => {
     await create('armed', 60)
     await settle()
-    const armed = vi.getTimerCount()
     fake.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_missing' })
-    const listed = await runTool(host, fake.agent, 'loop_list', {})
-    expect(listed.isError).toBe(true)
-    expect(vi.getTimerCount()).toBe(armed - 1)
-    await advance(60_000, 10_000)
+    await advance(120_000, 10_000)
     expect(fake.send).not.toHaveBeenCalled()
+    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error.message : undefined).toBe(
+      'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_missing).',
+    )
   })
 
   it('fails closed on a corrupt log without touching other sessions', async () => {
@@ -340,29 +378,28 @@ describe('the queue, driven directly', () => {
     agent.agent.session.append('loop/change', createChange({ id, prompt: 'due now', time_in_seconds: 60, next_at: Date.now() }))
   }
 
-  it('coalesces drive requests made during a drive into one more drive', async () => {
-    const runtime = new LoopRuntime(bare.ctx, agent.agent)
+  it('coalesces drive requests made during a drive: the due loop is sent and dispatched once', async () => {
+    appendDueLoop('loop_once')
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     const flushes = holdFlushes()
     runtime.start()
     await vi.advanceTimersByTimeAsync(0)
     expect(flushes.spy).toHaveBeenCalledTimes(1)
     for (let request = 0; request < 5; request += 1) runtime.requestDrive()
-    flushes.spy.mockImplementation(() => Promise.resolve(true))
-    flushes.held.splice(0).forEach((resolve) => resolve(true))
+    flushes.release()
     await settle()
-    // The first drive and exactly one coalesced drive: two flushes in all.
-    expect(flushes.spy).toHaveBeenCalledTimes(2)
-    flushes.spy.mockRestore()
+    expect(agent.send).toHaveBeenCalledTimes(1)
+    expect(loopChanges(agent.agent).map((change) => (change as { operation: string }).operation)).toEqual(['create', 'dispatch'])
     await runtime.dispose()
   })
 
   it('orders a tool transaction behind the running drive: a loop deleted meanwhile is still sent once, then never again', async () => {
     appendDueLoop('loop_due')
-    const runtime = new LoopRuntime(bare.ctx, agent.agent)
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     const flushes = holdFlushes()
     runtime.start()
     await vi.advanceTimersByTimeAsync(0)
-    const deletion = runtime.transact('loop_delete', (state) => ({ result: state.loops.map((loop) => loop.id), change: { version: 1, operation: 'delete', id: 'loop_due' } }))
+    const deletion = runtime.transact('loop_delete', signal(), (state) => ({ result: Object.keys(state.loops), change: { version: 1, operation: 'delete', id: 'loop_due' } }))
     await vi.advanceTimersByTimeAsync(0)
     // The transaction waits behind the drive: nothing was deleted or flushed for it yet.
     expect(flushes.spy).toHaveBeenCalledTimes(1)
@@ -378,10 +415,10 @@ describe('the queue, driven directly', () => {
   })
 
   it('dispose waits for a queued transaction before it resolves', async () => {
-    const runtime = new LoopRuntime(bare.ctx, agent.agent)
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     await settle()
     const flushes = holdFlushes()
-    const listing = runtime.transact('loop_list', (state) => ({ result: state.loops.length }))
+    const listing = runtime.transact('loop_list', signal(), (state) => ({ result: Object.keys(state.loops).length }))
     await vi.advanceTimersByTimeAsync(0)
     let disposed = false
     const disposal = runtime.dispose().then(() => {
@@ -398,9 +435,9 @@ describe('the queue, driven directly', () => {
 
   it('a drive queued before disposal does nothing once it runs', async () => {
     appendDueLoop('loop_late')
-    const runtime = new LoopRuntime(bare.ctx, agent.agent)
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     const flushes = holdFlushes()
-    const blocker = runtime.transact('loop_list', () => ({ result: undefined }))
+    const blocker = runtime.transact('loop_list', signal(), () => ({ result: undefined }))
     await vi.advanceTimersByTimeAsync(0)
     runtime.start() // queued behind the transaction
     const disposal = runtime.dispose()
@@ -416,15 +453,113 @@ describe('the queue, driven directly', () => {
     const child = await agent.agent.ctx.agents.create({ sessionId: SessionId('ses-queue-child'), meta: { cwd: bare.root }, agentOptions: AGENT_OPTIONS })
     const send = vi.spyOn(child.agent, 'send').mockImplementation(() => undefined)
     child.agent.session.append('loop/change', createChange({ id: 'loop_child', prompt: 'not mine to run', time_in_seconds: 1, next_at: Date.now() }))
-    const runtime = new LoopRuntime(bare.ctx, child.agent)
+    const runtime = new LoopRuntime(bare.ctx, child.agent, { oneShot: false })
     const flush = vi.spyOn(bare.ctx.sessions, 'flush')
     runtime.start()
     await advance(3000)
     expect(send).not.toHaveBeenCalled()
     expect(flush).not.toHaveBeenCalled()
-    await expect(runtime.transact('loop_list', () => ({ result: 1 }))).rejects.toThrow('This agent is no longer live; its loops run in the agent that replaced it.')
+    await expect(runtime.transact('loop_list', signal(), () => ({ result: 1 }))).rejects.toThrow('This agent is no longer live; its loops run in the agent that replaced it.')
     flush.mockRestore()
     await runtime.dispose()
     await child.dispose()
+  })
+})
+
+describe('a log that was corrupt before the runtime observed it', () => {
+  it('fails closed at the first drive and names the record to tool calls', async () => {
+    useFakeClock()
+    const bare = await bootHost({ loop: false })
+    const agent = await createFakeAgent(bare, 'ses-early-corrupt')
+    agent.agent.session.append('loop/change', { version: 1, operation: 'dispatch', id: 'loop_ghost', next_at: 5 })
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    runtime.start()
+    await advance(2000)
+    expect(agent.send).not.toHaveBeenCalled()
+    await expect(runtime.transact('loop_list', signal(), () => ({ result: 0 }))).rejects.toThrow(
+      'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: dispatch targets inactive loop loop_ghost).',
+    )
+    await runtime.dispose()
+    await stopFakeHost(bare)
+  })
+})
+
+describe('one waiting heartbeat per loop', () => {
+  /** Make the fake agent's send admit the message to its real, durable inbox without running a model. */
+  function admitToInbox(target: FakeAgent): void {
+    target.send.mockImplementation((message, inboxTarget) => target.agent.inbox.append(inboxTarget, message))
+  }
+
+  it('advances the schedule without sending while the heartbeat waits unconsumed, and sends again once it is taken', async () => {
+    admitToInbox(fake)
+    fake.setStatus('running') // a long model step: nothing consumes the inbox
+    const id = await create('one at a time', 1)
+    await advance(7000)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(fake.agent.inbox.nextStep.map((message) => (message.content[0] as { text: string }).text)).toEqual([heartbeat(id, 'one at a time')])
+    // Seven occurrences: one heartbeat, six durable advances without a send.
+    expect(loopChanges(fake.agent).slice(1)).toEqual([2, 3, 4, 5, 6, 7, 8].map((second) => ({ version: 1, operation: 'dispatch', id, next_at: NOW + second * 1000 })))
+    const spliced = fake.agent.session.events.filter((event) => event.type === 'agent/inbox/spliced')
+    expect(spliced).toHaveLength(1)
+    // The heartbeat leaves the inbox (the user discards it, or a step takes it): the next occurrence sends.
+    fake.agent.inbox.remove(fake.agent.inbox.nextStep[0]!.id)
+    await advance(1000)
+    expect(fake.send).toHaveBeenCalledTimes(2)
+  })
+
+  it('still knows the heartbeat is waiting after a crash, from the session log', async () => {
+    admitToInbox(fake)
+    const id = await create('survives a crash', 1)
+    await advance(1000)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+    // The process dies without shutting down: a second host opens the same files (the first is never disposed first).
+    fake.setStatus('running')
+    const restarted = await bootHost({ root: host.root })
+    try {
+      const resumed = await resumeFakeAgent(restarted, 'ses-run')
+      admitToInbox(resumed)
+      expect(resumed.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([heartbeat(id, 'survives a crash')])
+      await advance(3000)
+      expect(resumed.send).not.toHaveBeenCalled()
+      expect(loopChanges(resumed.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 5000 })
+    } finally {
+      await restarted.dispose()
+    }
+  })
+
+  it('ignores inbox messages that are not its heartbeats', async () => {
+    fake.agent.inbox.append('next-turn', { id: 'msg-user' as never, role: 'user', content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } } as never)
+    await create('unrelated', 1)
+    await advance(1000)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+  })
+})
+
+describe('the append feed', () => {
+  it('leaves out-of-order events to the next read and stops on a corrupt record that lands during a drive', async () => {
+    useFakeClock()
+    const bare = await bootHost({ loop: false })
+    const agent = await createFakeAgent(bare, 'ses-feed')
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    agent.agent.session.append('loop/change', createChange({ id: 'loop_one', prompt: 'one', time_in_seconds: 60, next_at: Date.now() + 60_000 }))
+    const second = agent.agent.session.append('loop/change', createChange({ id: 'loop_two', prompt: 'two', time_in_seconds: 1, next_at: Date.now() }))
+    // Seen out of order (the first was appended before this runtime followed the feed): left for sync.
+    runtime.observe(second)
+    expect(await runtime.transact('loop_list', signal(), (state) => ({ result: Object.keys(state.loops) }))).toEqual(['loop_one', 'loop_two'])
+    // A drive is due; while its flush waits, a corrupt record lands and is observed: the drive sends nothing.
+    let release!: () => void
+    const real = bare.ctx.sessions.flush.bind(bare.ctx.sessions)
+    const spy = vi.spyOn(bare.ctx.sessions, 'flush').mockImplementationOnce((session) => new Promise<boolean>((resolve) => (release = () => void real(session).then(resolve))))
+    runtime.start()
+    await vi.advanceTimersByTimeAsync(0)
+    const corrupt = agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
+    runtime.observe(corrupt)
+    runtime.observe(agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_one' }))
+    release()
+    spy.mockRestore()
+    await settle()
+    expect(agent.send).not.toHaveBeenCalled()
+    await runtime.dispose()
+    await stopFakeHost(bare)
   })
 })

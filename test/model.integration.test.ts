@@ -114,3 +114,38 @@ it('a running agent takes the heartbeat as next-step input inside the same turn'
   expect(firstTurnStart).toBeLessThan(heartbeatMessage)
   expect(heartbeatMessage).toBeLessThan(firstTurnEnd)
 }, 30_000)
+
+it('a 1 s loop and a busy agent: every turn ends, one heartbeat per turn, never more than one waiting', async () => {
+  // Every step streams for about 2.5 s, so a 1 s loop falls due two or three times per step.
+  server = await startMockLlmServer({ port: 0, sequence: ['slow_success'], repeatLast: true, successText: 'step output that takes a while', chunkSize: 3, chunkDelayMs: 250 })
+  host = await bootHost({ baseURL: `${server.baseURL}/v1` })
+  const { agent } = await host.ctx.agents.create({ sessionId: SessionId('ses-model-fast-loop'), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS })
+  const id = createdId((await runCommand(host, agent, '/loop 1 FAST_LOOP')).text)
+  agent.send(createUserMessage({ content: [{ type: 'text', text: 'the task' }], source: { kind: 'user' } }), 'next-turn', true)
+  const turnEnds = () => agent.session.events.filter((event) => event.type === 'turn/end').length
+  await until('three turns to end', () => turnEnds() >= 3, 30_000)
+  await runCommand(host, agent, `/loop delete ${id}`)
+  await agent.whenIdle()
+
+  const events = agent.session.events
+  const isHeartbeat = (event: SessionEvent) => JSON.stringify(event.data).includes('FAST_LOOP')
+  // Per turn: at most one heartbeat user message.
+  let inTurn = 0
+  for (const event of events) {
+    if (event.type === 'turn/start') inTurn = 0
+    if (event.type === 'user/message' && isHeartbeat(event)) inTurn += 1
+    expect(inTurn).toBeLessThanOrEqual(1)
+  }
+  // At every point of the log, at most one heartbeat admitted and not yet taken.
+  let waiting = 0
+  for (const event of events) {
+    if (event.type === 'agent/inbox/spliced' && isHeartbeat(event)) waiting += 1
+    if (event.type === 'user/message' && isHeartbeat(event)) waiting -= 1
+    expect(waiting).toBeLessThanOrEqual(1)
+  }
+  // The task's turn ended with the task's own first request answered by the model.
+  expect(lastUserText(server.requests[0]!.body)).toBe('the task')
+  const dispatches = events.filter((event) => event.type === 'loop/change' && (event.data as { operation: string }).operation === 'dispatch').length
+  const delivered = events.filter((event) => event.type === 'user/message' && isHeartbeat(event)).length
+  console.log(`fast loop: ${turnEnds()} turns ended, ${delivered} heartbeats delivered, ${dispatches} occurrences handled (${dispatches - delivered} coalesced or skipped)`)
+}, 45_000)

@@ -41,11 +41,28 @@ describe('event catalog', () => {
   it('also extends the catalog of the session module the host entry resolves', async () => {
     ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).delete('loop/change')
     // From this repository the host entry resolves the same instance: one catalog, extended once.
-    expect(await registerLoopEventType(`${process.cwd()}/package.json`)).toBe(1)
+    expect(await registerLoopEventType(`${process.cwd()}/package.json`)).toEqual({ catalogs: 1, hostResolved: true })
     expect(KNOWN_SESSION_EVENT_TYPES.has('loop/change')).toBe(true)
-    expect(await registerLoopEventType(undefined)).toBe(1)
-    expect(await registerLoopEventType('')).toBe(1)
-    expect(await registerLoopEventType('/nonexistent/dsh/lib/bin.js')).toBe(1)
+    // No host entry to resolve from: only the plugin's own copy learns the type.
+    expect(await registerLoopEventType(undefined)).toEqual({ catalogs: 1, hostResolved: false })
+    expect(await registerLoopEventType('')).toEqual({ catalogs: 1, hostResolved: false })
+    expect(await registerLoopEventType('/nonexistent/dsh/lib/bin.js')).toEqual({ catalogs: 1, hostResolved: false })
+  })
+
+  it('warns when the host entry cannot be resolved, naming the consequence', async () => {
+    const entry = process.argv[1]
+    process.argv[1] = '/nonexistent/dsh/lib/bin.js'
+    try {
+      const host = await boot({ loop: false })
+      const warnings: string[] = []
+      host.ctx.logger.exporter({ levels: { default: 3 }, export: (message) => void (message.name === 'loop' && message.type === 'warn' && warnings.push(String(message.args[0]))) })
+      await host.ctx.plugin(loopPlugin)
+      expect(warnings).toEqual([
+        `could not resolve the host's @deepseek-ai/dsh-session from its entry point (/nonexistent/dsh/lib/bin.js); only the plugin's own copy knows "loop/change", so sessions holding loops may fail to reopen after a restart if the host uses another copy`,
+      ])
+    } finally {
+      process.argv[1] = entry as string
+    }
   })
 
   it('follows a symlinked host entry to the host own copy of dsh-session (pnpm layout)', async () => {
@@ -63,7 +80,7 @@ describe('event catalog', () => {
     symlinkSync(join(store, 'dsh'), join(root, 'project', 'node_modules', '@deepseek-ai', 'dsh'))
 
     const entry = join(root, 'project', 'node_modules', '@deepseek-ai', 'dsh', 'lib', 'bin.js')
-    expect(await registerLoopEventType(entry)).toBe(2)
+    expect(await registerLoopEventType(entry)).toEqual({ catalogs: 2, hostResolved: true })
     const hostCatalog = ((await import(pathToFileURL(join(hostSession, 'index.js')).href)) as { KNOWN_SESSION_EVENT_TYPES: Set<string> }).KNOWN_SESSION_EVENT_TYPES
     expect([...hostCatalog]).toEqual(['user/message', 'loop/change'])
     expect(KNOWN_SESSION_EVENT_TYPES.has('loop/change')).toBe(true)
@@ -192,7 +209,7 @@ describe('lifecycle', () => {
     const fake = await createFakeAgent(host, 'ses-gone')
     const definition = host.ctx.tools.get('loop_list', fake.agent)!
     await fake.handle.dispose()
-    await expect(definition.execute({}, { agent: fake.agent } as never)).rejects.toThrow(
+    await expect(definition.execute({}, { agent: fake.agent, signal: new AbortController().signal } as never)).rejects.toThrow(
       'This agent is no longer live; its loops run in the agent that replaced it.',
     )
     expect(host.ctx.agents.get(SessionId('ses-gone'))).toBeUndefined()

@@ -21,12 +21,14 @@ const event = (data: unknown, type = 'loop/change') => ({ type, seq: seq++, time
 describe('reducer', () => {
   it('starts empty and returns the same object for events it ignores', () => {
     const state = initLoopProjection()
-    expect(state).toEqual({ loops: [], usedIds: [], corrupt: false })
+    expect(state).toEqual({ loops: {}, usedIds: {}, corrupt: false })
     expect(applyLoopProjection(state, event({ content: [] }, 'user/message'))).toBe(state)
   })
 
-  it('reflects create, dispatch and delete, holding only active records', () => {
-    let state = applyLoopProjection(initLoopProjection(), event(createChange(loopA)))
+  it('reflects create, dispatch and delete, holding only active records, each change a new state reference', () => {
+    const initial = initLoopProjection()
+    let state = applyLoopProjection(initial, event(createChange(loopA)))
+    expect(state).not.toBe(initial)
     expect(viewLoopProjection(state)).toEqual({ loops: [loopA] })
     state = applyLoopProjection(state, event(dispatchChange('loop_a', NOW + 10_000)))
     expect(viewLoopProjection(state)).toEqual({ loops: [{ ...loopA, next_at: NOW + 10_000 }] })
@@ -43,7 +45,7 @@ describe('reducer', () => {
   it('fails closed to no loops on a malformed record and stays there', () => {
     const created = applyLoopProjection(initLoopProjection(), event(createChange(loopA)))
     const corrupt = applyLoopProjection(created, event({ version: 1, operation: 'delete', id: 'loop_zz' }))
-    expect(corrupt).toEqual({ loops: [], usedIds: ['loop_a'], corrupt: true })
+    expect(corrupt).toEqual({ loops: {}, usedIds: { loop_a: true }, corrupt: true })
     expect(applyLoopProjection(corrupt, event(createChange({ ...loopA, id: 'loop_b' })))).toBe(corrupt)
   })
 

@@ -25,7 +25,7 @@ describe('registration', () => {
   it('states strict schemas and the documented descriptions to the model', () => {
     const schemas = Object.fromEntries(host.ctx.tools.schemas(fake.agent).map((schema) => [schema.name, schema]))
     expect(schemas.loop_create?.description).toBe(
-      'Schedule a recurring prompt in this session. Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message: at the next step if you are working, as a new turn if idle. Returns the loop with its id; use loop_delete to stop it.',
+      'Schedule a recurring prompt in this session. Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message: at the next step if you are working, as a new turn if idle (at most one heartbeat per loop in a turn; occurrences while one is still waiting are skipped). Returns the loop with its id; use loop_delete to stop it.',
     )
     expect(schemas.loop_list?.description).toBe('List the active loops of this session with id, prompt, interval in seconds, next_at (epoch ms) and state.')
     expect(schemas.loop_delete?.description).toBe('Stop one active loop of this session by the id that loop_create or loop_list returned.')
@@ -77,9 +77,9 @@ describe('loop_create', () => {
   it.each([
     [{ prompt: 'p', time_in_seconds: 30, title: 'x' }, 'loop_create does not accept "title"; it takes only prompt and time_in_seconds.'],
     [{ prompt: 'p', time_in_seconds: 30, allow_steer: true }, 'loop_create does not accept "allow_steer"; it takes only prompt and time_in_seconds.'],
-    [{ prompt: ' \n ', time_in_seconds: 30 }, 'prompt must be a string with non-whitespace content.'],
-    [{ prompt: 'p', time_in_seconds: 0 }, 'time_in_seconds must be a positive whole number of seconds, for example 30.'],
-    [{ prompt: 'p', time_in_seconds: -3 }, 'time_in_seconds must be a positive whole number of seconds, for example 30.'],
+    [{ prompt: ' \n ', time_in_seconds: 30 }, 'prompt must be a string with visible content (whitespace and invisible characters alone do not count).'],
+    [{ prompt: 'p', time_in_seconds: 0 }, 'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.'],
+    [{ prompt: 'p', time_in_seconds: -3 }, 'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.'],
   ])('rejects %j before appending anything', async (args, message) => {
     const result = await runTool(host, fake.agent, 'loop_create', args)
     expect(result.isError).toBe(true)
@@ -131,7 +131,7 @@ describe('loop_list and loop_delete', () => {
     const cases: [unknown, string][] = [
       [{ id }, `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.`],
       [{ id: 'loop_nope' }, 'No active loop "loop_nope" in this session; run loop_list (or /loop list) to see its loops.'],
-      [{ id: '' }, 'id must be a non-empty loop id, for example loop_1a2b3c4d; run loop_list to see them.'],
+      [{ id: '' }, 'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.'],
       [{ id, session_id: 'ses-other' }, 'loop_delete does not accept "session_id"; it takes only id.'],
     ]
     for (const [args, message] of cases) {
@@ -184,10 +184,22 @@ describe('persistence failures', () => {
     const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
     const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementationOnce(real).mockRejectedValueOnce(new Error('disk full'))
     const result = await runTool(host, fake.agent, 'loop_create', { prompt: 'p', time_in_seconds: 5 })
-    expect(result.isError ? result.error.message : 'succeeded').toBe(
-      'loop_create was applied in this session but saving it failed, so it may not survive a restart; check the list before retrying. Session persistence failed: disk full',
-    )
     spy.mockRestore()
+    // The error names the loop: it is live in this session, so the caller can list or delete it.
+    const [created] = loopChanges(fake.agent) as [{ loop: { id: string } }]
+    const id = created.loop.id
+    expect(result.isError ? result.error : 'succeeded').toEqual({
+      message: `loop_create changed ${id} in this session (${id} is active now), but saving the change failed, so it may not survive a restart; run loop_list to check it before retrying. Session persistence failed: disk full`,
+      info: { name: 'LoopError', code: 'persistence_failed' },
+    })
+    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(listed.isError ? undefined : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
+    const deleteSpy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementationOnce(real).mockRejectedValueOnce(new Error('disk full'))
+    const deleted = await runTool(host, fake.agent, 'loop_delete', { id })
+    deleteSpy.mockRestore()
+    expect(deleted.isError ? deleted.error.message : 'succeeded').toBe(
+      `loop_delete changed ${id} in this session (${id} is deleted now), but saving the change failed, so it may not survive a restart; run loop_list to check it before retrying. Session persistence failed: disk full`,
+    )
   })
 
   it('reports a flush that throws synchronously as an error', async () => {
