@@ -7,7 +7,7 @@
  */
 import { foldScheduleEvents } from '@deepseek-ai/dsh-schedule'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
-import { EMPTY_LOOP_FOLD, foldLoopEvents } from '../../src/domain.ts'
+import { activeLoops, emptyLoopFold, foldLoopEvents } from '../../src/domain.ts'
 
 /**
  * Fold a whole log with the plugin's fold, from an empty state.
@@ -15,7 +15,7 @@ import { EMPTY_LOOP_FOLD, foldLoopEvents } from '../../src/domain.ts'
  * @returns how many loops are active (so the work cannot be optimised away).
  */
 export function foldLoopLog(events: readonly SessionEvent[]): number {
-  return foldLoopEvents(EMPTY_LOOP_FOLD, events).loops.length
+  return activeLoops(foldLoopEvents(emptyLoopFold(), events)).length
 }
 
 /**
