@@ -223,6 +223,16 @@ export async function runGrowth(sizes: GrowthSizes, log: (line: string) => void)
   const withoutHost = await bootHost({ loop: false })
   const withSide = await side(withHost, 'grown-with')
   const withoutSide = await side(withoutHost, 'grown-without')
+  // Warm the JIT on the paths every checkpoint times (tool calls, flushes, folds), so the first
+  // checkpoint is not measured cold; a scratch session of each host, then discarded numbers.
+  const warmWith = await side(withHost, 'warm-with')
+  const warmWithout = await side(withoutHost, 'warm-without')
+  await grow(warmWith, 1_000)
+  await grow(warmWithout, 1_000)
+  await measureDrive(1_000, warmWith)
+  await measureCreateDelete(1_000, warmWith)
+  await appendBatch(warmWith)
+  await appendBatch(warmWithout)
   const checkpoints = [...new Set([...sizes.append, ...sizes.drive, ...sizes.createDelete])].sort((left, right) => left - right)
   const append: AppendPoint[] = []
   const drive: DrivePoint[] = []

@@ -56,10 +56,10 @@ const started = performance.now()
 const loadBefore = loadavg()
 try {
   const growth = await job<GrowthResult>('growth', { quick })
-  const resume = await job<ResumeResult>('resume', { root: growth.persisted.root, sessionId: growth.persisted.sessionId, events: growth.persisted.events, rounds: 3 })
+  const resume = await job<ResumeResult>('resume', { root: growth.persisted.root, sessionId: growth.persisted.sessionId, events: growth.persisted.events, rounds: quick ? 3 : 5 })
   rmSync(growth.persisted.root, { recursive: true, force: true })
   const lateness = await job<LatenessResult[]>('lateness', { quick })
-  const memory = await job<MemoryResult>('memory', quick ? { activeLoops: 2_000, cycles: 20_000 } : { activeLoops: 10_000, cycles: 100_000 })
+  const memory = await job<MemoryResult>('memory', quick ? { activeLoops: 1_000, cycles: 20_000 } : { activeLoops: 1_000, cycles: 100_000 })
   const dock = await job<DockResult>('dock', { projectRoot: PROJECT })
   const context: RunContext = {
     date: new Date().toISOString(),

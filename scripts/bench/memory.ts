@@ -2,7 +2,9 @@
  * Row 6: memory, after full GCs (node --expose-gc). Two real hosts, one with
  * the plugin and one without, get the same `loop/change` events appended to a
  * live session; the plugin's share is the with-plugin heap growth minus the
- * host-only growth (the log itself). Active loops are appended as creates;
+ * host-only growth (the log itself). Active loops are appended as creates (1,000:
+ * the most `maxLoopsPerSession` allows; every change makes the host validate the
+ * whole view, so far larger counts only slow the row down quadratically);
  * cycles as create + delete of fresh ids, exactly what the tools append.
  * @module scripts/bench/memory
  */
@@ -23,8 +25,10 @@ export interface MemoryResult {
   readonly cycleGrowth: number
   /** Host-only growth over the same cycles (the log). */
   readonly hostCycleGrowth: number
-  /** Heap of a set holding as many used ids as the cycles created (kept by contract: ids are never reused). */
+  /** Heap of a Set with one entry per cycle over id strings that already exist: the least that remembering used ids costs (ids are never reused, by contract). */
   readonly usedIdSetBytes: number
+  /** Heap of one plain-object dictionary (`{ [id]: true }`, the fold's used-id shape) with as many entries. */
+  readonly usedIdDictionaryBytes: number
   readonly perLoopSamples: readonly number[]
 }
 
@@ -82,6 +86,18 @@ function idSetHeap(count: number): number {
   return after - before
 }
 
+/** Heap of a plain object used as a dictionary over `count` existing id strings, as the fold keeps used ids. */
+function idDictionaryHeap(count: number): number {
+  const strings: string[] = []
+  for (let index = 0; index < count; index += 1) strings.push(loopId(0x50000000 + index))
+  const before = heap()
+  const ids: Record<string, true> = {}
+  for (const id of strings) ids[id] = true
+  const after = heap()
+  if (Object.keys(ids).length !== strings.length) throw new Error('unreachable')
+  return after - before
+}
+
 /**
  * Run row 6.
  * @param activeLoops - loops per active-loop trial.
@@ -93,7 +109,7 @@ export async function runMemory(activeLoops: number, cycles: number, log: (line:
   const withHost = await bootHost()
   const withoutHost = await bootHost({ loop: false })
   const perLoopSamples: number[] = []
-  for (let round = 0; round < 3; round += 1) {
+  for (let round = 0; round < 5; round += 1) {
     const withAgent = await createAgent(withHost, `memory-with-${round}`)
     const withoutAgent = await createAgent(withoutHost, `memory-without-${round}`)
     await settle(withHost, withAgent, true)
@@ -127,8 +143,9 @@ export async function runMemory(activeLoops: number, cycles: number, log: (line:
   const hostCycleGrowth = middle - start
   const cycleGrowth = end - middle - hostCycleGrowth
   const usedIdSetBytes = idSetHeap(cycles)
-  log(`  ${cycles} create/delete cycles: plugin +${(cycleGrowth / 1024 / 1024).toFixed(2)} MB (used-id set alone ${(usedIdSetBytes / 1024 / 1024).toFixed(2)} MB), host log +${(hostCycleGrowth / 1024 / 1024).toFixed(2)} MB`)
+  const usedIdDictionaryBytes = idDictionaryHeap(cycles)
+  log(`  ${cycles} create/delete cycles: plugin +${(cycleGrowth / 1024 / 1024).toFixed(2)} MB (used-id Set floor ${(usedIdSetBytes / 1024 / 1024).toFixed(2)} MB, one id dictionary ${(usedIdDictionaryBytes / 1024 / 1024).toFixed(2)} MB), host log +${(hostCycleGrowth / 1024 / 1024).toFixed(2)} MB`)
   await withHost.dispose()
   await withoutHost.dispose()
-  return { activeLoops, perLoop: median(perLoopSamples), recordBytes, cycles, cycleGrowth, hostCycleGrowth, usedIdSetBytes, perLoopSamples }
+  return { activeLoops, perLoop: median(perLoopSamples), recordBytes, cycles, cycleGrowth, hostCycleGrowth, usedIdSetBytes, usedIdDictionaryBytes, perLoopSamples }
 }

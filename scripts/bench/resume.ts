@@ -9,8 +9,10 @@
  * @module scripts/bench/resume
  */
 import { KNOWN_SESSION_EVENT_TYPES } from '@deepseek-ai/dsh-session'
+import { initLoopProjection, applyLoopProjection } from '../../src/projection.ts'
+import { foldLoopLog } from './fold.ts'
 import { bootHost, resumeAgent, runTool } from './host.ts'
-import { collectGarbage, median, time } from './stats.ts'
+import { collectGarbage, median, time, timeSync } from './stats.ts'
 
 /** Row 4's result, ms. */
 export interface ResumeResult {
@@ -21,6 +23,10 @@ export interface ResumeResult {
   readonly withoutSamples: readonly number[]
   /** Active loops the resumed runtime reported (the standing loops). */
   readonly loopsAfterResume: number
+  /** Where the plugin's share goes: the runtime's catch-up fold of the whole resumed log, ms. */
+  readonly runtimeFold: number
+  /** ... and the projection's first build over the whole log (`init` + `apply` per event), ms. */
+  readonly projectionFold: number
 }
 
 /** The number of loops in a `loop_list` result (an array, or `{ loops }`). */
@@ -28,17 +34,31 @@ function countLoops(value: unknown): number {
   return Array.isArray(value) ? value.length : (value as { loops: unknown[] }).loops.length
 }
 
-async function openOnce(root: string, sessionId: string, loop: boolean): Promise<{ ms: number; loops: number }> {
+/** The two whole-log folds a resume makes the plugin do, timed outside the open on the resumed log. */
+function breakdown(events: Parameters<typeof foldLoopLog>[0]): { runtimeFold: number; projectionFold: number } {
+  const runtimeFold = timeSync(() => foldLoopLog(events))
+  const projectionFold = timeSync(() => {
+    let state = initLoopProjection()
+    for (const event of events) state = applyLoopProjection(state, event)
+    return state
+  })
+  return { runtimeFold, projectionFold }
+}
+
+async function openOnce(root: string, sessionId: string, loop: boolean) {
   collectGarbage()
   const host = await bootHost({ root, loop })
   let loops = 0
+  let events: Parameters<typeof foldLoopLog>[0] = []
   const ms = await time(async () => {
     const fake = await resumeAgent(host, sessionId)
+    events = fake.agent.session.events
     host.ctx.sessionProjections.snapshot(fake.agent.session)
     if (loop) loops = countLoops(await runTool(host, fake.agent, 'loop_list', {}))
   })
+  const parts = loop ? breakdown(events) : { runtimeFold: 0, projectionFold: 0 }
   await host.dispose()
-  return { ms, loops }
+  return { ms, loops, ...parts }
 }
 
 /**
@@ -56,16 +76,29 @@ export async function runResume(root: string, sessionId: string, events: number,
   await openOnce(root, sessionId, false)
   const withSamples: number[] = []
   const withoutSamples: number[] = []
+  const runtimeFolds: number[] = []
+  const projectionFolds: number[] = []
   let loopsAfterResume = 0
   for (let round = 0; round < rounds; round += 1) {
     for (const loop of round % 2 === 0 ? [true, false] : [false, true]) {
-      const { ms, loops } = await openOnce(root, sessionId, loop)
+      const { ms, loops, runtimeFold, projectionFold } = await openOnce(root, sessionId, loop)
       if (loop) {
         withSamples.push(ms)
+        runtimeFolds.push(runtimeFold)
+        projectionFolds.push(projectionFold)
         loopsAfterResume = loops
       } else withoutSamples.push(ms)
       log(`  open ${loop ? 'with' : 'without'} the plugin: ${ms.toFixed(0)} ms`)
     }
   }
-  return { events, withPlugin: median(withSamples), withoutPlugin: median(withoutSamples), withSamples, withoutSamples, loopsAfterResume }
+  return {
+    events,
+    withPlugin: median(withSamples),
+    withoutPlugin: median(withoutSamples),
+    withSamples,
+    withoutSamples,
+    loopsAfterResume,
+    runtimeFold: median(runtimeFolds),
+    projectionFold: median(projectionFolds),
+  }
 }
