@@ -1,6 +1,7 @@
 /**
  * Pure `loop` domain: input validation, strict event decoding, the fold and
- * heartbeat rendering and recognition. No clock, timer or host access: every
+ * the delivery rule (the heartbeat format itself is `heartbeat.ts`). No clock,
+ * timer or host access: every
  * function takes `now`, limits and plain values. Occurrence arithmetic lives in
  * `timing.ts`, shared with the dock.
  * @module dsh-plugin-loop/domain
@@ -369,54 +370,6 @@ export function foldLoopEvents(state: LoopFoldState, events: Iterable<FoldableEv
  */
 export function toLoopView(loop: LoopRecord, now: number): LoopView {
   return { ...loop, state: loop.next_at <= now ? 'overdue' : 'scheduled', delivery_mode: 'session-local' }
-}
-
-const XML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' }
-
-/**
- * Escape the five XML special characters.
- * @param text - raw text.
- * @returns text safe inside an XML element.
- */
-export function escapeXml(text: string): string {
-  return text.replace(/[&<>"']/g, (char) => XML_ESCAPES[char]!)
-}
-
-/**
- * The heartbeat text delivered for one occurrence.
- * @param loop - the due loop.
- * @returns the `<heartbeat>` element with escaped id and prompt.
- */
-export function renderHeartbeat(loop: LoopRecord): string {
-  return [
-    '<heartbeat>',
-    `  <loop_id>${escapeXml(loop.id)}</loop_id>`,
-    `  <prompt>${escapeXml(loop.prompt)}</prompt>`,
-    '</heartbeat>',
-  ].join('\n')
-}
-
-/** The start of every heartbeat; ids need no unescaping since the id rule has no XML specials. */
-const HEARTBEAT_HEAD = /^<heartbeat>\n {2}<loop_id>(loop_[A-Za-z0-9_-]{1,64})<\/loop_id>\n/
-
-/** The parts of a user message a heartbeat is recognised by. */
-export interface HeartbeatCandidate {
-  readonly source: { readonly kind: string; readonly plugin?: string }
-  readonly content: readonly { readonly type: string; readonly text?: string }[]
-}
-
-/**
- * The loop a message is a heartbeat of: a `loop`-plugin message whose one text
- * block is a rendered heartbeat. This is how the runtime reads, from the
- * session's own inbox and turns, which loops already have a heartbeat waiting
- * or delivered, so the rule holds across restarts.
- * @param message - a user message from the inbox or the log.
- * @returns the loop id, or undefined for any other message.
- */
-export function heartbeatLoopId(message: HeartbeatCandidate): string | undefined {
-  if (message.source.kind !== 'plugin' || message.source.plugin !== 'loop' || message.content.length !== 1) return undefined
-  const [block] = message.content
-  return block!.type === 'text' ? HEARTBEAT_HEAD.exec(block!.text ?? '')?.[1] : undefined
 }
 
 /**

@@ -74,3 +74,48 @@ export function formatInstant(epochMs: number): string {
 export function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }
+
+/** One non-zero unit of a duration: `{ unit: 'm', count: 1 }` of `1m 30s`. */
+export interface DurationPart {
+  /** Days, hours, minutes or seconds. */
+  readonly unit: 'd' | 'h' | 'm' | 's'
+  /** How many of the unit, at least 1 (except the single `0s` part of a zero duration). */
+  readonly count: number
+}
+
+/**
+ * The same decomposition `formatDuration` prints, as data, so a translated
+ * surface (the dock) can supply its own unit words: largest unit first, zero
+ * units left out, `[{ unit: 's', count: 0 }]` for nothing.
+ * @param totalSeconds - non-negative seconds; fractions are dropped.
+ * @returns the parts in display order.
+ */
+export function durationParts(totalSeconds: number): readonly DurationPart[] {
+  let rest = Math.max(0, Math.floor(totalSeconds))
+  const parts: DurationPart[] = []
+  for (const [unit, size] of UNITS) {
+    const count = Math.floor(rest / size)
+    rest -= count * size
+    if (count > 0) parts.push({ unit: unit as DurationPart['unit'], count })
+  }
+  return parts.length === 0 ? [{ unit: 's', count: 0 }] : parts
+}
+
+/** `describeNextDue` as data: whether the occurrence is due, and the whole seconds to show. */
+export interface DueIn {
+  /** True once `next_at <= now`. */
+  readonly overdue: boolean
+  /** Seconds until `next_at` rounded up (never `0s` early), or seconds since it rounded down. */
+  readonly seconds: number
+}
+
+/**
+ * The rounding rule of `describeNextDue`, without the English words.
+ * @param nextAt - epoch milliseconds of the next occurrence.
+ * @param now - epoch milliseconds.
+ * @returns overdue flag and whole seconds.
+ */
+export function dueIn(nextAt: number, now: number): DueIn {
+  if (nextAt <= now) return { overdue: true, seconds: Math.floor((now - nextAt) / 1000) }
+  return { overdue: false, seconds: Math.ceil((nextAt - now) / 1000) }
+}

@@ -16,12 +16,10 @@ import {
   decodeLoopChange,
   dispatchChange,
   emptyLoopFold,
-  heartbeatLoopId,
-  renderHeartbeat,
-  type HeartbeatCandidate,
   type LoopFoldState,
 } from './domain.ts'
 import { LoopError } from './errors.ts'
+import { readHeartbeat, renderHeartbeat } from './heartbeat.ts'
 import { describeError } from './format.ts'
 import { flushSession } from './persistence.ts'
 import { earliestNextAt, findClockSkewedLoop, findDueLoop, nextOccurrence, rescheduledNextAt } from './timing.ts'
@@ -223,8 +221,8 @@ export class LoopRuntime {
         this.inOpenTurn.clear()
         break
       case 'user/message': {
-        const id = heartbeatLoopId(event.data as HeartbeatCandidate)
-        if (id !== undefined) this.inOpenTurn.add(id)
+        const heartbeat = readHeartbeat(event.data)
+        if (heartbeat !== undefined) this.inOpenTurn.add(heartbeat.loopId)
         break
       }
     }
@@ -294,8 +292,8 @@ export class LoopRuntime {
   private waitingHeartbeats(): Set<string> {
     const waiting = new Set<string>()
     for (const message of [...this.agent.inbox.nextStep, ...this.agent.inbox.nextTurn]) {
-      const id = heartbeatLoopId(message)
-      if (id !== undefined) waiting.add(id)
+      const heartbeat = readHeartbeat(message)
+      if (heartbeat !== undefined) waiting.add(heartbeat.loopId)
     }
     return waiting
   }

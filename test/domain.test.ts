@@ -5,7 +5,6 @@ import {
   assertRoomForLoop,
   chooseDelivery,
   emptyLoopFold,
-  heartbeatLoopId,
   isLoopId,
   applyLoopChange,
   createChange,
@@ -13,9 +12,7 @@ import {
   decodeLoopChange,
   deleteChange,
   dispatchChange,
-  escapeXml,
   foldLoopEvents,
-  renderHeartbeat,
   requireActiveLoop,
   toLoopView,
   validateCreateInput,
@@ -23,6 +20,7 @@ import {
   validateListInput,
 } from '../src/domain.ts'
 import { LoopError } from '../src/errors.ts'
+import { escapeXml, readHeartbeat, renderHeartbeat } from '../src/heartbeat.ts'
 import { MAX_INTERVAL_SECONDS } from '../src/domain.ts'
 import { earliestNextAt, findClockSkewedLoop, findDueLoop, nextOccurrence, rescheduledNextAt } from '../src/timing.ts'
 import type { LoopRecord } from '../src/types.ts'
@@ -307,13 +305,13 @@ describe('heartbeat', () => {
   it('recognises its own heartbeats and nothing else', () => {
     const text = renderHeartbeat({ ...loopA, id: 'loop_1a2b3c4d' })
     const plugin = { kind: 'plugin', plugin: 'loop' }
-    expect(heartbeatLoopId({ source: plugin, content: [{ type: 'text', text }] })).toBe('loop_1a2b3c4d')
-    expect(heartbeatLoopId({ source: { kind: 'user' }, content: [{ type: 'text', text }] })).toBeUndefined()
-    expect(heartbeatLoopId({ source: { kind: 'plugin', plugin: 'goal' }, content: [{ type: 'text', text }] })).toBeUndefined()
-    expect(heartbeatLoopId({ source: plugin, content: [{ type: 'text', text }, { type: 'text', text }] })).toBeUndefined()
-    expect(heartbeatLoopId({ source: plugin, content: [{ type: 'image' }] })).toBeUndefined()
-    expect(heartbeatLoopId({ source: plugin, content: [{ type: 'text' }] })).toBeUndefined()
-    expect(heartbeatLoopId({ source: plugin, content: [{ type: 'text', text: 'hello' }] })).toBeUndefined()
+    expect(readHeartbeat({ source: plugin, content: [{ type: 'text', text }] })?.loopId).toBe('loop_1a2b3c4d')
+    expect(readHeartbeat({ source: { kind: 'user' }, content: [{ type: 'text', text }] })).toBeUndefined()
+    expect(readHeartbeat({ source: { kind: 'plugin', plugin: 'goal' }, content: [{ type: 'text', text }] })).toBeUndefined()
+    expect(readHeartbeat({ source: plugin, content: [{ type: 'text', text }, { type: 'text', text }] })).toBeUndefined()
+    expect(readHeartbeat({ source: plugin, content: [{ type: 'image' }] })).toBeUndefined()
+    expect(readHeartbeat({ source: plugin, content: [{ type: 'text' }] })).toBeUndefined()
+    expect(readHeartbeat({ source: plugin, content: [{ type: 'text', text: 'hello' }] })).toBeUndefined()
   })
 })
 

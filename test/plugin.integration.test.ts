@@ -204,6 +204,14 @@ describe('lifecycle', () => {
     expect(fake.agent.session.events.filter((event) => event.type === 'loop/change')).toEqual([])
   })
 
+  it('arms nothing for a session without loops, even when no persistence is mounted', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
+    const host = await boot({ persistence: false })
+    await createFakeAgent(host, 'ses-nopersist-idle')
+    await advance(10 * 60_000, 60_000)
+    expect(vi.getTimerCount()).toBe(0)
+  })
+
   it('refuses tool calls for a session whose agent was replaced while the call waited', async () => {
     const host = await boot()
     const fake = await createFakeAgent(host, 'ses-gone')

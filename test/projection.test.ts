@@ -133,3 +133,25 @@ describe('forks made before the plugin loaded', () => {
     }
   })
 })
+
+describe('a fork another plugin writes to first', () => {
+  it('hides the parent loops even when an earlier session/created listener appends to the fork', async () => {
+    useFakeClock()
+    const host = await bootHost({ loop: false })
+    try {
+      // Another plugin, loaded first, writes to every new session as it is created.
+      host.ctx.on('session/created', (session) => void (session.append as (type: string, data: object) => unknown)('test/marker', {}))
+      await host.ctx.plugin(loopPlugin)
+      const parent = await createFakeAgent(host, 'ses-listener-parent')
+      await runTool(host, parent.agent, 'loop_create', { prompt: 'parent only', time_in_seconds: 60 })
+      await settle()
+      const child = host.ctx.sessions.fork(parent.agent.session, undefined, SessionId('ses-listener-fork'))
+      expect(child.events.at(-1)?.type).toBe('test/marker')
+      const projected = (session: typeof child) => host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
+      expect(projected(child)).toEqual({ loops: [] })
+      expect(projected(parent.agent.session)).toMatchObject({ loops: [{ prompt: 'parent only' }] })
+    } finally {
+      await stopFakeHost(host)
+    }
+  })
+})

@@ -1,27 +1,69 @@
 // @vitest-environment jsdom
 /**
- * The loop dock in jsdom: every state of the ui.md contract, the exact command
- * lines it sends, and proof that rendering and the countdown repaint create no
- * other timer and touch nothing but `useProjection('loop')` and the command executor.
+ * The loop dock in jsdom: every state of the ui.md contract in English and
+ * Chinese, a live language switch, complete dictionaries, the exact command
+ * lines it sends (once, however fast Confirm is clicked), and proof that
+ * rendering and the countdown repaint create no other timer and touch nothing
+ * but `useProjection('loop')`, the `t` seat and the command executor.
  */
 import { act, cleanup, fireEvent, render, screen, within } from '@testing-library/react'
-import { createElement, useSyncExternalStore } from 'react'
+import { createElement, useMemo, useSyncExternalStore } from 'react'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { LoopProjection, LoopRecord } from '../src/types.ts'
+import { readHeartbeat, renderHeartbeat } from '../src/heartbeat.ts'
+import { shadowedContextRenderer, type ChatNodeEntry } from '../src/ui/heartbeat.ts'
+import { ContextNode, type AnyTranslate, type HeartbeatRowProps } from '../src/ui/HeartbeatRow.tsx'
 import { LoopDock } from '../src/ui/LoopDock.tsx'
 import {
-  MALFORMED_REPLY,
   REPAINT_MS,
   SUMMARY_THRESHOLD,
   deleteCommand,
+  deleteFailureText,
   dockLayout,
   loopsOf,
   readDeleteReply,
-  rowText,
   summaryText,
-  thrownDeleteMessage,
+  thrownDeleteFailure,
 } from '../src/ui/dock.ts'
+import { describeNextDue, formatDuration, formatInterval } from '../src/format.ts'
+import { LOOP_DICTIONARIES, localDue, localDuration, localInterval, type LoopTranslate } from '../src/ui/locales.ts'
 import type { LoopDockProps } from '../src/ui/slot-props.ts'
+
+type Language = keyof typeof LOOP_DICTIONARIES
+
+/**
+ * The `t` seat as DSH's locale runtime fills it (`{name}` placeholders), but
+ * strict: a key the active dictionary lacks throws instead of falling back to
+ * English or to the key, so every rendered state proves its words exist.
+ */
+function translator(language: Language): LoopTranslate {
+  const dictionary: Readonly<Record<string, string>> = LOOP_DICTIONARIES[language]
+  return (key, params) => {
+    const template = dictionary[key]
+    if (template === undefined) throw new Error(`loop/${language} has no "${key}"`)
+    return params === undefined ? template : template.replace(/\{(\w+)\}/g, (match, name: string) => (name in params ? String(params[name]) : match))
+  }
+}
+
+/** The active language as DSH's locale face publishes it: switching gives every outlet a new `t`. */
+function languageSource(initial: Language) {
+  let active = initial
+  const listeners = new Set<() => void>()
+  const subscribe = (listener: () => void) => {
+    listeners.add(listener)
+    return () => listeners.delete(listener)
+  }
+  return {
+    useSeat(): LoopTranslate {
+      const language = useSyncExternalStore(subscribe, () => active)
+      return useMemo(() => translator(language), [language])
+    },
+    set(next: Language) {
+      active = next
+      for (const listener of listeners) listener()
+    },
+  }
+}
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0)
 
@@ -48,9 +90,10 @@ function projectionSource(initial: LoopProjection | undefined) {
     listeners.add(listener)
     return () => listeners.delete(listener)
   }
-  const useProjection = ((key: 'loop') => {
+  const useProjection = ((key: 'loop', selector?: (projection: LoopProjection | undefined) => unknown) => {
     keys.push(key)
-    return useSyncExternalStore(subscribe, () => value)
+    const current = useSyncExternalStore(subscribe, () => value)
+    return selector === undefined ? current : selector(current)
   }) as LoopDockProps['useProjection']
   return {
     keys,
@@ -80,8 +123,9 @@ function deferred() {
  * (every other hook and action a spy that must stay untouched), the owner
  * share, and this plugin's injected `executeCommand`.
  */
-function renderDock(loops: readonly LoopRecord[] | undefined, execute = vi.fn<(line: string) => Promise<unknown>>()) {
+function renderDock(loops: readonly LoopRecord[] | undefined, execute = vi.fn<(line: string) => Promise<unknown>>(), language: Language = 'en') {
   const source = projectionSource(loops === undefined ? undefined : { loops: [...loops] })
+  const languages = languageSource(language)
   const untouchable = {
     sessionId: 'session-5e55',
     useSession: vi.fn(),
@@ -93,13 +137,22 @@ function renderDock(loops: readonly LoopRecord[] | undefined, execute = vi.fn<(l
     input: { text: '' },
   }
   const props = { ...untouchable, useProjection: source.useProjection, executeCommand: execute }
-  const view = render(createElement(LoopDock, props as LoopDockProps))
+  // The slot outlet re-renders its entries with a new `t` seat after a language switch.
+  const Outlet = () => createElement(LoopDock, { ...props, t: languages.useSeat() } as LoopDockProps)
+  const view = render(createElement(Outlet))
   const untouched = () => {
     for (const spy of [untouchable.useSession, untouchable.useInput, untouchable.useSessions, untouchable.useWorkspaces, ...Object.values(untouchable.inputActions)]) {
       expect(spy).not.toHaveBeenCalled()
     }
   }
-  return { ...view, source, execute, untouched, setLoops: (next: readonly LoopRecord[]) => source.set({ loops: [...next] }) }
+  return {
+    ...view,
+    source,
+    execute,
+    untouched,
+    setLoops: (next: readonly LoopRecord[]) => source.set({ loops: [...next] }),
+    setLanguage: (next: Language) => act(() => languages.set(next)),
+  }
 }
 
 const dock = () => document.querySelector<HTMLElement>('[data-loop-dock]')
@@ -138,11 +191,29 @@ describe('dock rules (src/ui/dock.ts)', () => {
     expect(loopsOf({ loops: [A] })).toEqual([A])
   })
 
-  it('words rows and the summary with the shared formatter', () => {
-    expect(rowText(A, T0)).toEqual({ interval: 'every 30s', due: { overdue: false, text: 'next in 8s' } })
-    expect(rowText(A, T0 + 11_000)).toEqual({ interval: 'every 30s', due: { overdue: true, text: 'overdue by 3s' } })
-    expect(summaryText([A, B, C], T0)).toEqual({ text: '3 active loops · next in 5s', overdue: false })
-    expect(summaryText([A, B, C, D], T0 + 7_000)).toEqual({ text: '4 active loops · overdue by 2s', overdue: true })
+  it('says in English exactly what the /loop command replies say (one decomposition and rounding rule in src/format.ts)', () => {
+    const en = translator('en')
+    for (const seconds of [0, 0.5, 1, 59, 60, 61, 90, 3_599, 3_600, 3_661, 86_399, 86_400, 90_061, 31_536_000]) {
+      expect(localDuration(en, seconds)).toBe(formatDuration(seconds))
+      expect(localInterval(en, seconds)).toBe(formatInterval(seconds))
+    }
+    for (const offset of [-90_061_000, -65_500, -1_000, -999, 0, 1, 999, 1_000, 1_001, 59_999, 125_000, 7_200_000]) {
+      expect(localDue(en, T0 + offset, T0)).toEqual(describeNextDue(T0 + offset, T0))
+    }
+  })
+
+  it('words intervals, countdowns and the summary in both languages', () => {
+    const en = translator('en')
+    const zh = translator('zh')
+    expect(localInterval(en, A.time_in_seconds)).toBe('every 30s')
+    expect(localInterval(zh, 5_400)).toBe('每1小时30分钟')
+    expect(localDue(en, A.next_at, T0)).toEqual({ overdue: false, text: 'next in 8s' })
+    expect(localDue(en, A.next_at, T0 + 11_000)).toEqual({ overdue: true, text: 'overdue by 3s' })
+    expect(localDue(zh, A.next_at, T0)).toEqual({ overdue: false, text: '8秒后触发' })
+    expect(localDue(zh, A.next_at, T0 + 71_000)).toEqual({ overdue: true, text: '已逾期1分钟3秒' })
+    expect(summaryText(en, [A, B, C], T0)).toEqual({ text: '3 active loops · next in 5s', overdue: false })
+    expect(summaryText(en, [A, B, C, D], T0 + 7_000)).toEqual({ text: '4 active loops · overdue by 2s', overdue: true })
+    expect(summaryText(zh, [A, B, C], T0)).toEqual({ text: '3 个活动循环 · 5秒后触发', overdue: false })
   })
 
   it('sends exactly /loop delete <id>', () => {
@@ -150,37 +221,39 @@ describe('dock rules (src/ui/dock.ts)', () => {
   })
 
   it('reads only a success command result as success', () => {
+    const relayed = (text: string) => ({ ok: false, failure: { reason: 'relayed', text } })
     expect(readDeleteReply(SUCCESS)).toEqual({ ok: true })
     expect(readDeleteReply({ ok: true, value: { commandId: 'c', result: { kind: 'success' } } })).toEqual({ ok: true })
-    expect(readDeleteReply({ ok: false, error: { code: 'agent-busy', message: 'agent is busy', details: {} } })).toEqual({
-      ok: false,
-      message: 'Delete failed: agent is busy',
-    })
-    expect(readDeleteReply({ ok: false })).toEqual({ ok: false, message: 'Delete failed: the command was rejected.' })
-    expect(readDeleteReply({ ok: false, error: { message: ' ' } })).toEqual({ ok: false, message: 'Delete failed: the command was rejected.' })
-    expect(readDeleteReply({ ok: true, value: undefined })).toEqual({
-      ok: false,
-      message: 'Delete failed: the /loop command is not available in this session.',
-    })
-    expect(readDeleteReply({ ok: true })).toEqual({ ok: false, message: 'Delete failed: the /loop command is not available in this session.' })
-    expect(readDeleteReply({ ok: true, value: { commandId: 'c', result: { kind: 'error', text: 'Session persistence failed: disk full' } } })).toEqual({
-      ok: false,
-      message: 'Delete failed: Session persistence failed: disk full',
-    })
-    expect(readDeleteReply({ ok: true, value: { commandId: 'c', result: { kind: 'error' } } })).toEqual({
-      ok: false,
-      message: 'Delete failed: the command reported an error.',
-    })
+    expect(readDeleteReply({ ok: false, error: { code: 'agent-busy', message: 'agent is busy', details: {} } })).toEqual(relayed('agent is busy'))
+    expect(readDeleteReply({ ok: false })).toEqual({ ok: false, failure: { reason: 'rejected' } })
+    expect(readDeleteReply({ ok: false, error: { message: ' ' } })).toEqual({ ok: false, failure: { reason: 'rejected' } })
+    expect(readDeleteReply({ ok: true, value: undefined })).toEqual({ ok: false, failure: { reason: 'unavailable' } })
+    expect(readDeleteReply({ ok: true })).toEqual({ ok: false, failure: { reason: 'unavailable' } })
+    expect(readDeleteReply({ ok: true, value: { commandId: 'c', result: { kind: 'error', text: 'Session persistence failed: disk full' } } })).toEqual(
+      relayed('Session persistence failed: disk full'),
+    )
+    expect(readDeleteReply({ ok: true, value: { commandId: 'c', result: { kind: 'error' } } })).toEqual({ ok: false, failure: { reason: 'commandError' } })
     for (const malformed of [null, undefined, 'Deleted', 42, {}, { ok: 'yes' }, { ok: true, value: null }, { ok: true, value: 'x' }, { ok: true, value: {} }, { ok: true, value: { result: { kind: 'maybe' } } }]) {
-      expect(readDeleteReply(malformed)).toEqual({ ok: false, message: MALFORMED_REPLY })
+      expect(readDeleteReply(malformed)).toEqual({ ok: false, failure: { reason: 'malformed' } })
     }
-    expect(MALFORMED_REPLY).toBe('Delete failed: DSH sent an unexpected reply.')
   })
 
-  it('words a thrown executor', () => {
-    expect(thrownDeleteMessage(new Error('socket closed'))).toBe('Delete failed: socket closed')
-    expect(thrownDeleteMessage('boom')).toBe('Delete failed: boom')
-    expect(thrownDeleteMessage(new Error(''))).toBe('Delete failed: the command could not be sent.')
+  it('reads a thrown executor', () => {
+    expect(thrownDeleteFailure(new Error('socket closed'))).toEqual({ reason: 'relayed', text: 'socket closed' })
+    expect(thrownDeleteFailure('boom')).toEqual({ reason: 'relayed', text: 'boom' })
+    expect(thrownDeleteFailure(new Error(''))).toEqual({ reason: 'unsent' })
+  })
+
+  it.each([
+    [{ reason: 'relayed', text: 'agent is busy' }, 'Delete failed: agent is busy', '删除失败：agent is busy'],
+    [{ reason: 'rejected' }, 'Delete failed: the command was rejected.', '删除失败：命令被拒绝。'],
+    [{ reason: 'unavailable' }, 'Delete failed: the /loop command is not available in this session.', '删除失败：此会话没有 /loop 命令。'],
+    [{ reason: 'commandError' }, 'Delete failed: the command reported an error.', '删除失败：命令报告了错误。'],
+    [{ reason: 'malformed' }, 'Delete failed: DSH sent an unexpected reply.', '删除失败：DSH 返回了无法识别的回复。'],
+    [{ reason: 'unsent' }, 'Delete failed: the command could not be sent.', '删除失败：命令未能发送。'],
+  ] as const)('words the failure %o in both languages', (failure, english, chinese) => {
+    expect(deleteFailureText(translator('en'), failure)).toBe(english)
+    expect(deleteFailureText(translator('zh'), failure)).toBe(chinese)
   })
 })
 
@@ -678,5 +751,303 @@ describe('side effects', () => {
     expect(setTimeout).not.toHaveBeenCalled()
     expect(new Set(source.keys)).toEqual(new Set(['loop']))
     untouched()
+  })
+})
+
+describe('languages', () => {
+  it('has complete zh and en dictionaries with the same placeholders', () => {
+    const { zh, en } = LOOP_DICTIONARIES
+    // A key missing from either dictionary fails here (and, for en, in the compiler).
+    expect(Object.keys(en).sort()).toEqual(Object.keys(zh).sort())
+    const placeholders = (template: string) => [...template.matchAll(/\{(\w+)\}/g)].map(([, name]) => name).sort()
+    for (const key of Object.keys(zh) as (keyof typeof zh)[]) {
+      expect(placeholders(en[key]), key).toEqual(placeholders(zh[key]))
+      if (key !== 'duration.separator') {
+        expect(zh[key].trim(), key).not.toBe('')
+        expect(en[key].trim(), key).not.toBe('')
+      }
+    }
+    // zh carries no English word; en no Chinese character.
+    const words = (value: string) => value.replace(/\{\w+\}/g, '').replace('/loop', '').replace('DSH', '')
+    for (const value of Object.values(zh)) expect(words(value)).not.toMatch(/[A-Za-z]/)
+    for (const value of Object.values(en)) expect(value).not.toMatch(/[\u3000-\u9fff\uff00-\uffef]/)
+  })
+
+  it('shows every dock string in Chinese', async () => {
+    const pending = deferred()
+    const execute = vi.fn<(line: string) => Promise<unknown>>(() => pending.promise)
+    renderDock([A, B, loop('loop_late', 'Late one', 90, -65_000)], execute, 'zh')
+    const summary = document.querySelector('[data-loop-summary]')!
+    expect(summary.firstElementChild!.textContent).toBe('↻ 3 个活动循环 · 已逾期1分钟5秒')
+    const expand = screen.getByRole('button', { name: '展开' })
+    expect(expand.textContent).toBe('展开 ▾')
+    fireEvent.click(expand)
+    expect(toggle().textContent).toBe('收起 ▴')
+    expect(screen.getByRole('list', { name: '活动循环' })).toBeTruthy()
+    expect(rows().map((row) => [cell(row, 0), cell(row, 1)])).toEqual([
+      ['↻ 每30秒', '8秒后触发'],
+      ['↻ 每1分钟30秒', '20秒后触发'],
+      ['↻ 每1分钟30秒', '已逾期1分钟5秒'],
+    ])
+    const row = rowOf(A.prompt)
+    fireEvent.click(within(row).getByRole('button', { name: '删除' }))
+    expect(within(row).getByRole('status').textContent).toBe('删除此循环？')
+    expect(within(row).getAllByRole('button').map((button) => button.textContent)).toEqual(['确认', '取消'])
+    // Apart from the prompts (the user's own words), not one Latin letter is left, visible or accessible.
+    const labels = [...dock()!.querySelectorAll('[aria-label]')].map((element) => element.getAttribute('aria-label'))
+    const words = [dock()!.textContent!, ...labels].join(' ').replace(A.prompt, '').replace(B.prompt, '').replace('Late one', '')
+    expect(words).not.toMatch(/[A-Za-z]/)
+    fireEvent.click(within(row).getByRole('button', { name: '确认' }))
+    expect(within(row).getByRole('status').textContent).toBe('正在删除…')
+    await settle(pending, { value: { ok: true, value: undefined } })
+    expect(within(row).getByRole('alert').textContent).toBe('删除失败：此会话没有 /loop 命令。')
+    expect(execute.mock.calls).toEqual([['/loop delete loop_aaaa1111']])
+  })
+
+  it('follows a language switch live, keeping expansion, confirmation and errors', async () => {
+    const { setLanguage, execute } = renderDock([A, B, C], vi.fn(async () => ({ ok: false })))
+    fireEvent.click(screen.getByRole('button', { name: 'Expand' }))
+    const row = rowOf(B.prompt)
+    fireEvent.click(within(row).getByRole('button', { name: 'Delete' }))
+    await act(async () => void fireEvent.click(within(row).getByRole('button', { name: 'Confirm' })))
+    expect(within(row).getByRole('alert').textContent).toBe('Delete failed: the command was rejected.')
+    const list = screen.getByRole('list', { name: 'Active loops' })
+
+    setLanguage('zh')
+    // The same elements, now in Chinese: nothing remounted, no state lost.
+    expect(screen.getByRole('list', { name: '活动循环' })).toBe(list)
+    expect(rowOf(B.prompt)).toBe(row)
+    expect(toggle().textContent).toBe('收起 ▴')
+    expect(document.querySelector('[data-loop-summary] > span')!.textContent).toBe('↻ 3 个活动循环 · 5秒后触发')
+    expect(cell(row, 0)).toBe('↻ 每1分钟30秒')
+    expect(within(row).getByRole('status').textContent).toBe('删除此循环？')
+    expect(within(row).getByRole('alert').textContent).toBe('删除失败：命令被拒绝。')
+
+    setLanguage('en')
+    expect(within(row).getByRole('alert').textContent).toBe('Delete failed: the command was rejected.')
+    expect(cell(row, 1)).toBe('next in 20s')
+    expect(execute).toHaveBeenCalledOnce()
+  })
+})
+
+describe('double click on Confirm', () => {
+  it('sends exactly one /loop delete when two clicks land before React re-renders', async () => {
+    const pending = deferred()
+    const execute = vi.fn<(line: string) => Promise<unknown>>(() => pending.promise)
+    renderDock([A, B], execute)
+    fireEvent.click(within(rowOf(A.prompt)).getByRole('button', { name: 'Delete' }))
+    const confirm = screen.getByRole('button', { name: 'Confirm' })
+    // Both clicks in one act: React has not re-rendered the disabled Confirm in between, as in one browser frame.
+    act(() => {
+      confirm.click()
+      confirm.click()
+    })
+    expect(execute.mock.calls).toEqual([['/loop delete loop_aaaa1111']])
+    expect(confirm.getAttribute('aria-disabled')).toBe('true')
+    await settle(pending, { value: SUCCESS })
+    expect(execute).toHaveBeenCalledOnce()
+  })
+
+  it('fences each loop on its own and lets a failed delete be retried', async () => {
+    const execute = vi.fn<(line: string) => Promise<unknown>>().mockResolvedValueOnce({ ok: false }).mockReturnValue(deferred().promise)
+    renderDock([A, B], execute)
+    fireEvent.click(within(rowOf(A.prompt)).getByRole('button', { name: 'Delete' }))
+    fireEvent.click(within(rowOf(B.prompt)).getByRole('button', { name: 'Delete' }))
+    const confirmA = within(rowOf(A.prompt)).getByRole('button', { name: 'Confirm' })
+    const confirmB = within(rowOf(B.prompt)).getByRole('button', { name: 'Confirm' })
+    await act(async () => {
+      confirmA.click()
+      confirmA.click()
+      confirmB.click()
+      confirmB.click()
+    })
+    expect(execute.mock.calls).toEqual([['/loop delete loop_aaaa1111'], ['/loop delete loop_bbbb2222']])
+    expect(within(rowOf(A.prompt)).getByRole('alert').textContent).toBe('Delete failed: the command was rejected.')
+    act(() => {
+      confirmA.click()
+      confirmA.click()
+    })
+    expect(execute.mock.calls).toEqual([['/loop delete loop_aaaa1111'], ['/loop delete loop_bbbb2222'], ['/loop delete loop_aaaa1111']])
+  })
+})
+
+describe('heartbeat rules (src/ui/heartbeat.ts)', () => {
+  const fromLoop = (text: string, source: unknown = { kind: 'plugin', plugin: 'loop' }) => ({ content: [{ type: 'text', text }], source })
+
+  it.each([
+    'Check whether CI is green',
+    'Compare a < b && c > d, then "quote" it and don\'t stop',
+    'First line\n\tsecond line\n  third',
+    'Already escaped: &amp; &lt;tag&gt; stays literal',
+  ])('reads back the loop id and prompt the runtime wrote: %j', (prompt) => {
+    const text = renderHeartbeat({ id: 'loop_0a1b2c3d', prompt, time_in_seconds: 60, next_at: T0 })
+    expect(readHeartbeat(fromLoop(text))).toEqual({ loopId: 'loop_0a1b2c3d', prompt, text })
+  })
+
+  it('joins text blocks as the model received them', () => {
+    const text = renderHeartbeat({ id: 'loop_1', prompt: 'p', time_in_seconds: 1, next_at: T0 })
+    const data = { content: [{ type: 'text', text: text.slice(0, 20) }, { type: 'text', text: text.slice(20) }], source: { kind: 'plugin', plugin: 'loop' } }
+    expect(readHeartbeat(data)).toEqual({ loopId: 'loop_1', prompt: 'p', text })
+  })
+
+  it('recognizes nothing else', () => {
+    const text = renderHeartbeat({ id: 'loop_1', prompt: 'p', time_in_seconds: 1, next_at: T0 })
+    for (const data of [
+      undefined,
+      'text',
+      { content: [{ type: 'text', text }] },
+      fromLoop(text, { kind: 'user' }),
+      fromLoop(text, { kind: 'plugin', plugin: 'goal' }),
+      { content: text, source: { kind: 'plugin', plugin: 'loop' } },
+      { content: [{ type: 'image', data: 'x' }], source: { kind: 'plugin', plugin: 'loop' } },
+      { content: [null], source: { kind: 'plugin', plugin: 'loop' } },
+      { content: [{ type: 'text', text: 42 }], source: { kind: 'plugin', plugin: 'loop' } },
+      fromLoop(`${text}\n`),
+      fromLoop(text.replace('<prompt>p', '<prompt>a & b')),
+      fromLoop(text.replace('loop_1', 'loop_&x;')),
+      fromLoop('<heartbeat><loop_id>loop_1</loop_id><prompt>p</prompt></heartbeat>'),
+    ]) {
+      expect(readHeartbeat(data)).toBeUndefined()
+    }
+  })
+
+  it('finds the context renderer this entry shadows, when its props can be assembled', () => {
+    const self = () => null
+    const host = () => null
+    const mine: ChatNodeEntry = { component: self, options: { key: 'context', priority: -1 }, locale: 'loop', inject: () => ({}) }
+    const theirs: ChatNodeEntry = { component: host, options: { key: 'context' }, locale: 'conversation' }
+    const user: ChatNodeEntry = { component: host, options: { key: 'user' }, locale: 'conversation' }
+    expect(shadowedContextRenderer([user, mine, theirs], self)).toEqual({ component: host, locale: 'conversation' })
+    expect(shadowedContextRenderer([user, mine], self)).toBeUndefined()
+    const { locale: _locale, ...unlocalized } = theirs
+    expect(shadowedContextRenderer([mine, unlocalized], self)).toBeUndefined()
+    expect(shadowedContextRenderer([mine, { ...theirs, inject: () => ({}) }], self)).toBeUndefined()
+    expect(shadowedContextRenderer([mine, { ...theirs, store: {} }], self)).toBeUndefined()
+    expect(shadowedContextRenderer([mine, { ...theirs, children: {} }], self)).toBeUndefined()
+  })
+})
+
+describe('heartbeat row', () => {
+  const heartbeatOf = (record: LoopRecord) => ({
+    kind: 'context',
+    seq: 12,
+    content: [{ type: 'text', text: renderHeartbeat(record) }],
+    source: { kind: 'plugin', plugin: 'loop' },
+    provenance: { role: 'inject', label: 'loop' },
+    form: null,
+  })
+
+  /** DSH's own context renderer, as this entry finds it in the registry. */
+  const HostContextRow = vi.fn((props: Record<string, unknown>) => createElement('div', { 'data-host-row': '' }, (props.t as AnyTranslate)('message.contextInjection')))
+
+  /** Render one chat node the way the keyed outlet does, with a live language and the loop projection. */
+  function renderNode(data: unknown, loops: readonly LoopRecord[] | undefined, options: { language?: Language; host?: boolean } = {}) {
+    const languages = languageSource(options.language ?? 'en')
+    const source = projectionSource(loops === undefined ? undefined : { loops: [...loops] })
+    let active: Language = options.language ?? 'en'
+    const hostWords: Record<Language, string> = { en: 'Context injection', zh: '上下文注入' }
+    const bindNamespace = vi.fn((ns: string): AnyTranslate => (key) => `${ns}/${key}: ${hostWords[active]}`)
+    const shadowedRenderer = vi.fn(() => (options.host === false ? undefined : { component: HostContextRow, locale: 'conversation' }))
+    const kit = { sessionId: 'session-5e55', useSession: vi.fn(), useTurnData: vi.fn(), renderMessageImages: vi.fn(), cwd: '/work' }
+    const Outlet = () =>
+      createElement(ContextNode, { ...kit, node: { key: 'input-message:m1', kind: 'context', data }, t: languages.useSeat(), useProjection: source.useProjection, shadowedRenderer, bindNamespace } as HeartbeatRowProps)
+    const view = render(createElement(Outlet))
+    return {
+      ...view,
+      kit,
+      bindNamespace,
+      shadowedRenderer,
+      source,
+      setLanguage: (next: Language) =>
+        act(() => {
+          active = next
+          languages.set(next)
+        }),
+    }
+  }
+
+  const toggleOf = () => document.querySelector<HTMLButtonElement>('[data-loop-heartbeat] button')!
+  const textOf = () => document.querySelector<HTMLPreElement>('[data-loop-heartbeat-text]')!
+
+  beforeEach(() => {
+    HostContextRow.mockClear()
+  })
+
+  it('shows a heartbeat as one loop row with its interval and prompt, collapsed', () => {
+    const { shadowedRenderer } = renderNode(heartbeatOf(B), [A, B])
+    const button = toggleOf()
+    expect(button.textContent).toBe('↻Loop heartbeat·every 1m 30s·Summarize new failures▾')
+    expect(button.getAttribute('aria-expanded')).toBe('false')
+    expect(textOf().hidden).toBe(true)
+    expect(button.getAttribute('aria-controls')).toBe(textOf().id)
+    expect(document.querySelector(`[title="${B.prompt}"]`)!.textContent).toBe(B.prompt)
+    expect(HostContextRow).not.toHaveBeenCalled()
+    expect(shadowedRenderer).not.toHaveBeenCalled()
+  })
+
+  it('expands to the exact text the model received, and collapses again', () => {
+    renderNode(heartbeatOf(A), [A])
+    fireEvent.click(toggleOf())
+    expect(toggleOf().getAttribute('aria-expanded')).toBe('true')
+    expect(toggleOf().textContent!.endsWith('▴')).toBe(true)
+    expect(textOf().hidden).toBe(false)
+    expect(textOf().textContent).toBe(`<heartbeat>\n  <loop_id>loop_aaaa1111</loop_id>\n  <prompt>${A.prompt}</prompt>\n</heartbeat>`)
+    expect(screen.getByLabelText('Text the model received')).toBe(textOf())
+    fireEvent.click(toggleOf())
+    expect(textOf().hidden).toBe(true)
+  })
+
+  it('leaves the interval out once the loop is gone or before the projection arrives', () => {
+    const { source } = renderNode(heartbeatOf(A), undefined)
+    expect(toggleOf().textContent).toBe(`↻Loop heartbeat·${A.prompt}▾`)
+    source.set({ loops: [A] })
+    expect(toggleOf().textContent).toBe(`↻Loop heartbeat·every 30s·${A.prompt}▾`)
+    source.set({ loops: [B] })
+    expect(toggleOf().textContent).toBe(`↻Loop heartbeat·${A.prompt}▾`)
+    source.set({ loops: 'broken' } as unknown as LoopProjection)
+    expect(toggleOf().textContent).toBe(`↻Loop heartbeat·${A.prompt}▾`)
+  })
+
+  it('speaks Chinese and follows a language switch live, staying open', () => {
+    const { setLanguage } = renderNode(heartbeatOf(D), [D], { language: 'zh' })
+    expect(toggleOf().textContent).toBe('↻循环触发·每1小时30分钟·Tidy the changelog▾')
+    fireEvent.click(toggleOf())
+    expect(screen.getByLabelText('模型收到的文本')).toBe(textOf())
+    setLanguage('en')
+    expect(toggleOf().textContent).toBe('↻Loop heartbeat·every 1h 30m·Tidy the changelog▴')
+    expect(textOf().hidden).toBe(false)
+  })
+
+  it('hands every other context row to DSH with the props and the conversation seat DSH would give it', () => {
+    const data = { kind: 'context', content: [{ type: 'text', text: 'Skill catalog' }], source: { kind: 'skill-catalog' } }
+    const { kit, bindNamespace, setLanguage } = renderNode(data, [A])
+    expect(document.querySelector('[data-loop-heartbeat]')).toBeNull()
+    expect(document.querySelector('[data-host-row]')!.textContent).toBe('conversation/message.contextInjection: Context injection')
+    expect(bindNamespace).toHaveBeenCalledWith('conversation')
+    const [props] = HostContextRow.mock.calls.at(-1)!
+    expect(Object.keys(props).sort()).toEqual(['cwd', 'node', 'renderMessageImages', 'sessionId', 't', 'useProjection', 'useSession', 'useTurnData'])
+    expect(props).toMatchObject({ ...kit, node: { key: 'input-message:m1', kind: 'context', data } })
+    const before = props.t
+    setLanguage('zh')
+    expect(document.querySelector('[data-host-row]')!.textContent).toBe('conversation/message.contextInjection: 上下文注入')
+    // A new seat after the switch, so DSH's memoized row re-renders.
+    expect(HostContextRow.mock.calls.at(-1)![0].t).not.toBe(before)
+  })
+
+  it('hands a malformed loop message to DSH too', () => {
+    renderNode({ content: [{ type: 'text', text: 'not a heartbeat' }], source: { kind: 'plugin', plugin: 'loop' } }, [A])
+    expect(document.querySelector('[data-host-row]')).not.toBeNull()
+  })
+
+  it('throws for DSH to retire it when there is no DSH renderer to hand a row to', () => {
+    // React reports the render error to the console and to window (jsdom would print it); the throw is the point here.
+    const error = vi.spyOn(console, 'error').mockImplementation(() => undefined)
+    const quiet = (event: ErrorEvent) => event.preventDefault()
+    window.addEventListener('error', quiet)
+    expect(() => renderNode({ content: [], source: { kind: 'user' } }, [A], { host: false })).toThrow(
+      'dsh-plugin-loop: no DSH context renderer to hand non-heartbeat rows to',
+    )
+    window.removeEventListener('error', quiet)
+    error.mockRestore()
   })
 })

@@ -2,12 +2,15 @@
  * The inline loop dock in `conversation.input.dock`: the session's active
  * loops from the `loop` projection, a once-per-second countdown repaint, and
  * Delete with an in-row confirmation sent as `/loop delete <id>`. Layout and
- * text rules live in `./dock.ts`; the contract is the project's `ui.md`.
+ * reply rules live in `./dock.ts`, words in `./locales.ts` (through the `t`
+ * seat DSH injects, so a language switch repaints it); the contract is the
+ * project's `ui.md`.
  * @module dsh-plugin-loop/ui/LoopDock
  */
 import { useCallback, useEffect, useId, useLayoutEffect, useRef, useState, type KeyboardEvent } from 'react'
 import type { LoopRecord } from '../types.ts'
-import { REPAINT_MS, deleteCommand, dockLayout, loopsOf, readDeleteReply, rowText, summaryText, thrownDeleteMessage } from './dock.ts'
+import { REPAINT_MS, deleteCommand, deleteFailureText, dockLayout, loopsOf, readDeleteReply, summaryText, thrownDeleteFailure, type DeleteFailure } from './dock.ts'
+import { localDue, localInterval, type LoopTranslate } from './locales.ts'
 import styles from './LoopDock.module.css'
 import type { LoopDockProps } from './slot-props.ts'
 
@@ -16,7 +19,7 @@ type DeleteState =
   | { readonly phase: 'confirm' }
   | { readonly phase: 'pending' }
   | { readonly phase: 'deleted' }
-  | { readonly phase: 'error'; readonly message: string }
+  | { readonly phase: 'error'; readonly failure: DeleteFailure }
 
 type Phase = DeleteState['phase'] | 'idle'
 
@@ -28,10 +31,10 @@ const ENABLED_BUTTON = 'button:not([aria-disabled="true"])'
 /**
  * The dock entry component. Renders nothing for no loops, a row per loop for
  * one or two, and a collapsed summary that expands in place for three or more.
- * @param props - the projection reader and this session's command executor.
+ * @param props - the projection reader, the `loop` translate seat and this session's command executor.
  * @returns the dock, or `null` when the session has no active loops.
  */
-export function LoopDock({ useProjection, executeCommand }: LoopDockProps) {
+export function LoopDock({ useProjection, executeCommand, t }: LoopDockProps) {
   const loops = loopsOf(useProjection('loop'))
   const layout = dockLayout(loops.length)
   const [expanded, setExpanded] = useState(false)
@@ -41,6 +44,9 @@ export function LoopDock({ useProjection, executeCommand }: LoopDockProps) {
   const toggleRef = useRef<HTMLButtonElement>(null)
   const refocus = useRef(false)
   const present = useRef<ReadonlySet<string>>(new Set())
+  // Ids whose delete is in flight. A ref, not state: two clicks in one frame
+  // both run before React re-renders the disabled Confirm (GoalBar's fence).
+  const sending = useRef(new Set<string>())
   const listId = useId()
   const summaryId = useId()
   const visible = layout !== 'hidden'
@@ -102,14 +108,17 @@ export function LoopDock({ useProjection, executeCommand }: LoopDockProps) {
 
   const confirmDelete = useCallback(
     async (id: string) => {
+      if (sending.current.has(id)) return
+      sending.current.add(id)
       setDelete(id, { phase: 'pending' })
       let state: DeleteState
       try {
         const outcome = readDeleteReply(await executeCommand(deleteCommand(id)))
-        state = outcome.ok ? { phase: 'deleted' } : { phase: 'error', message: outcome.message }
+        state = outcome.ok ? { phase: 'deleted' } : { phase: 'error', failure: outcome.failure }
       } catch (error) {
-        state = { phase: 'error', message: thrownDeleteMessage(error) }
+        state = { phase: 'error', failure: thrownDeleteFailure(error) }
       }
+      sending.current.delete(id)
       setDelete(id, state)
     },
     [executeCommand, setDelete],
@@ -124,7 +133,7 @@ export function LoopDock({ useProjection, executeCommand }: LoopDockProps) {
     event.stopPropagation()
     collapse(true)
   }
-  const summary = layout === 'summary' ? summaryText(loops, now) : undefined
+  const summary = layout === 'summary' ? summaryText(t, loops, now) : undefined
 
   return (
     <div ref={rootRef} className={styles.dock} data-loop-dock="" data-layout={layout} onKeyDown={onKeyDown}>
@@ -144,17 +153,18 @@ export function LoopDock({ useProjection, executeCommand }: LoopDockProps) {
               aria-describedby={summaryId}
               onClick={() => setExpanded((value) => !value)}
             >
-              {expanded ? 'Collapse' : 'Expand'} <span aria-hidden="true">{expanded ? '▴' : '▾'}</span>
+              {t(expanded ? 'action.collapse' : 'action.expand')} <span aria-hidden="true">{expanded ? '▴' : '▾'}</span>
             </button>
           </div>
         )}
-        <ul id={listId} className={styles.list} hidden={!open} aria-label="Active loops">
+        <ul id={listId} className={styles.list} hidden={!open} aria-label={t('list.label')}>
           {open &&
             loops.map((loop) => (
               <LoopRow
                 key={loop.id}
                 loop={loop}
                 now={now}
+                t={t}
                 state={deletes.get(loop.id)}
                 onDelete={() => setDelete(loop.id, { phase: 'confirm' })}
                 onConfirm={() => void confirmDelete(loop.id)}
@@ -171,6 +181,7 @@ export function LoopDock({ useProjection, executeCommand }: LoopDockProps) {
 interface LoopRowProps {
   readonly loop: LoopRecord
   readonly now: number
+  readonly t: LoopTranslate
   readonly state: DeleteState | undefined
   readonly onDelete: () => void
   readonly onConfirm: () => void
@@ -179,8 +190,9 @@ interface LoopRowProps {
 }
 
 /** One loop: interval, countdown or overdue, the prompt on one line, and Delete with its confirmation. */
-function LoopRow({ loop, now, state, onDelete, onConfirm, onCancel, onFocusedLeave }: LoopRowProps) {
-  const { interval, due } = rowText(loop, now)
+function LoopRow({ loop, now, t, state, onDelete, onConfirm, onCancel, onFocusedLeave }: LoopRowProps) {
+  const interval = localInterval(t, loop.time_in_seconds)
+  const due = localDue(t, loop.next_at, now)
   const phase: Phase = state?.phase ?? 'idle'
   const working = phase === 'pending' || phase === 'deleted'
   const promptId = useId()
@@ -220,12 +232,12 @@ function LoopRow({ loop, now, state, onDelete, onConfirm, onCancel, onFocusedLea
       <span className={styles.actions}>
         {phase === 'idle' ? (
           <button ref={deleteRef} type="button" className={styles.button} aria-describedby={promptId} onClick={onDelete}>
-            Delete
+            {t('action.delete')}
           </button>
         ) : (
           <>
             <span role="status" className={styles.question}>
-              {working ? 'Deleting…' : 'Delete this loop?'}
+              {t(working ? 'delete.pending' : 'delete.question')}
             </span>
             <button
               ref={confirmRef}
@@ -235,17 +247,17 @@ function LoopRow({ loop, now, state, onDelete, onConfirm, onCancel, onFocusedLea
               aria-disabled={working || undefined}
               onClick={working ? undefined : onConfirm}
             >
-              Confirm
+              {t('action.confirm')}
             </button>
             <button type="button" className={styles.button} aria-disabled={working || undefined} onClick={working ? undefined : onCancel}>
-              Cancel
+              {t('action.cancel')}
             </button>
           </>
         )}
       </span>
       {state?.phase === 'error' && (
         <p role="alert" className={styles.error}>
-          {state.message}
+          {deleteFailureText(t, state.failure)}
         </p>
       )}
     </li>

@@ -1,13 +1,15 @@
 /**
- * Pure rules of the loop dock: which layout a loop count gets, the text of a
- * row and of the collapsed summary, the delete command line, and how a
- * command executor's reply is read. All interval and countdown text comes from
- * `../format.ts`, the same rules the `/loop` command replies use.
+ * Pure rules of the loop dock: which layout a loop count gets, the collapsed
+ * summary, the delete command line, and how a command executor's reply is
+ * read. Words come from the `loop` dictionaries (`./locales.ts`); duration
+ * units and countdown rounding from `../format.ts`, the rules the `/loop`
+ * command replies use.
  * @module dsh-plugin-loop/ui/dock
  */
-import { describeError, describeNextDue, formatInterval, type NextDue } from '../format.ts'
+import { describeError } from '../format.ts'
 import { earliestNextAt } from '../timing.ts'
 import type { LoopProjection, LoopRecord } from '../types.ts'
+import { localDue, type LocalDue, type LoopTranslate } from './locales.ts'
 
 /** From this many active loops on, the dock starts as one collapsed summary row. */
 export const SUMMARY_THRESHOLD = 3
@@ -37,33 +39,16 @@ export function loopsOf(projection: LoopProjection | undefined): readonly LoopRe
   return Array.isArray(projection?.loops) ? projection.loops : []
 }
 
-/** What one row shows besides its prompt (the `↻` glyph is the component's, hidden from assistive technology). */
-export interface RowText {
-  /** `every 1m 30s`. */
-  readonly interval: string
-  /** `next in 8s`, or `overdue by 3s` with `overdue: true`. */
-  readonly due: NextDue
-}
-
-/**
- * The interval and countdown of one loop at `now`.
- * @param loop - the loop.
- * @param now - epoch milliseconds.
- * @returns the row text.
- */
-export function rowText(loop: LoopRecord, now: number): RowText {
-  return { interval: formatInterval(loop.time_in_seconds), due: describeNextDue(loop.next_at, now) }
-}
-
 /**
  * The collapsed summary after its `↻` glyph: `4 active loops · next in 1s`, timed by the earliest `next_at`.
+ * @param t - the `loop` translate seat.
  * @param loops - at least one loop.
  * @param now - epoch milliseconds.
  * @returns the summary text and whether the earliest loop is overdue.
  */
-export function summaryText(loops: readonly LoopRecord[], now: number): { readonly text: string; readonly overdue: boolean } {
-  const due = describeNextDue(earliestNextAt(loops)!, now)
-  return { text: `${loops.length} active loops · ${due.text}`, overdue: due.overdue }
+export function summaryText(t: LoopTranslate, loops: readonly LoopRecord[], now: number): LocalDue {
+  const due = localDue(t, earliestNextAt(loops)!, now)
+  return { text: t('summary', { count: loops.length, due: due.text }), overdue: due.overdue }
 }
 
 /**
@@ -75,44 +60,54 @@ export function deleteCommand(id: string): string {
   return `/loop delete ${id}`
 }
 
-/** How a delete went: success, or a message for the row's alert. */
-export type DeleteOutcome = { readonly ok: true } | { readonly ok: false; readonly message: string }
+/** Why a delete failed, in words of the dictionary or relayed verbatim from the host or the command. */
+export type DeleteFailure =
+  | { readonly reason: 'rejected' | 'unavailable' | 'commandError' | 'malformed' | 'unsent' }
+  | { readonly reason: 'relayed'; readonly text: string }
 
-const failure = (reason: string): string => `Delete failed: ${reason}`
-const failed = (reason: string): DeleteOutcome => ({ ok: false, message: failure(reason) })
+/** How a delete went: success, or why it failed. */
+export type DeleteOutcome = { readonly ok: true } | { readonly ok: false; readonly failure: DeleteFailure }
+
+const failed = (failure: DeleteFailure): DeleteOutcome => ({ ok: false, failure })
+const MALFORMED = failed({ reason: 'malformed' })
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
 const nonEmpty = (value: unknown): value is string => typeof value === 'string' && value.trim() !== ''
-
-/** The alert for a reply that is not a command result. */
-export const MALFORMED_REPLY = failure('DSH sent an unexpected reply.')
+const relayedOr = (text: unknown, reason: 'rejected' | 'commandError' | 'unsent'): DeleteFailure =>
+  nonEmpty(text) ? { reason: 'relayed', text } : { reason }
 
 /**
  * Read what the host's command executor resolved with
  * (`{ ok: true, value: { commandId, result: { kind, text } } }` on success).
  * @param reply - the executor's resolved value, untrusted.
- * @returns success only for a `success` command result; otherwise the alert text.
+ * @returns success only for a `success` command result; otherwise why not.
  */
 export function readDeleteReply(reply: unknown): DeleteOutcome {
-  if (!isObject(reply)) return { ok: false, message: MALFORMED_REPLY }
-  if (reply.ok === false) {
-    const error = reply.error
-    return failed(isObject(error) && nonEmpty(error.message) ? error.message : 'the command was rejected.')
-  }
-  if (reply.ok !== true) return { ok: false, message: MALFORMED_REPLY }
-  if (reply.value === undefined) return failed('the /loop command is not available in this session.')
+  if (!isObject(reply)) return MALFORMED
+  if (reply.ok === false) return failed(relayedOr(isObject(reply.error) ? reply.error.message : undefined, 'rejected'))
+  if (reply.ok !== true) return MALFORMED
+  if (reply.value === undefined) return failed({ reason: 'unavailable' })
   const result = isObject(reply.value) ? reply.value.result : undefined
-  if (!isObject(result)) return { ok: false, message: MALFORMED_REPLY }
+  if (!isObject(result)) return MALFORMED
   if (result.kind === 'success') return { ok: true }
-  if (result.kind === 'error') return failed(nonEmpty(result.text) ? result.text : 'the command reported an error.')
-  return { ok: false, message: MALFORMED_REPLY }
+  if (result.kind === 'error') return failed(relayedOr(result.text, 'commandError'))
+  return MALFORMED
 }
 
 /**
- * The alert for an executor that threw instead of resolving.
+ * Why a delete failed when the executor threw instead of resolving.
  * @param error - what was thrown.
+ * @returns the failure.
+ */
+export function thrownDeleteFailure(error: unknown): DeleteFailure {
+  return relayedOr(describeError(error), 'unsent')
+}
+
+/**
+ * The alert line of a failed delete in the active language: `Delete failed: <reason>`.
+ * @param t - the `loop` translate seat.
+ * @param failure - why it failed.
  * @returns the alert text.
  */
-export function thrownDeleteMessage(error: unknown): string {
-  const reason = describeError(error)
-  return failure(nonEmpty(reason) ? reason : 'the command could not be sent.')
+export function deleteFailureText(t: LoopTranslate, failure: DeleteFailure): string {
+  return t('delete.failed', { reason: failure.reason === 'relayed' ? failure.text : t(`delete.${failure.reason}`) })
 }

@@ -4,12 +4,14 @@
  * `@deepseek-ai/dsh-client-ui-slots` stops at 0.1.0-rc.6 while the rc.8
  * client runtime's types import it. Mirrors rc.8's `UseProjection`
  * (`@deepseek-ai/dsh-client-runtime`, `sessions/projection-store.d.ts`)
- * narrowed to the `loop` key, plus this plugin's own `inject(sessionId)` face.
+ * narrowed to the `loop` key, the `t` seat of the `loop` locale namespace,
+ * plus this plugin's own `inject(sessionId)` face.
  * The renderer passes more (`sessionId`, `useSession`, `inputActions`, …);
  * the dock deliberately declares and reads none of it.
  * @module dsh-plugin-loop/ui/slot-props
  */
 import type { LoopProjection } from '../types.ts'
+import type { LoopTranslate } from './locales.ts'
 
 /** `useProjection` for the `loop` key: `undefined` until the projection arrives. */
 export interface UseLoopProjection {
@@ -30,4 +32,6 @@ export interface LoopDockInjected {
 /** The props the dock uses. */
 export interface LoopDockProps extends LoopDockInjected {
   readonly useProjection: UseLoopProjection
+  /** The `loop` namespace's translate seat; a new function after every language switch. */
+  readonly t: LoopTranslate
 }

@@ -3,15 +3,19 @@
  * installed with `dsh plugin add` into an isolated DSH_HOME, `dsh web` runs on
  * loopback against the scripted mock model, loops are created with `/loop`
  * through the host's command API, and Debian's Chromium (playwright-core)
- * checks what a person sees: 0 → nothing, 1 and 2 rows, the summary at 3,
- * expand/Escape/outside click, delete with confirmation, light and dark
- * themes, no console errors. Screenshots go to artifacts/screenshots/; the
- * two in docs/ (README) are written when missing or with UPDATE_DOCS_SCREENSHOTS=1.
+ * checks what a person sees: the dock in Chinese from `locale.preference: zh`
+ * in settings.yaml and in English after a live switch (an external edit of
+ * settings.yaml, which DSH hot-publishes), 0 → nothing, 1 and 2 rows, the
+ * summary at 3, expand/Escape/outside click, delete with confirmation, one
+ * `/loop delete` however fast Confirm is clicked, heartbeats as loop rows in
+ * the conversation, light and dark themes, no console errors. Screenshots go
+ * to artifacts/screenshots/; the five in docs/ are written when missing or
+ * with UPDATE_DOCS_SCREENSHOTS=1.
  *
- * Run: `pnpm run test:browser` (installs Chromium when missing).
+ * Run: `pnpm run test:browser` (installs Chromium and fonts-noto-cjk when missing).
  */
 import { startMockLlmServer, type MockLlmServer } from '@deepseek-ai/dsh-llm-mock-server'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
@@ -20,6 +24,7 @@ import {
   PROJECT,
   createSession,
   dshPlugin,
+  heartbeatsIn,
   history,
   mockEndpoint,
   packPlugin,
@@ -30,6 +35,7 @@ import {
   turnsSettled,
   waitFor,
   type DshWeb,
+  type HistoryEvent,
 } from '../../scripts/dsh-stack.ts'
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium'
@@ -56,6 +62,10 @@ const LOOPS = [
   },
 ] as const
 
+const HEARTBEAT_PROMPT = 'Say one word about the weather'
+/** Project instructions in the workspace: DSH injects them as a context row that is not a heartbeat. */
+const AGENTS_MD = 'Answer in one short sentence.\n'
+
 /** Wall-clock phases, printed at the end: the issue asks how long this test takes. */
 const timings: [string, number][] = []
 const suiteStarted = performance.now()
@@ -74,6 +84,7 @@ let web: DshWeb | undefined
 let browser: Browser | undefined
 let page!: Page
 let sessionId: string
+let settingsFile: string
 let failed = false
 const consoleErrors: string[] = []
 
@@ -82,8 +93,12 @@ beforeAll(async () => {
     scratch = mkdtempSync(join(tmpdir(), 'loop-browser-'))
     mkdirSync(SHOTS, { recursive: true })
     const home = prepareHome(join(scratch, 'home'))
+    settingsFile = join(home, 'settings.yaml')
+    // The user works in Chinese: DSH's UI, and the dock, open in zh.
+    setLanguagePreference('zh')
     const workspace = join(scratch, 'workspace')
     mkdirSync(workspace)
+    writeFileSync(join(workspace, 'AGENTS.md'), AGENTS_MD)
     const tarball = await phase('build + pnpm pack', () => packPlugin(join(scratch!, 'packs')))
     await phase('dsh plugin --profile web add', () => dshPlugin(home, 'web', 'add', tarball))
     mock = await startMockLlmServer({ host: '127.0.0.1', port: 0, sequence: ['success'], repeatLast: true, successText: 'Noted.' })
@@ -143,10 +158,10 @@ afterAll(async () => {
  */
 async function openSession(url: string): Promise<void> {
   await page.goto(url)
-  const tree = page.getByRole('tree', { name: 'Sessions' })
+  const tree = page.getByRole('tree', { name: /^(Sessions|会话)$/ })
   await tree.waitFor({ timeout: 20_000 })
   const session = tree.getByRole('treeitem', { name: new RegExp(SESSION_PROMPT) }).first()
-  const ungrouped = tree.getByRole('treeitem', { name: /Ungrouped/ }).first()
+  const ungrouped = tree.getByRole('treeitem', { name: /Ungrouped|未分组/ }).first()
   const deadline = Date.now() + 20_000
   while (!(await session.isVisible())) {
     if (Date.now() > deadline) throw new Error(`session not in the sidebar; tree items: ${JSON.stringify(await tree.getByRole('treeitem').allInnerTexts())}`)
@@ -160,6 +175,32 @@ async function openSession(url: string): Promise<void> {
 const dock = () => page.locator('[data-loop-dock]')
 const rows = () => page.locator('[data-loop-dock] [data-loop-row]')
 const toggle = () => page.locator('[data-loop-dock] [data-loop-summary] button')
+
+/**
+ * Set `locale.preference` in the DSH home's settings.yaml, as a user editing it
+ * does. Before boot it is the starting language; while DSH runs, the settings
+ * provider hot-publishes the edit and the page switches without a reload.
+ */
+function setLanguagePreference(language: 'zh' | 'en'): void {
+  const text = readFileSync(settingsFile, 'utf8')
+  const section = /^locale:\n {2}preference: \w+$/m
+  writeFileSync(settingsFile, section.test(text) ? text.replace(section, `locale:\n  preference: ${language}`) : `${text.trimEnd()}\nlocale:\n  preference: ${language}\n`)
+}
+
+/** Switch the language live and wait until the page has followed. */
+async function switchLanguage(language: 'zh' | 'en'): Promise<void> {
+  setLanguagePreference(language)
+  await page.waitForFunction((lang) => document.documentElement.lang === lang, language === 'zh' ? 'zh-CN' : 'en', { timeout: 10_000 })
+}
+
+/** How many times the host ran `/loop delete <id>` in this session. */
+async function deleteRuns(id: string): Promise<number> {
+  const { events } = await history(web!.url, sessionId, { maxMessages: 500 })
+  return events.filter((event: HistoryEvent) => {
+    const data = event.data as { name?: string; args?: string }
+    return event.type === 'command/run' && data.name === 'loop' && data.args?.trim() === `delete ${id}`
+  }).length
+}
 
 /** Create one loop through the host command API, as the composer's `/loop` would. */
 async function createLoop(index: number): Promise<void> {
@@ -210,8 +251,57 @@ describe('loop dock in dsh web (Chromium)', () => {
     await shoot('0-no-loops')
   })
 
+  it('speaks Chinese with locale.preference: zh in settings.yaml', async () => {
+    expect(await page.evaluate(() => document.documentElement.lang)).toBe('zh-CN')
+    for (const index of [0, 1, 2]) await createLoop(index)
+    await toggle().waitFor()
+    const summary = (await page.locator('[data-loop-summary] > span').first().textContent())!
+    expect(summary).toMatch(/^↻ 3 个活动循环 · 1分钟(2\d|30)秒后触发$/)
+    expect(await toggle().textContent()).toBe('展开 ▾')
+    await toggle().click()
+    await expect.poll(() => rows().count()).toBe(3)
+    expect(await toggle().textContent()).toBe('收起 ▴')
+    expect(await dock().locator('ul').getAttribute('aria-label')).toBe('活动循环')
+    const cells = await rowCells()
+    expect(cells.map(([interval, , text]) => [interval, text])).toEqual([
+      ['↻ 每5分钟', LOOPS[0].prompt],
+      ['↻ 每1分钟30秒', LOOPS[1].prompt],
+      ['↻ 每1小时', LOOPS[2].prompt],
+    ])
+    expect(cells[0]![1]).toMatch(/^(4分钟\d{1,2}秒|5分钟)后触发$/)
+    expect(await dock().getByRole('button', { name: '删除' }).count()).toBe(3)
+    const target = rows().filter({ hasText: LOOPS[1].prompt })
+    await target.getByRole('button', { name: '删除' }).click()
+    expect(await target.getByRole('status').textContent()).toBe('删除此循环？')
+    expect(await target.getByRole('button').allTextContents()).toEqual(['确认', '取消'])
+    // Apart from the prompts (the user's own words), not one Latin letter is left, visible or accessible.
+    const words = await dock().evaluate((root, prompts) => {
+      const labels = [...root.querySelectorAll('[aria-label]')].map((element) => element.getAttribute('aria-label'))
+      return prompts.reduce((text, prompt) => text.replace(prompt, ''), [root.textContent ?? '', ...labels].join(' '))
+    }, LOOPS.map((loop) => loop.prompt))
+    expect(words).not.toMatch(/[A-Za-z]/)
+    await shoot('zh-delete-confirmation')
+    await target.getByRole('button', { name: '取消' }).click()
+    expect(await target.getByRole('button').allTextContents()).toEqual(['删除'])
+  })
+
+  it('follows a live language switch to English without a reload or a remount', async () => {
+    const probe = () => page.evaluate(() => (window as unknown as { loopProbe?: Element }).loopProbe === document.querySelector('[data-loop-dock]'))
+    await page.evaluate(() => void ((window as unknown as { loopProbe?: Element | null }).loopProbe = document.querySelector('[data-loop-dock]')))
+    await switchLanguage('en')
+    await expect.poll(() => toggle().textContent()).toBe('Collapse ▴')
+    // Same page, same dock element, still expanded: the dock re-rendered in place.
+    expect(await probe()).toBe(true)
+    expect((await rowCells()).map(([interval]) => interval)).toEqual(['↻ every 5m', '↻ every 1m 30s', '↻ every 1h'])
+    expect(await dock().locator('ul').getAttribute('aria-label')).toBe('Active loops')
+    expect(await dock().getByRole('button', { name: 'Delete' }).count()).toBe(3)
+    // Back to no loops but the first, for the English walk-through.
+    const ids = await loopIds()
+    for (const id of ids.slice(1)) expect((await runCommand(web!.url, sessionId, `/loop delete ${id}`)).kind).toBe('success')
+    await expect.poll(() => rows().count()).toBe(1)
+  })
+
   it('shows one row for one loop, with interval, countdown, prompt and Delete only', async () => {
-    await createLoop(0)
     await rows().first().waitFor()
     expect(await rows().count()).toBe(1)
     const [[interval, due, text]] = (await rowCells()) as [string[]]
@@ -322,11 +412,14 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(await loopIds()).toEqual(idsBefore)
 
     await target.getByRole('button', { name: 'Delete' }).click()
-    await target.getByRole('button', { name: 'Confirm' }).click()
+    const targetId = idsBefore[1]!
+    // A person's double click on Confirm sends one delete.
+    await target.getByRole('button', { name: 'Confirm' }).dblclick()
     // Two loops remain: the dock shows both rows again, without the deleted prompt.
     await expect.poll(() => rows().count(), { timeout: 10_000 }).toBe(2)
     expect((await rowCells()).map(([, , text]) => text)).toEqual([LOOPS[0].prompt, LOOPS[2].prompt])
     expect(await loopIds()).toHaveLength(2)
+    expect(await deleteRuns(targetId)).toBe(1)
     expect(await page.getByRole('alert').count()).toBe(0)
     // Focus left with the deleted row and landed on the dock's first usable button.
     expect(await page.evaluate(() => [document.activeElement?.textContent, document.activeElement?.closest('[data-loop-row]')?.children[2]?.textContent])).toEqual([
@@ -336,9 +429,58 @@ describe('loop dock in dsh web (Chromium)', () => {
     await shoot('6-after-delete')
   })
 
-  it('disappears when the last loops go', async () => {
-    for (const id of await loopIds()) expect((await runCommand(web!.url, sessionId, `/loop delete ${id}`)).kind).toBe('success')
+  it('sends one delete for two clicks on Confirm in one frame, and disappears when the last loops go', async () => {
+    const [first, last] = await loopIds()
+    const row = rows().filter({ hasText: LOOPS[0].prompt })
+    await row.getByRole('button', { name: 'Delete' }).click()
+    // Two clicks in one task: React cannot re-render the disabled Confirm in between; the ref fence holds.
+    await row.getByRole('button', { name: 'Confirm' }).evaluate((button: HTMLButtonElement) => {
+      button.click()
+      button.click()
+    })
+    await expect.poll(() => rows().count(), { timeout: 10_000 }).toBe(1)
+    expect(await deleteRuns(first!)).toBe(1)
+    expect((await runCommand(web!.url, sessionId, `/loop delete ${last}`)).kind).toBe('success')
     await expect.poll(() => dock().count(), { timeout: 10_000 }).toBe(0)
+  })
+
+  it('shows heartbeats in the conversation as loop rows, in the user\'s language, and leaves other context rows to DSH', async () => {
+    expect((await runCommand(web!.url, sessionId, `/loop 1 ${HEARTBEAT_PROMPT}`)).kind).toBe('success')
+    const [id] = await loopIds()
+    const beat = await waitFor('a heartbeat', async () => heartbeatsIn((await history(web!.url, sessionId)).events)[0])
+    expect(beat.loopId).toBe(id)
+    const row = page.locator('[data-loop-heartbeat]').first()
+    await row.waitFor({ timeout: 10_000 })
+    const button = row.locator('button')
+    expect(await button.textContent()).toBe(`↻Loop heartbeat·every 1s·${HEARTBEAT_PROMPT}▾`)
+    expect(await button.getAttribute('aria-expanded')).toBe('false')
+    // Expanding shows the exact text the model received.
+    await button.click()
+    expect(await button.getAttribute('aria-expanded')).toBe('true')
+    expect(await row.locator('pre').textContent()).toBe(beat.text)
+    expect(await row.locator('pre').isVisible()).toBe(true)
+    // Every heartbeat is a loop row; the context rows that are not (AGENTS.md, DSH's system prompt) stay DSH's own.
+    const contextRows = page.locator('[data-chat-flow-kind="context"]')
+    const heartbeatRows = page.locator('[data-chat-flow-kind="context"]:has([data-loop-heartbeat])')
+    const hostRows = page.locator('[data-chat-flow-kind="context"]:not(:has([data-loop-heartbeat]))')
+    const hostTexts = await hostRows.allTextContents()
+    expect(hostTexts).toContain('Context injectionAGENTS.md')
+    for (const text of hostTexts) expect(text).toMatch(/^Context injection/)
+    expect(await contextRows.count()).toBe((await heartbeatRows.count()) + hostTexts.length)
+    // Live in Chinese, then without its interval once the loop is gone.
+    await switchLanguage('zh')
+    await expect.poll(() => button.textContent()).toBe(`↻循环触发·每1秒·${HEARTBEAT_PROMPT}▴`)
+    for (const text of await hostRows.allTextContents()) expect(text).toMatch(/^上下文注入/)
+    await row.scrollIntoViewIfNeeded()
+    await page.mouse.move(1_270, 10)
+    const box = (await row.boundingBox())!
+    const chat = (await page.locator('[data-composer-seat]').boundingBox())!
+    await page.screenshot({ path: join(SHOTS, 'heartbeat-row-zh.png'), clip: { x: chat.x, y: Math.max(0, box.y - 52), width: chat.width, height: box.height + 64 } })
+    expect((await runCommand(web!.url, sessionId, `/loop delete ${id}`)).kind).toBe('success')
+    await expect.poll(() => button.textContent()).toBe(`↻循环触发·${HEARTBEAT_PROMPT}▴`)
+    await switchLanguage('en')
+    await expect.poll(() => button.textContent()).toBe(`↻Loop heartbeat·${HEARTBEAT_PROMPT}▴`)
+    await waitFor('the heartbeat turns to end', async () => (turnsSettled((await history(web!.url, sessionId)).events) ? true : undefined))
   })
 
   it('used the DSH theme in light and dark and logged no console errors', async () => {
@@ -354,11 +496,14 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(dark).toBe('rgb(53, 54, 56)')
     expect(await page.locator('[data-slot-error]').count()).toBe(0)
     expect(consoleErrors).toEqual([])
-    // Two of the screenshots illustrate the README; refreshed on request (their countdowns differ every run).
+    // Five of the screenshots illustrate the docs; refreshed on request (their countdowns differ every run).
     mkdirSync(DOCS, { recursive: true })
     for (const [shot, doc] of [
       ['4-three-loops-expanded-light.png', 'loop-dock-light.png'],
       ['5-delete-confirmation-dark.png', 'loop-dock-dark.png'],
+      ['5-delete-confirmation-light.png', 'loop-dock-en.png'],
+      ['zh-delete-confirmation-light.png', 'loop-dock-zh.png'],
+      ['heartbeat-row-zh.png', 'loop-heartbeat-zh.png'],
     ] as const) {
       if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' || !existsSync(join(DOCS, doc))) copyFileSync(join(SHOTS, shot), join(DOCS, doc))
     }
