@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { JSDOM } from 'jsdom'
 import { build } from 'tsdown'
+import { LOOP_DICTIONARIES, type LoopTranslate } from '../../src/ui/locales.ts'
 import { dshCssModules } from '../dsh-client-build.ts'
 import { median, timeSync } from './stats.ts'
 
@@ -61,6 +62,12 @@ async function bundleDock(root: string): Promise<string> {
     plugins: [dshCssModules({ pluginId: 'dsh-plugin-loop' })],
   })
   return join(outDir, 'dock.mjs')
+}
+
+/** The `t` seat as DSH's locale runtime fills it for English: the template with `{name}` placeholders filled in. */
+const translate: LoopTranslate = (key, params) => {
+  const template = LOOP_DICTIONARIES.en[key]
+  return params === undefined ? template : template.replace(/\{(\w+)\}/g, (match, name: string) => (name in params ? String(params[name]) : match))
 }
 
 type Loop = { id: string; prompt: string; time_in_seconds: number; next_at: number }
@@ -173,7 +180,7 @@ export async function runDock(root: string, log: (line: string) => void): Promis
   const listenersBefore = documentListeners
   const measure = (label: string, count: number, expand: boolean): DockPoint => {
     const projection = { loops: loops(count) }
-    const props = { useProjection: () => projection, executeCommand }
+    const props = { useProjection: () => projection, executeCommand, t: translate }
     const renderSamples: number[] = []
     const repaintSamples: number[] = []
     for (let round = 0; round < WARMUP + ROUNDS; round += 1) {
@@ -197,7 +204,9 @@ export async function runDock(root: string, log: (line: string) => void): Promis
       const [repaint] = [...intervals.values()]
       if (repaint === undefined) throw new Error(`${label}: the dock armed no repaint interval`)
       clockOffset += 1_000
+      const before = container.textContent
       const repaintMs = timeSync(() => act(() => repaint()))
+      if (container.textContent === before) throw new Error(`${label}: the repaint changed no countdown`)
       act(() => root.unmount())
       tracking = false
       container.remove()

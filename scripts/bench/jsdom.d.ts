@@ -11,6 +11,7 @@ declare module 'jsdom' {
     querySelector(selector: string): BenchElement | null
     querySelectorAll(selector: string): { readonly length: number }
     click(): void
+    readonly textContent: string | null
   }
 
   /** The document as the benchmark uses it. */
