@@ -45,6 +45,12 @@ export interface AppendPoint {
   readonly withoutPlugin: number
   readonly withSamples: readonly number[]
   readonly withoutSamples: readonly number[]
+  /**
+   * With the plugin but no projection change-feed subscriber (so the registry never validates the
+   * plugin's view): splits the plugin's share into its own work and the host's schema validation.
+   * Measured at the smallest size only.
+   */
+  readonly withPluginNoFeed?: number
 }
 
 /** Row 2 at one checkpoint, ms. */
@@ -116,25 +122,28 @@ async function appendBatch(target: Side): Promise<number> {
 let sideSessions = 0
 
 /** Row 1 at one checkpoint. The smallest checkpoint uses fresh sessions per round so every batch starts at that length. */
-async function measureAppend(at: number, withSide: Side, withoutSide: Side, fresh: boolean): Promise<AppendPoint> {
+async function measureAppend(at: number, withSide: Side, withoutSide: Side, noFeedHost?: Host): Promise<AppendPoint> {
   const withSamples: number[] = []
   const withoutSamples: number[] = []
+  const noFeedSamples: number[] = []
+  const fresh = noFeedHost !== undefined
   const start = withSide.session.seq
   for (let round = 0; round < APPEND_ROUNDS; round += 1) {
-    let pair: [Side, Side] = [withSide, withoutSide]
+    const sides: { target: Side; samples: number[] }[] = [
+      { target: withSide, samples: withSamples },
+      { target: withoutSide, samples: withoutSamples },
+    ]
     if (fresh) {
       sideSessions += 1
-      pair = [await side(withSide.host, `append-with-${sideSessions}`), await side(withoutSide.host, `append-without-${sideSessions}`)]
-      await grow(pair[0], at)
-      await grow(pair[1], at)
+      sides[0]!.target = await side(withSide.host, `append-with-${sideSessions}`)
+      sides[1]!.target = await side(withoutSide.host, `append-without-${sideSessions}`)
+      sides.push({ target: await side(noFeedHost, `append-no-feed-${sideSessions}`), samples: noFeedSamples })
+      for (const { target } of sides) await grow(target, at)
     }
-    // Alternate which host goes first so drift in machine load hits both alike.
-    if (round % 2 === 0) {
-      withSamples.push(await appendBatch(pair[0]))
-      withoutSamples.push(await appendBatch(pair[1]))
-    } else {
-      withoutSamples.push(await appendBatch(pair[1]))
-      withSamples.push(await appendBatch(pair[0]))
+    // Rotate which host goes first so drift in machine load hits all alike.
+    for (let turn = 0; turn < sides.length; turn += 1) {
+      const { target, samples } = sides[(round + turn) % sides.length]!
+      samples.push(await appendBatch(target))
     }
   }
   const scale = 10_000 / APPEND_BATCH
@@ -145,6 +154,7 @@ async function measureAppend(at: number, withSide: Side, withoutSide: Side, fres
     withoutPlugin: median(withoutSamples) * scale,
     withSamples,
     withoutSamples,
+    ...(fresh ? { withPluginNoFeed: median(noFeedSamples) * scale } : {}),
   }
 }
 
@@ -221,6 +231,7 @@ async function measureCreateDelete(at: number, target: Side): Promise<CreateDele
 export async function runGrowth(sizes: GrowthSizes, log: (line: string) => void): Promise<GrowthResult> {
   const withHost = await bootHost({ loop: true, loopConfig: { maxLoopsPerSession: 1_000 } })
   const withoutHost = await bootHost({ loop: false })
+  const noFeedHost = await bootHost({ loop: true, loopConfig: { maxLoopsPerSession: 1_000 }, changeFeed: false })
   const withSide = await side(withHost, 'grown-with')
   const withoutSide = await side(withoutHost, 'grown-without')
   // Warm the JIT on the paths every checkpoint times (tool calls, flushes, folds), so the first
@@ -252,9 +263,9 @@ export async function runGrowth(sizes: GrowthSizes, log: (line: string) => void)
       log(`  create+delete ${point.createDelete.toFixed(3)} ms`)
     }
     if (sizes.append.includes(at)) {
-      const point = await measureAppend(at, withSide, withoutSide, at === checkpoints[0])
+      const point = await measureAppend(at, withSide, withoutSide, at === checkpoints[0] ? noFeedHost : undefined)
       append.push(point)
-      log(`  append per 10k: ${point.withPlugin.toFixed(1)} ms with, ${point.withoutPlugin.toFixed(1)} ms without`)
+      log(`  append per 10k: ${point.withPlugin.toFixed(1)} ms with, ${point.withoutPlugin.toFixed(1)} ms without${point.withPluginNoFeed === undefined ? '' : `, ${point.withPluginNoFeed.toFixed(1)} ms with and no change feed`}`)
     }
   }
   await withHost.ctx.sessions.flush(withSide.session)
@@ -262,5 +273,6 @@ export async function runGrowth(sizes: GrowthSizes, log: (line: string) => void)
   const buildSeconds = { withPlugin: withSide.buildMs / 1000, withoutPlugin: withoutSide.buildMs / 1000 }
   await withHost.dispose()
   await withoutHost.dispose()
+  await noFeedHost.dispose()
   return { append, drive, createDelete, buildSeconds, persisted }
 }
