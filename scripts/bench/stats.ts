@@ -54,6 +54,14 @@ export function timeSync(body: () => unknown): number {
   return performance.now() - start
 }
 
+/** Process CPU time (user + system, all threads) of a synchronous body, in milliseconds. */
+export function cpuTimeSync(body: () => unknown): number {
+  const start = process.cpuUsage()
+  body()
+  const used = process.cpuUsage(start)
+  return (used.user + used.system) / 1000
+}
+
 /** Wall-clock now in epoch milliseconds with sub-millisecond resolution. */
 export function preciseNow(): number {
   return performance.timeOrigin + performance.now()
