@@ -280,3 +280,47 @@ export async function runGrowth(sizes: GrowthSizes, log: (line: string) => void)
   await noFeedHost.dispose()
   return { append, drive, createDelete, buildSeconds, persisted }
 }
+
+/** Row 1's flatness for one host, measured in a process of its own. */
+export interface FlatnessResult {
+  readonly loop: boolean
+  readonly first: { readonly at: number; readonly perTenK: number; readonly samples: readonly number[] }
+  readonly last: { readonly at: number; readonly range: readonly [number, number]; readonly perTenK: number; readonly samples: readonly number[] }
+}
+
+/**
+ * Row 1's flatness (the last 10k against the first 10k) for one host alone in its own process,
+ * so only its own log is in the heap: in {@link runGrowth} both hosts' logs share one heap, which
+ * is right for their ratio but makes V8's own cost grow with twice the events.
+ * @param loop - with the plugin or without.
+ * @param sizes - the first and last size.
+ * @param log - progress output.
+ * @returns CPU-time medians per 10k.
+ */
+export async function runFlatness(loop: boolean, sizes: readonly [number, number], log: (line: string) => void): Promise<FlatnessResult> {
+  const host = await bootHost({ loop, loopConfig: { maxLoopsPerSession: 1_000 } })
+  const [firstAt, lastAt] = sizes
+  const warm = await side(host, 'flat-warm')
+  await grow(warm, firstAt)
+  await appendBatch(warm)
+  const firstSamples: number[] = []
+  for (let round = 0; round < APPEND_ROUNDS; round += 1) {
+    const fresh = await side(host, `flat-first-${round}`)
+    await grow(fresh, firstAt)
+    firstSamples.push(await appendBatch(fresh))
+  }
+  const main = await side(host, 'flat-main')
+  await grow(main, lastAt)
+  const start = main.session.seq
+  const lastSamples: number[] = []
+  for (let round = 0; round < APPEND_ROUNDS; round += 1) lastSamples.push(await appendBatch(main))
+  const result: FlatnessResult = {
+    loop,
+    first: { at: firstAt, perTenK: median(firstSamples), samples: firstSamples },
+    last: { at: lastAt, range: [start, main.session.seq], perTenK: median(lastSamples), samples: lastSamples },
+  }
+  log(`  ${loop ? 'with' : 'without'} the plugin, own process: ${result.first.perTenK.toFixed(1)} ms per 10k at ${firstAt}, ${result.last.perTenK.toFixed(1)} ms at ${lastAt}`)
+  await host.dispose()
+  return result
+}
+

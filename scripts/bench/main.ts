@@ -11,7 +11,7 @@ import { cpus, loadavg, platform, release, tmpdir, totalmem } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { DockResult } from './dock.ts'
-import type { GrowthResult } from './growth.ts'
+import type { FlatnessResult, GrowthResult } from './growth.ts'
 import type { LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
 import { renderReport, type RunContext } from './report.ts'
@@ -56,6 +56,7 @@ const started = performance.now()
 const loadBefore = loadavg()
 try {
   const growth = await job<GrowthResult>('growth', { quick })
+  const flatness = [await job<FlatnessResult>('flatness', { quick, loop: true }), await job<FlatnessResult>('flatness', { quick, loop: false })] as const
   const resume = await job<ResumeResult>('resume', { root: growth.persisted.root, sessionId: growth.persisted.sessionId, events: growth.persisted.events, rounds: quick ? 3 : 5 })
   rmSync(growth.persisted.root, { recursive: true, force: true })
   const lateness = await job<LatenessResult[]>('lateness', { quick })
@@ -78,7 +79,7 @@ try {
     durationSeconds: (performance.now() - started) / 1000,
     command: `pnpm run bench${quick ? ' -- --quick' : ''}`,
   }
-  writeFileSync(outFile, renderReport(context, { growth, resume, lateness, memory, dock }))
+  writeFileSync(outFile, renderReport(context, { growth, flatness, resume, lateness, memory, dock }))
   console.log(`[bench] wrote ${outFile} in ${context.durationSeconds.toFixed(0)} s`)
 } finally {
   rmSync(scratch, { recursive: true, force: true })

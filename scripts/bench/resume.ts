@@ -21,6 +21,14 @@ export interface ResumeResult {
   readonly withoutPlugin: number
   readonly withSamples: readonly number[]
   readonly withoutSamples: readonly number[]
+  /**
+   * Process CPU time of the same opens (user + system, all threads: zstd, parsing, GC), ms: what other
+   * processes on a shared machine do not inflate. The target is checked on these medians.
+   */
+  readonly withCpu: number
+  readonly withoutCpu: number
+  readonly withCpuSamples: readonly number[]
+  readonly withoutCpuSamples: readonly number[]
   /** Active loops the resumed runtime reported (the standing loops). */
   readonly loopsAfterResume: number
   /** Where the plugin's share goes: the runtime's catch-up fold of the whole resumed log, ms. */
@@ -50,15 +58,18 @@ async function openOnce(root: string, sessionId: string, loop: boolean) {
   const host = await bootHost({ root, loop })
   let loops = 0
   let events: Parameters<typeof foldLoopLog>[0] = []
+  const cpuStart = process.cpuUsage()
   const ms = await time(async () => {
     const fake = await resumeAgent(host, sessionId)
     events = fake.agent.session.events
     host.ctx.sessionProjections.snapshot(fake.agent.session)
     if (loop) loops = countLoops(await runTool(host, fake.agent, 'loop_list', {}))
   })
+  const cpuUsed = process.cpuUsage(cpuStart)
+  const cpu = (cpuUsed.user + cpuUsed.system) / 1000
   const parts = loop ? breakdown(events) : { runtimeFold: 0, projectionFold: 0 }
   await host.dispose()
-  return { ms, loops, ...parts }
+  return { ms, cpu, loops, ...parts }
 }
 
 /**
@@ -76,19 +87,25 @@ export async function runResume(root: string, sessionId: string, events: number,
   await openOnce(root, sessionId, false)
   const withSamples: number[] = []
   const withoutSamples: number[] = []
+  const withCpuSamples: number[] = []
+  const withoutCpuSamples: number[] = []
   const runtimeFolds: number[] = []
   const projectionFolds: number[] = []
   let loopsAfterResume = 0
   for (let round = 0; round < rounds; round += 1) {
     for (const loop of round % 2 === 0 ? [true, false] : [false, true]) {
-      const { ms, loops, runtimeFold, projectionFold } = await openOnce(root, sessionId, loop)
+      const { ms, cpu, loops, runtimeFold, projectionFold } = await openOnce(root, sessionId, loop)
       if (loop) {
         withSamples.push(ms)
+        withCpuSamples.push(cpu)
         runtimeFolds.push(runtimeFold)
         projectionFolds.push(projectionFold)
         loopsAfterResume = loops
-      } else withoutSamples.push(ms)
-      log(`  open ${loop ? 'with' : 'without'} the plugin: ${ms.toFixed(0)} ms`)
+      } else {
+        withoutSamples.push(ms)
+        withoutCpuSamples.push(cpu)
+      }
+      log(`  open ${loop ? 'with' : 'without'} the plugin: ${ms.toFixed(0)} ms (CPU ${cpu.toFixed(0)} ms)`)
     }
   }
   return {
@@ -97,6 +114,10 @@ export async function runResume(root: string, sessionId: string, events: number,
     withoutPlugin: median(withoutSamples),
     withSamples,
     withoutSamples,
+    withCpu: median(withCpuSamples),
+    withoutCpu: median(withoutCpuSamples),
+    withCpuSamples,
+    withoutCpuSamples,
     loopsAfterResume,
     runtimeFold: median(runtimeFolds),
     projectionFold: median(projectionFolds),

@@ -6,7 +6,7 @@
  */
 import { writeFileSync } from 'node:fs'
 import { runDock } from './dock.ts'
-import { GROWTH_SIZES, runGrowth } from './growth.ts'
+import { GROWTH_SIZES, runFlatness, runGrowth } from './growth.ts'
 import { LATENESS_SCENARIOS, runLateness, type LatenessResult } from './lateness.ts'
 import { runMemory } from './memory.ts'
 import { runResume } from './resume.ts'
@@ -21,6 +21,7 @@ const options = JSON.parse(rawOptions ?? '{}') as {
   activeLoops?: number
   cycles?: number
   projectRoot?: string
+  loop?: boolean
 }
 const log = (line: string) => console.log(line)
 
@@ -28,6 +29,10 @@ async function run(): Promise<unknown> {
   switch (job) {
     case 'growth':
       return runGrowth(options.quick === true ? GROWTH_SIZES.quick : GROWTH_SIZES.full, log)
+    case 'flatness': {
+      const sizes = options.quick === true ? GROWTH_SIZES.quick.append : GROWTH_SIZES.full.append
+      return runFlatness(options.loop === true, [sizes[0]!, sizes.at(-1)!], log)
+    }
     case 'resume':
       return runResume(options.root!, options.sessionId!, options.events!, options.rounds!, log)
     case 'lateness': {
