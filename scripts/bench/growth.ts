@@ -233,7 +233,7 @@ async function measureCreateDelete(at: number, target: Side): Promise<CreateDele
  * @returns the measurements.
  */
 export async function runGrowth(sizes: GrowthSizes, log: (line: string) => void): Promise<GrowthResult> {
-  const withHost = await bootHost({ loop: true, loopConfig: { maxLoopsPerSession: 1_000 } })
+  const withHost = await bootHost({ loop: true, loopConfig: { maxLoopsPerSession: 1_000 }, keepRoot: true })
   const withoutHost = await bootHost({ loop: false })
   const noFeedHost = await bootHost({ loop: true, loopConfig: { maxLoopsPerSession: 1_000 }, changeFeed: false })
   const withSide = await side(withHost, 'grown-with')

@@ -5,7 +5,7 @@
  * the model boundary is a plain recording function, nothing else is faked.
  * @module scripts/bench/host
  */
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from '@deepseek-ai/cordis'
@@ -30,8 +30,10 @@ process.env[API_KEY_ENV] ??= 'bench-key'
 
 /** Options for {@link bootHost}. */
 export interface HostOptions {
-  /** Persistence root; a fresh temp dir when omitted. */
+  /** Persistence root; a fresh temp dir when omitted, removed on dispose unless {@link keepRoot}. */
   readonly root?: string
+  /** Keep a fresh temp root after dispose (the grown session is resumed by a later job). */
+  readonly keepRoot?: boolean
   /** Load the loop plugin (default true). */
   readonly loop?: boolean
   /** The loop plugin's config (its row in the DSH patch). */
@@ -70,6 +72,7 @@ type PluginModule = Parameters<Context['plugin']>[0]
  * @returns the host.
  */
 export async function bootHost(options: HostOptions = {}): Promise<Host> {
+  const ownsRoot = options.root === undefined && options.keepRoot !== true
   const root = options.root ?? tempDir()
   const ctx = new Context()
   const plugins: [unknown, unknown?][] = [
@@ -110,7 +113,11 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
     diskWrites += 1
     return appendLines(meta, events)
   }
-  return { ctx, root, flushes: () => flushes, flushDurations, diskWrites: () => diskWrites, dispose: () => ctx.fiber.dispose() }
+  const dispose = async () => {
+    await ctx.fiber.dispose()
+    if (ownsRoot) rmSync(root, { recursive: true, force: true })
+  }
+  return { ctx, root, flushes: () => flushes, flushDurations, diskWrites: () => diskWrites, dispose }
 }
 
 /** The fake model boundary installed on one real agent: `send` records and returns at once. */
