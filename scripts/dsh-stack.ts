@@ -178,6 +178,114 @@ export async function startWeb(options: WebOptions): Promise<DshWeb> {
   return { url, child, output: () => output, stop }
 }
 
+/** How a one-shot `dsh --profile <p> "<task>"` run ended. */
+export interface OneShotRun {
+  /** Exit code, or null when a signal ended it. */
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  /** What it printed on stdout (the task's answer) and on stderr. */
+  readonly stdout: string
+  readonly stderr: string
+  /** Wall time from spawn to exit. */
+  readonly durationMs: number
+  /** True when the hard timeout killed it. */
+  readonly timedOut: boolean
+}
+
+/** Options for {@link runOneShot}. */
+export interface OneShotOptions {
+  readonly home: string
+  readonly model: ModelEndpoint
+  readonly task: string
+  /** The profile the run boots (default `headless`). */
+  readonly profile?: string
+  readonly cwd?: string
+  /** Hard timeout: SIGTERM, then SIGKILL 5 s later; the run always ends. */
+  readonly timeoutMs: number
+  /** Sees the output as it arrives (for a report while the run still hangs). */
+  readonly onOutput?: (chunk: string) => void
+}
+
+/**
+ * `dsh --profile headless --patch <rc8> "<task>"` exactly as a user runs a one-shot
+ * task: resolves when the process has exited, whether by itself or by the hard timeout.
+ */
+export async function runOneShot(options: OneShotOptions): Promise<OneShotRun> {
+  const started = Date.now()
+  const args = [DSH_ENTRY, '--profile', options.profile ?? 'headless', '--patch', RC8_PATCH, options.task]
+  const child = spawn(NODE22, args, { cwd: options.cwd ?? PROJECT, env: dshEnv(options.home, options.model), stdio: ['ignore', 'pipe', 'pipe'] })
+  liveChildren.add(child)
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString()
+    options.onOutput?.(chunk.toString())
+  })
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString()
+    options.onOutput?.(chunk.toString())
+  })
+  let timedOut = false
+  let force: ReturnType<typeof setTimeout> | undefined
+  const deadline = setTimeout(() => {
+    timedOut = true
+    child.kill('SIGTERM')
+    force = setTimeout(() => child.kill('SIGKILL'), 5_000)
+  }, options.timeoutMs)
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolveExit) => child.once('exit', (...ended) => resolveExit(ended)))
+  clearTimeout(deadline)
+  clearTimeout(force)
+  liveChildren.delete(child)
+  return { code, signal, stdout, stderr, durationMs: Date.now() - started, timedOut }
+}
+
+/** The ids of the sessions stored in a home, in no particular order. */
+export function storedSessionIds(home: string): string[] {
+  const root = join(home, 'sessions')
+  if (!existsSync(root)) return []
+  return readdirSync(root, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && entry.name.startsWith('session-'))
+    .map((entry) => entry.name)
+}
+
+/** One record of a session's durable JSONL log, as the backend wrote it. */
+export interface DurableRecord {
+  readonly type: string
+  readonly seq: number
+  readonly time: number
+  readonly data: unknown
+}
+
+/**
+ * What reached disk for one session: the log text read through the real JSONL
+ * backend's own `readRaw` (committed frames only, as a restart would see them),
+ * without opening the session. Works while a dsh process owns the home, and after it was killed.
+ * @returns the event records in log order (the header line and packed chunk rows left out).
+ */
+export async function readDurableLog(home: string, sessionId: string): Promise<DurableRecord[]> {
+  // Loaded on first use, so the demo and the browser test do not pay for a host they never boot.
+  const [{ Context }, sessionModule, jsonlModule] = await Promise.all([
+    import('@deepseek-ai/cordis'),
+    import('@deepseek-ai/dsh-session'),
+    import('@deepseek-ai/dsh-session-persistence-jsonl'),
+  ])
+  await import('@deepseek-ai/dsh-session-persistence')
+  const ctx = new Context()
+  try {
+    await ctx.plugin(sessionModule.default)
+    await ctx.plugin(jsonlModule.default, { root: join(home, 'sessions') })
+    const raw = await ctx.sessionPersistence.readRaw(sessionModule.SessionId(sessionId))
+    if (raw === undefined) throw new Error(`no stored log for ${sessionId} in ${home}`)
+    return raw.content
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => JSON.parse(line) as Partial<DurableRecord>)
+      .filter((record): record is DurableRecord => typeof record.type === 'string' && typeof record.seq === 'number')
+  } finally {
+    await ctx.fiber.dispose()
+  }
+}
+
 let rpcNumber = 0
 
 /**

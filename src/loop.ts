@@ -362,7 +362,13 @@ export class LoopRuntime {
       }
       change = dispatchChange(loop.id, nextOccurrence(loop, now))
     }
-    this.agent.session.append(LOOP_CHANGE_EVENT, change)
+    try {
+      this.agent.session.append(LOOP_CHANGE_EVENT, change)
+    } catch (error) {
+      // Not recorded: the retry decides again; a heartbeat already sent waits in the inbox, so it coalesces.
+      this.retryLater(`dispatch of ${loop.id} could not be recorded: ${describeError(error)}`)
+      return
+    }
     try {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {

@@ -31,8 +31,11 @@ export function earliestNextAt(loops: readonly LoopRecord[]): number | undefined
 }
 
 /**
- * Anti-burst advance: skip whole missed intervals so the result is strictly after `now`.
- * A one-second loop delayed five seconds yields one heartbeat, not five.
+ * Anti-burst advance: skip whole missed intervals so the result is strictly after
+ * `now`, on the loop's original cadence. A one-second loop delayed five seconds
+ * yields one heartbeat, not five. A late dispatch also skips a cadence point less
+ * than half an interval away, so the catch-up heartbeat after a sleep or restart
+ * is never followed almost at once by the next one.
  * @param loop - the loop just dispatched.
  * @param now - dispatch time.
  * @returns the next `next_at`.
@@ -40,18 +43,20 @@ export function earliestNextAt(loops: readonly LoopRecord[]): number | undefined
 export function nextOccurrence(loop: LoopRecord, now: number): number {
   const intervalMs = loop.time_in_seconds * 1000
   const skipped = Math.floor((now - loop.next_at) / intervalMs) + 1
-  return loop.next_at + skipped * intervalMs
+  const next = loop.next_at + skipped * intervalMs
+  return next - now < intervalMs / 2 ? next + intervalMs : next
 }
 
 /**
- * A loop whose `next_at` lies more than one interval ahead can only come from a
+ * A loop whose `next_at` lies more than one and a half intervals ahead (further
+ * than {@link nextOccurrence} or a create ever schedules) can only come from a
  * wall clock that was wrong when it was scheduled (set forward, then corrected).
  * @param loops - active loops in creation order.
  * @param now - decision time.
  * @returns the first such loop, or undefined.
  */
 export function findClockSkewedLoop(loops: readonly LoopRecord[], now: number): LoopRecord | undefined {
-  return loops.find((loop) => loop.next_at - now > loop.time_in_seconds * 1000)
+  return loops.find((loop) => loop.next_at - now > loop.time_in_seconds * 1500)
 }
 
 /**

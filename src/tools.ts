@@ -67,9 +67,9 @@ function renderJson(_args: unknown, value: unknown) {
   return [{ type: 'text' as const, text: JSON.stringify(value) }]
 }
 
-/** The JSON value followed by the one-shot note. */
-function renderJsonWithOneShotNote(args: unknown, value: unknown) {
-  return [...renderJson(args, value), { type: 'text' as const, text: ONE_SHOT_NOTE }]
+/** The JSON value, then the one-shot note on its own line (providers join text blocks without a separator). */
+function renderJsonWithOneShotNote(_args: unknown, value: unknown) {
+  return [{ type: 'text' as const, text: `${JSON.stringify(value)}\n${ONE_SHOT_NOTE}` }]
 }
 
 /**

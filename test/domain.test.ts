@@ -267,18 +267,21 @@ describe('timing', () => {
     expect(findDueLoop(tied, NOW)?.id).toBe('loop_a')
   })
 
-  it('finds a schedule more than one interval ahead (the clock moved back) and puts it one interval from now', () => {
+  it('finds a schedule more than one and a half intervals ahead (the clock moved back) and puts it one interval from now', () => {
     // loopA: 1 s interval, due NOW + 1000; loopB: 60 s, due NOW + 500.
-    expect(findClockSkewedLoop(loops, NOW)).toBeUndefined()
-    expect(findClockSkewedLoop(loops, NOW - 1)?.id).toBe('loop_a')
-    expect(findClockSkewedLoop([loopB], NOW - 59_500)).toBeUndefined()
-    expect(findClockSkewedLoop([loopB], NOW - 59_501)?.id).toBe('loop_b')
+    expect(findClockSkewedLoop(loops, NOW - 500)).toBeUndefined()
+    expect(findClockSkewedLoop(loops, NOW - 501)?.id).toBe('loop_a')
+    expect(findClockSkewedLoop([loopB], NOW - 89_500)).toBeUndefined()
+    expect(findClockSkewedLoop([loopB], NOW - 89_501)?.id).toBe('loop_b')
     expect(rescheduledNextAt(loopB, NOW)).toBe(NOW + 60_000)
   })
 
   it('advances by whole intervals to strictly after now', () => {
     expect(nextOccurrence(loopA, NOW + 1000)).toBe(NOW + 2000)
-    expect(nextOccurrence(loopA, NOW + 1999)).toBe(NOW + 2000)
+    expect(nextOccurrence(loopA, NOW + 1499)).toBe(NOW + 2000)
+    // Late by more than half an interval: the cadence point 1 ms away is skipped, not fired at once.
+    expect(nextOccurrence(loopA, NOW + 1501)).toBe(NOW + 3000)
+    expect(nextOccurrence(loopA, NOW + 1999)).toBe(NOW + 3000)
     // A one-second loop delayed five seconds: one dispatch, next occurrence in the future.
     expect(nextOccurrence(loopA, NOW + 6000)).toBe(NOW + 7000)
     expect(nextOccurrence(loopA, NOW + 6500)).toBe(NOW + 7000)

@@ -173,6 +173,32 @@ export async function createFakeAgent(host: Host, id: string): Promise<FakeAgent
 }
 
 /**
+ * Create an agent with the fake boundary through another agent's context (a child,
+ * not a root) or seeded with a parent's log as DSH seeds a fork.
+ * @param host - booted host.
+ * @param id - the new session id.
+ * @param relation - `child` of `parent`, or a `fork` of `parent`'s session (a root).
+ * @param parent - the agent it relates to.
+ * @returns the agent and its spies.
+ */
+export async function createRelatedFakeAgent(host: Host, id: string, relation: 'child' | 'fork', parent: Agent): Promise<FakeAgent> {
+  const { setup, finish } = boundarySetup()
+  if (relation === 'child') {
+    const handle = await parent.ctx.agents.create({ sessionId: SessionId(id), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS, setup })
+    return finish(handle)
+  }
+  const seed = parent.session.events
+  const handle = await host.ctx.agents.create({
+    sessionId: SessionId(id),
+    meta: { cwd: host.root, parentSession: parent.id, seedLength: seed.length },
+    seed,
+    agentOptions: AGENT_OPTIONS,
+    setup,
+  })
+  return finish(handle)
+}
+
+/**
  * Resume a persisted session as a root agent with the fake boundary.
  * @param host - booted host.
  * @param id - session id.

@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { SessionId } from '@deepseek-ai/dsh-session'
-import { FIRST_RETRY_DELAY_MS, LoopRuntime, MAX_RETRY_DELAY_MS, MAX_TIMER_WAIT_MS } from '../src/loop.ts'
+import { FIRST_RETRY_DELAY_MS, LoopRuntime, MAX_TIMER_WAIT_MS } from '../src/loop.ts'
+import * as loopPlugin from '../src/index.ts'
+import { holdFlushes, recordTimers } from './support/faults.ts'
 import { createChange } from '../src/domain.ts'
 import { AGENT_OPTIONS, advance, bootHost, createFakeAgent, useFakeClock, loopChanges, persistedLoopChanges, resumeFakeAgent, runTool, settle, signal, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
 
@@ -71,6 +73,36 @@ describe('delivery', () => {
     ])
     expect(fake.steer).not.toHaveBeenCalled()
     expect(fake.followup).not.toHaveBeenCalled()
+  })
+
+  it('runs a drive as flush, send, append of the dispatch, flush, in exactly that order', async () => {
+    const id = await create('in order', 1)
+    await settle()
+    const steps: string[] = []
+    const realFlush = host.ctx.sessions.flush
+    const flush = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
+      steps.push(`flush ${session.id}`)
+      return realFlush(session)
+    })
+    fake.send.mockImplementation((message, target) => {
+      steps.push(`send ${(message.content[0] as { text: string }).text === heartbeat(id, 'in order') ? id : 'other'} ${target}`)
+    })
+    const session = fake.agent.session
+    const realAppend = session.append.bind(session) as (type: string, data: unknown) => ReturnType<typeof session.append>
+    const append = vi.spyOn(session, 'append').mockImplementation(((type: string, data: unknown) => {
+      steps.push(`append ${type} ${JSON.stringify(data)}`)
+      return realAppend(type, data)
+    }) as typeof session.append)
+    await advance(1000)
+    flush.mockRestore()
+    append.mockRestore()
+    expect(steps).toEqual([
+      'flush ses-run',
+      `send ${id} next-turn`,
+      `append loop/change ${JSON.stringify({ version: 1, operation: 'dispatch', id, next_at: NOW + 2000 })}`,
+      'flush ses-run',
+    ])
+    expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
   })
 
   it('escapes the id and prompt inside the heartbeat', async () => {
@@ -179,15 +211,62 @@ describe('lifecycle', () => {
     expect(fake.send).not.toHaveBeenCalled()
   })
 
-  it('a replacement agent resumes the loop from the durable log; the old one stays inert', async () => {
-    const id = await create('carry on', 2)
-    await fake.handle.dispose()
-    const replacement = await resumeFakeAgent(host, 'ses-run')
-    await advance(2000)
-    expect(fake.send).not.toHaveBeenCalled()
-    expect(sentTexts(replacement)).toEqual([heartbeat(id, 'carry on')])
-    const listed = await runTool(host, replacement.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
+  it('a runtime replaced while its drive is in flight stays inert; the replacement sends the due heartbeat once', async () => {
+    // A host whose plugin fiber the test holds, so the runtime serving this live session can be
+    // replaced (a hot reload) while the old runtime's drive waits on its flush.
+    const reloadable = await bootHost({ loop: false })
+    try {
+      const oldFiber = reloadable.ctx.plugin(loopPlugin)
+      await oldFiber
+      const agent = await createFakeAgent(reloadable, 'ses-reload')
+      const timers = recordTimers()
+      const created = await runTool(reloadable, agent.agent, 'loop_create', { prompt: 'carry on', time_in_seconds: 2 })
+      if (created.isError) throw new Error(created.error.message)
+      const id = (created.value as { id: string }).id
+      await settle()
+      const oldTimer = timers.armed.find((timer) => timer.delay === 2000)!
+      timers.restore()
+      await advance(1999)
+      const held = holdFlushes(reloadable)
+      await vi.advanceTimersByTimeAsync(1)
+      expect(held.waiting()).toBe(1) // the old runtime's drive, before its decision
+
+      const oldDisposal = oldFiber.dispose()
+      const newFiber = reloadable.ctx.plugin(loopPlugin)
+      await vi.advanceTimersByTimeAsync(0)
+      expect(held.waiting()).toBe(2) // the replacement's first drive is live beside the old one
+      // A late timer of the old runtime, while the replacement is live, requests nothing.
+      oldTimer.callback()
+      await vi.advanceTimersByTimeAsync(0)
+      expect(held.waiting()).toBe(2)
+
+      await held.release()
+      await oldDisposal
+      await newFiber
+      await settle()
+      expect(sentTexts(agent)).toEqual([heartbeat(id, 'carry on')])
+      const expected = [
+        { version: 1, operation: 'create', loop: { id, prompt: 'carry on', time_in_seconds: 2, next_at: NOW + 2000 } },
+        { version: 1, operation: 'dispatch', id, next_at: NOW + 4000 },
+      ]
+      expect(loopChanges(agent.agent)).toEqual(expected)
+      expect(await persistedLoopChanges(reloadable, 'ses-reload')).toEqual(expected)
+      // The next occurrence: while the replacement's drive waits, the old runtime's timer fires late.
+      await advance(1999)
+      const heldAgain = holdFlushes(reloadable)
+      await vi.advanceTimersByTimeAsync(1)
+      expect(heldAgain.waiting()).toBe(1)
+      oldTimer.callback()
+      await vi.advanceTimersByTimeAsync(0)
+      expect(heldAgain.waiting()).toBe(1)
+      await heldAgain.release()
+      await settle()
+      expect(sentTexts(agent)).toEqual([heartbeat(id, 'carry on'), heartbeat(id, 'carry on')])
+      const listed = await runTool(reloadable, agent.agent, 'loop_list', {})
+      expect(listed.isError ? listed.error : (listed.value as { id: string; next_at: number }[]).map((loop) => [loop.id, loop.next_at])).toEqual([[id, NOW + 6000]])
+    } finally {
+      await reloadable.dispose()
+    }
   })
 
   it('an overdue loop fires once when its session resumes after downtime', async () => {
@@ -303,7 +382,6 @@ describe('failures', () => {
       await advance(1)
       expect(fake.send).toHaveBeenCalledTimes(attempt)
     }
-    expect(MAX_RETRY_DELAY_MS).toBe(60_000)
     expect(loopChanges(fake.agent)).toHaveLength(1)
   })
 

@@ -5,7 +5,8 @@ import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
 import { registerLoopEventType } from '../src/persistence.ts'
-import { advance, bootHost, createFakeAgent, resumeFakeAgent, runCommand, runTool, settle, tempDir, type Host } from './host.ts'
+import { advance, bootHost, createFakeAgent, loopChanges, persistedLoopChanges, resumeFakeAgent, runCommand, runTool, settle, tempDir, type Host } from './host.ts'
+import { holdFlushes } from './support/faults.ts'
 
 const NOW = Date.parse('2026-11-30T00:00:00Z')
 const hosts: Host[] = []
@@ -21,14 +22,6 @@ afterEach(async () => {
   for (const host of hosts.splice(0)) await host.dispose()
   vi.useRealTimers()
   ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).add('loop/change')
-})
-
-describe('plugin shape', () => {
-  it('is the Cordis plugin "loop" injecting the host services it needs', () => {
-    expect(loopPlugin.name).toBe('loop')
-    expect(loopPlugin.inject).toEqual(['agents', 'sessions', 'tools', 'commands'])
-    expect(typeof loopPlugin.apply).toBe('function')
-  })
 })
 
 describe('event catalog', () => {
@@ -212,14 +205,40 @@ describe('lifecycle', () => {
     expect(vi.getTimerCount()).toBe(0)
   })
 
-  it('refuses tool calls for a session whose agent was replaced while the call waited', async () => {
-    const host = await boot()
-    const fake = await createFakeAgent(host, 'ses-gone')
-    const definition = host.ctx.tools.get('loop_list', fake.agent)!
-    await fake.handle.dispose()
-    await expect(definition.execute({}, { agent: fake.agent, signal: new AbortController().signal } as never)).rejects.toThrow(
-      'This agent is no longer live; its loops run in the agent that replaced it.',
-    )
-    expect(host.ctx.agents.get(SessionId('ses-gone'))).toBeUndefined()
+  it('refuses a tool call whose runtime was replaced while the call waited, and the replacement answers for the session', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
+    const host = await boot({ loop: false })
+    const oldFiber = host.ctx.plugin(loopPlugin)
+    await oldFiber
+    const fake = await createFakeAgent(host, 'ses-replaced')
+    const first = await runTool(host, fake.agent, 'loop_create', { prompt: 'kept', time_in_seconds: 60 })
+    if (first.isError) throw new Error(first.error.message)
+    const id = (first.value as { id: string }).id
+    await settle()
+    const held = holdFlushes(host)
+    const waiting = runTool(host, fake.agent, 'loop_create', { prompt: 'asked of the old runtime', time_in_seconds: 60 })
+    await vi.advanceTimersByTimeAsync(0)
+    expect(held.waiting()).toBe(1)
+    // Replace the runtime serving this live session (a hot reload) while the old one's call waits on its flush.
+    const oldDisposal = oldFiber.dispose()
+    const newFiber = host.ctx.plugin(loopPlugin)
+    await vi.advanceTimersByTimeAsync(0)
+    const answered = runTool(host, fake.agent, 'loop_list', {})
+    await vi.advanceTimersByTimeAsync(0)
+    await held.release()
+    expect(await waiting).toEqual({
+      isError: true,
+      error: { message: 'This agent is no longer live; its loops run in the agent that replaced it.', info: { name: 'LoopError', code: 'agent_unavailable' } },
+      content: [{ type: 'text', text: 'Error: This agent is no longer live; its loops run in the agent that replaced it.' }],
+    })
+    const listed = await answered
+    expect(listed.isError ? listed.error : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
+    await oldDisposal
+    await newFiber
+    await settle()
+    const expected = [{ version: 1, operation: 'create', loop: { id, prompt: 'kept', time_in_seconds: 60, next_at: NOW + 60_000 } }]
+    expect(loopChanges(fake.agent)).toEqual(expected)
+    expect(await persistedLoopChanges(host, 'ses-replaced')).toEqual(expected)
+    expect(host.ctx.agents.get(SessionId('ses-replaced'))).toBe(fake.agent)
   })
 })

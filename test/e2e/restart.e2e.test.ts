@@ -59,29 +59,34 @@ describe('restart with loops active', () => {
       await sleepUntil(reopenedAt + OBSERVE_MS)
       const log = await settle(r.url, sessionId)
 
+      // Counted over the observed window only: settling can take longer while the 1 s loop keeps firing.
+      const observed = (dispatch: { time: number }) => dispatch.time >= reopenedAt && dispatch.time <= reopenedAt + OBSERVE_MS
       // The overdue fast loop fires once on resume, then keeps its cadence: no burst of missed intervals.
-      const resumed = dispatchesOf(log, fast).filter((dispatch) => dispatch.time >= reopenedAt)
+      const resumed = dispatchesOf(log, fast).filter(observed)
       expect(resumed.length, JSON.stringify(resumed)).toBeGreaterThanOrEqual(3)
       expect(resumed.length, JSON.stringify(resumed)).toBeLessThanOrEqual(5)
       const [first, second] = resumed
       expect(first!.time - reopenedAt).toBeLessThan(1_500)
       expect(first!.next_at).toBeGreaterThan(first!.time)
-      expect(first!.next_at).toBeLessThanOrEqual(first!.time + 1_000)
+      expect(first!.next_at).toBeLessThanOrEqual(first!.time + 1_500)
       expect(second!.time).toBeGreaterThanOrEqual(first!.next_at - 5)
       for (const dispatch of resumed) {
-        expect(dispatch.next_at).toBeGreaterThan(dispatch.time)
+        // A dispatch record's time is its append, a few ms after the decision the next_at was computed from.
+        expect(dispatch.next_at).toBeGreaterThan(dispatch.time - 20)
         expect((dispatch.next_at - fastRecord.next_at) % 1_000).toBe(0)
       }
-      const slowResumed = dispatchesOf(log, slow).filter((dispatch) => dispatch.time >= reopenedAt)
+      // The slow loop: one catch-up, then its original 3 s grid. The first grid point can follow the catch-up by
+      // any fraction of the interval (SPEC.md, anti-burst), so 3.5 s hold at most the catch-up and two grid points.
+      const slowRecord = coldLoops[1]!
+      const slowResumed = dispatchesOf(log, slow).filter(observed)
       expect(slowResumed.length).toBeGreaterThanOrEqual(1)
-      // One catch-up dispatch, then only cadence points (every 3 s) inside the observed window: no burst.
-      const observedMs = Math.max(...slowResumed.map((dispatch) => dispatch.time)) - reopenedAt
-      expect(slowResumed.length, JSON.stringify(slowResumed)).toBeLessThanOrEqual(2 + Math.floor(observedMs / 3_000))
+      expect(slowResumed.length).toBeLessThanOrEqual(3)
+      expect(slowResumed[0]!.next_at).toBeGreaterThan(slowResumed[0]!.time - 20)
+      expect(slowResumed[0]!.next_at).toBeLessThanOrEqual(slowResumed[0]!.time + 4_500)
       for (const [index, dispatch] of slowResumed.entries()) {
-        if (index > 0) expect(dispatch.time, JSON.stringify(slowResumed)).toBeGreaterThanOrEqual(slowResumed[index - 1]!.next_at - 5)
+        expect((dispatch.next_at - slowRecord.next_at) % 3_000).toBe(0)
+        if (index > 0) expect(dispatch.time).toBeGreaterThanOrEqual(slowResumed[index - 1]!.next_at - 5)
       }
-      expect(slowResumed[0]!.next_at).toBeGreaterThan(slowResumed[0]!.time)
-      expect(slowResumed[0]!.next_at).toBeLessThanOrEqual(slowResumed[0]!.time + 3_000)
 
       // Both fire again as heartbeats in the resumed session, each answered.
       const afterResume = heartbeatsIn(log).filter((beat) => beat.time >= reopenedAt)

@@ -1,10 +1,11 @@
 /**
  * The end-to-end fixture: one fresh DSH_HOME with the packed plugin added, one
- * mock model on loopback, and `dsh web` processes started and stopped on that
- * home. Everything a test starts is stopped when it ends, whatever the outcome;
- * a failing test prints every DSH process's output and keeps its home.
+ * mock model on loopback, and `dsh web` processes (and one-shot `dsh` runs)
+ * started and stopped on that home. Everything a test starts is stopped when it
+ * ends, whatever the outcome; a failing test prints every DSH process's output
+ * and keeps its home.
  */
-import { startMockLlmServer, type MockLlmServer, type MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
+import { startMockLlmServer, type MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { expect, inject, test as base } from 'vitest'
 import {
@@ -16,12 +17,14 @@ import {
   prepareHome,
   removeHome,
   runCommand,
+  runOneShot,
   startWeb,
   turnsSettled,
   waitFor,
   type DshWeb,
   type HeartbeatMessage,
   type HistoryEvent,
+  type OneShotRun,
 } from '../../scripts/dsh-stack.ts'
 
 export const PLUGIN = 'dsh-plugin-loop'
@@ -32,15 +35,32 @@ export const REPLY = 'Heartbeat received: nothing new to report.'
 /** Mock model options a test may set; the default is a fast `success` for every request. */
 export type ModelScript = Partial<Omit<MockLlmServerOptions, 'host' | 'port'>>
 
-/** One home, one model, and the dsh web processes run on them. */
+/** What a rig needs from a model on loopback: the published mock server, or several behind a router. */
+export interface ModelServer {
+  /** Base URL without `/v1`. */
+  readonly baseURL: string
+  /** Every chat request received, in arrival order. */
+  readonly requests: readonly { readonly attempt: number; readonly behavior: string; readonly body: unknown }[]
+  close(): Promise<void>
+}
+
+/** Options of the `rig` fixture beyond the model script. */
+export interface RigOptions {
+  /** A model the test started itself (the rig closes it); replaces the scripted mock. */
+  readonly model?: ModelServer
+  /** Add the plugin to the web profile and start `dsh web` right away (default true). */
+  readonly start?: boolean
+}
+
+/** One home, one model, and the dsh processes run on them. */
 export class Rig {
   /** Every process started, in order, with its label, for the failure report. */
-  private readonly processes: { label: string; web: DshWeb }[] = []
+  private readonly processes: { label: string; output: () => string; stop: () => Promise<void> }[] = []
   private current: DshWeb | undefined
 
   constructor(
     readonly home: string,
-    readonly model: MockLlmServer,
+    readonly model: ModelServer,
     readonly tarball: string,
   ) {}
 
@@ -59,8 +79,13 @@ export class Rig {
   /** Boot `dsh web` on this home (ephemeral loopback port). */
   async start(): Promise<DshWeb> {
     if (this.current !== undefined) throw new Error('dsh web is already running')
-    const web = await startWeb({ home: this.home, model: mockEndpoint(this.model) })
-    this.processes.push({ label: `dsh web #${this.processes.length + 1} (${web.url})`, web })
+    const label = `process #${this.processes.length + 1}: dsh web`
+    // A process that fails to boot is reported too: startWeb throws with its output.
+    const web = await startWeb({ home: this.home, model: mockEndpoint(this.model) }).catch((error: unknown) => {
+      this.processes.push({ label: `${label} (failed to boot)`, output: () => String(error), stop: async () => undefined })
+      throw error
+    })
+    this.processes.push({ label: `${label} (${web.url})`, output: web.output, stop: () => web.stop('SIGTERM') })
     this.current = web
     return web
   }
@@ -76,21 +101,34 @@ export class Rig {
     return { at: Date.now(), code: web.child.exitCode, signal: web.child.signalCode }
   }
 
-  /** `dsh plugin --profile web <verb>` for this plugin, as a user runs it. */
-  plugin(verb: 'add' | 'remove'): string {
-    return dshPlugin(this.home, PROFILE, verb, verb === 'add' ? this.tarball : PLUGIN)
+  /** `dsh plugin --profile <profile> <verb>` for this plugin, as a user runs it (the web profile by default). */
+  plugin(verb: 'add' | 'remove', profile: string = PROFILE): string {
+    return dshPlugin(this.home, profile, verb, verb === 'add' ? this.tarball : PLUGIN)
+  }
+
+  /**
+   * One-shot `dsh --profile headless "<task>"` on this home; always ends (hard timeout).
+   * @returns how it ended and what it printed.
+   */
+  async oneShot(task: string, timeoutMs: number): Promise<OneShotRun> {
+    let output = ''
+    const entry = { label: `process #${this.processes.length + 1}: dsh --profile headless ${JSON.stringify(task)}`, output: () => output, stop: async () => undefined }
+    this.processes.push(entry)
+    const run = await runOneShot({ home: this.home, model: mockEndpoint(this.model), task, timeoutMs, onOutput: (chunk) => (output += chunk) })
+    entry.label += ` (exit ${run.code ?? run.signal} after ${run.durationMs} ms${run.timedOut ? ', killed by the hard timeout' : ''})`
+    return run
   }
 
   /** Everything every process printed, labelled. */
   report(): string {
-    const outputs = this.processes.map(({ label, web }) => `----- ${label} -----\n${web.output()}`)
+    const outputs = this.processes.map(({ label, output }) => `----- ${label} -----\n${output()}`)
     const requests = this.model.requests.map((request) => `#${request.attempt} ${request.behavior}: ${JSON.stringify(lastUserText(request.body))}`)
     return [`home: ${this.home}`, ...outputs, `----- model requests -----`, ...requests].join('\n')
   }
 
   /** Stop whatever still runs. */
   async dispose(keepHome: boolean): Promise<void> {
-    for (const { web } of this.processes) await web.stop('SIGTERM').catch(() => undefined)
+    for (const { stop } of this.processes) await stop().catch(() => undefined)
     this.current = undefined
     await this.model.close()
     if (!keepHome) removeHome(this.home)
@@ -99,19 +137,22 @@ export class Rig {
 
 /**
  * `test` with a `rig` fixture: `await rig(script?)` gives a running dsh web on a
- * fresh home with the plugin added from the run's tarball.
+ * fresh home with the plugin added from the run's tarball; `rig({}, { start: false })`
+ * gives the bare home and model, for a test that adds the plugin itself.
  */
-export const test = base.extend<{ rig: (script?: ModelScript) => Promise<Rig> }>({
+export const test = base.extend<{ rig: (script?: ModelScript, options?: RigOptions) => Promise<Rig> }>({
   rig: async ({ task, onTestFailed }, use) => {
     const rigs: Rig[] = []
     onTestFailed(() => {
       for (const rig of rigs) console.error(`\n===== DSH output for the failed test =====\n${rig.report()}\n`)
     })
     try {
-      await use(async (script = {}) => {
-        const model = await startMockLlmServer({ host: '127.0.0.1', port: 0, sequence: ['success'], repeatLast: true, successText: REPLY, ...script })
+      await use(async (script = {}, options = {}) => {
+        const model: ModelServer =
+          options.model ?? (await startMockLlmServer({ host: '127.0.0.1', port: 0, sequence: ['success'], repeatLast: true, successText: REPLY, ...script }))
         const rig = new Rig(prepareHome(), model, inject('loopTarball'))
         rigs.push(rig)
+        if (options.start === false) return rig
         rig.plugin('add')
         await rig.start()
         return rig
@@ -195,7 +236,7 @@ export function turnAround(log: readonly HistoryEvent[], seq: number): { start: 
 }
 
 /** The mock model's requests whose last real user message is `text`. */
-export function requestsEndingWith(model: MockLlmServer, text: string): number[] {
+export function requestsEndingWith(model: ModelServer, text: string): number[] {
   return model.requests.filter((request) => lastUserText(request.body) === text).map((request) => request.attempt)
 }
 

@@ -1,0 +1,462 @@
+/**
+ * Faults at the real host boundary, with fake timers: flushes that resolve
+ * `false`, reject or throw at each point of a call and of a drive, a refusing
+ * inbox, a failing append, agents and the plugin disposed mid-flight, late
+ * timers and clock jumps. Each test reads the durable log back through the
+ * real JSONL persistence and checks it against the heartbeats sent.
+ */
+import { SessionId } from '@deepseek-ai/dsh-session'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import * as loopPlugin from '../src/index.ts'
+import {
+  advance,
+  bootHost,
+  createFakeAgent,
+  loopChanges,
+  persistedLoopChanges,
+  resumeFakeAgent,
+  runTool,
+  settle,
+  stopFakeHost,
+  TEST_NOW,
+  useFakeClock,
+  type FakeAgent,
+  type Host,
+} from './host.ts'
+import { FLUSH_FAULT_CAUSE, FLUSH_FAULTS, failFlush, failNextLoopAppend, holdFlushes, recordTimers } from './support/faults.ts'
+import { auditDeliveries, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
+
+const NOW = TEST_NOW
+const SESSION = 'ses-faults'
+let host: Host
+let fake: FakeAgent
+let sent: SentHeartbeat[]
+
+beforeEach(async () => {
+  useFakeClock()
+  host = await bootHost()
+  fake = await createFakeAgent(host, SESSION)
+  sent = recordHeartbeats(fake.send)
+})
+afterEach(async () => {
+  vi.restoreAllMocks()
+  await stopFakeHost(host)
+})
+
+type ToolOutcome = Awaited<ReturnType<typeof runTool>>
+
+/** The caller-facing error of a tool outcome, or a marker that it succeeded. */
+function failureOf(outcome: ToolOutcome): { message: string; code: unknown } | 'succeeded' {
+  return outcome.isError ? { message: outcome.error.message, code: outcome.error.info?.code } : 'succeeded'
+}
+
+/** Create a loop through the real tool and return its id. */
+async function create(prompt: string, seconds: number, target: FakeAgent = fake): Promise<string> {
+  const outcome = await runTool(host, target.agent, 'loop_create', { prompt, time_in_seconds: seconds })
+  if (outcome.isError) throw new Error(outcome.error.message)
+  return (outcome.value as { id: string }).id
+}
+
+/** The durable log of the test session. */
+const durable = (session = SESSION) => persistedLoopChanges(host, session)
+
+/** The audit must find nothing. */
+async function expectConsistent(session = SESSION, heartbeats: readonly SentHeartbeat[] = sent) {
+  const audit = auditDeliveries(await durable(session), heartbeats)
+  expect(audit.violations).toEqual([])
+  return audit
+}
+
+const createRecord = (id: string, prompt: string, seconds: number, nextAt: number) => ({
+  version: 1,
+  operation: 'create',
+  loop: { id, prompt, time_in_seconds: seconds, next_at: nextAt },
+})
+const dispatchRecord = (id: string, nextAt: number) => ({ version: 1, operation: 'dispatch', id, next_at: nextAt })
+
+describe('a flush fails before the fold of a tool call', () => {
+  it.each(FLUSH_FAULTS)('flush %s: loop_create is refused, nothing is appended, a retry creates exactly one loop', async (fault) => {
+    const injection = failFlush(host, fault)
+    const outcome = await runTool(host, fake.agent, 'loop_create', { prompt: 'watch CI', time_in_seconds: 10 })
+    injection.restore()
+    const failure = failureOf(outcome)
+    expect(failure).toMatchObject({ code: 'persistence_failed' })
+    expect((failure as { message: string }).message).toContain(FLUSH_FAULT_CAUSE[fault])
+    expect(injection.sessions).toEqual([fake.agent.session])
+    await settle()
+    expect(loopChanges(fake.agent)).toEqual([])
+    expect(await durable()).toEqual([])
+
+    const id = await create('watch CI', 10)
+    await advance(10_000, 1000)
+    expect(await durable()).toEqual([createRecord(id, 'watch CI', 10, NOW + 10_000), dispatchRecord(id, NOW + 20_000)])
+    expect(sent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual([[id, NOW + 10_000]])
+    await expectConsistent()
+  })
+
+  it.each(FLUSH_FAULTS)('flush %s: loop_delete is refused and the loop keeps firing', async (fault) => {
+    const id = await create('keep me', 5)
+    const injection = failFlush(host, fault)
+    const outcome = await runTool(host, fake.agent, 'loop_delete', { id })
+    injection.restore()
+    expect(failureOf(outcome)).toMatchObject({ code: 'persistence_failed' })
+    await advance(5000, 1000)
+    expect(await durable()).toEqual([createRecord(id, 'keep me', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
+    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 5000])
+    await expectConsistent()
+  })
+})
+
+describe('a flush fails after the append of a tool call', () => {
+  it.each(FLUSH_FAULTS)('flush %s after a create: the caller is told it failed, with the loop id; the list it is told to run saves it once', async (fault) => {
+    const injection = failFlush(host, fault, { after: 1 })
+    const outcome = await runTool(host, fake.agent, 'loop_create', { prompt: 'half saved', time_in_seconds: 10 })
+    injection.restore()
+    const created = loopChanges(fake.agent)
+    expect(created).toHaveLength(1)
+    const id = (created[0] as { loop: { id: string } }).loop.id
+    const failure = failureOf(outcome)
+    // No success for an unconfirmed change; the error names the loop so the caller can list or delete it.
+    expect(failure).toMatchObject({ code: 'persistence_failed' })
+    expect((failure as { message: string }).message).toContain(id)
+    expect((failure as { message: string }).message).toContain(FLUSH_FAULT_CAUSE[fault])
+    // The caller checks the list, as the error tells it to: the loop is there, and now it is saved, once.
+    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error.message : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
+    expect(await durable()).toEqual([createRecord(id, 'half saved', 10, NOW + 10_000)])
+    await advance(9999, 1000)
+    expect(sent).toEqual([])
+    await advance(1)
+    expect(await durable()).toEqual([createRecord(id, 'half saved', 10, NOW + 10_000), dispatchRecord(id, NOW + 20_000)])
+    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 10_000])
+    await expectConsistent()
+  })
+
+  it.each(FLUSH_FAULTS)('flush %s after a delete: the caller is told it failed, with the loop id; the loop never fires again', async (fault) => {
+    const id = await create('half deleted', 5)
+    const injection = failFlush(host, fault, { after: 1 })
+    const outcome = await runTool(host, fake.agent, 'loop_delete', { id })
+    injection.restore()
+    const failure = failureOf(outcome)
+    expect(failure).toMatchObject({ code: 'persistence_failed' })
+    expect((failure as { message: string }).message).toContain(id)
+    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error.message : listed.value).toEqual([])
+    expect(await durable()).toEqual([createRecord(id, 'half deleted', 5, NOW + 5000), { version: 1, operation: 'delete', id }])
+    await advance(20_000, 1000)
+    expect(sent).toEqual([])
+    expect(await durable()).toEqual([createRecord(id, 'half deleted', 5, NOW + 5000), { version: 1, operation: 'delete', id }])
+    await expectConsistent()
+  })
+})
+
+describe('a flush fails inside a drive', () => {
+  it.each(FLUSH_FAULTS)('flush %s before the dispatch decision: nothing is sent, the retry sends once, late but not early', async (fault) => {
+    const id = await create('retry me', 5)
+    await advance(4000, 1000)
+    const injection = failFlush(host, fault)
+    await advance(1000)
+    expect(injection.calls()).toBe(1)
+    expect(sent).toEqual([])
+    expect(loopChanges(fake.agent)).toHaveLength(1)
+    injection.restore()
+    await advance(1000)
+    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000])
+    expect(await durable()).toEqual([createRecord(id, 'retry me', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
+    await advance(4000)
+    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000, NOW + 10_000])
+    await expectConsistent()
+  })
+
+  it.each(FLUSH_FAULTS)('flush %s after the dispatch append: one send; the retry saves the dispatch once and does not send again', async (fault) => {
+    const id = await create('sent once', 5)
+    await advance(4000, 1000)
+    const injection = failFlush(host, fault, { after: 1 })
+    await advance(1000)
+    injection.restore()
+    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 5000])
+    expect(await durable()).toEqual([createRecord(id, 'sent once', 5, NOW + 5000)])
+    await advance(1000)
+    expect(await durable()).toEqual([createRecord(id, 'sent once', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
+    expect(sent).toHaveLength(1)
+    await advance(4000)
+    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 5000, NOW + 10_000])
+    await expectConsistent()
+  })
+})
+
+describe('a long outage', () => {
+  it.each(FLUSH_FAULTS)('flush %s for five minutes: retries back off instead of spinning, then one heartbeat for the whole outage, no burst', async (fault) => {
+    const id = await create('through an outage', 1)
+    const injection = failFlush(host, fault, { times: Number.MAX_SAFE_INTEGER })
+    await advance(300_000, 10_000)
+    expect(sent).toEqual([])
+    // Backoff 1 s doubling to 60 s: about ten attempts in five minutes, not one per second.
+    expect(injection.calls()).toBeGreaterThanOrEqual(5)
+    expect(injection.calls()).toBeLessThanOrEqual(15)
+    injection.restore()
+    const restoredAt = Date.now()
+    await advance(61_000, 1000)
+    const [first] = sent
+    expect(first!.at - restoredAt).toBeLessThanOrEqual(60_000)
+    const log = await durable()
+    // The first dispatch jumps over the outage to the first second after the send.
+    expect(log[1]).toEqual(dispatchRecord(id, first!.at + 1000))
+    // Then one per second on the new grid: never more heartbeats than seconds passed.
+    expect(sent.length).toBeLessThanOrEqual(Math.floor((Date.now() - first!.at) / 1000) + 1)
+    await expectConsistent()
+  })
+})
+
+describe('the inbox and the log refuse', () => {
+  it('agent.send throws: no dispatch is appended; the retry sends once and records it once', async () => {
+    const id = await create('refused once', 5)
+    fake.send.mockImplementationOnce(() => {
+      throw new Error('inbox closed (injected)')
+    })
+    await advance(5000)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(sent).toEqual([])
+    expect(loopChanges(fake.agent)).toHaveLength(1)
+    await advance(1000)
+    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000])
+    expect(await durable()).toEqual([createRecord(id, 'refused once', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
+    await expectConsistent()
+  })
+
+  it('session.append throws on a create: the call fails with the cause, nothing is saved, the next create works', async () => {
+    await settle()
+    failNextLoopAppend(fake.agent.session)
+    const outcome = await runTool(host, fake.agent, 'loop_create', { prompt: 'never written', time_in_seconds: 5 })
+    expect(outcome.isError ? outcome.error.message : 'succeeded').toContain('session log sealed (injected)')
+    await settle()
+    expect(loopChanges(fake.agent)).toEqual([])
+    expect(await durable()).toEqual([])
+    const id = await create('written', 5)
+    await advance(5000)
+    expect(await durable()).toEqual([createRecord(id, 'written', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
+    await expectConsistent()
+  })
+
+  it('session.append throws on a dispatch: the session is not bricked; at most the one unrecorded heartbeat repeats', async () => {
+    const id = await create('append fails', 5)
+    await advance(4000, 1000)
+    failNextLoopAppend(fake.agent.session)
+    await advance(1000)
+    expect(sent).toHaveLength(1)
+    expect(loopChanges(fake.agent)).toHaveLength(1)
+    // Tool calls still work and still see the loop.
+    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error.message : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
+    await advance(10_000, 1000)
+    const log = await durable()
+    const dispatches = log.filter((change) => (change as { operation: string }).operation === 'dispatch')
+    expect(dispatches.length).toBeGreaterThanOrEqual(2)
+    // Every heartbeat but the unrecorded one has exactly one dispatch.
+    expect(sent.length).toBe(dispatches.length + 1)
+    expect(auditDeliveries(log, sent.slice(1)).violations).toEqual([])
+  })
+})
+
+describe('an agent goes away mid-drive', () => {
+  it('disposed while the drive waits on its first flush: nothing is sent; the resumed session fires the loop once', async () => {
+    const id = await create('mid-drive', 5)
+    await advance(4000, 1000)
+    const held = holdFlushes(host)
+    await vi.advanceTimersByTimeAsync(1000)
+    expect(held.waiting()).toBe(1)
+    const disposal = fake.handle.dispose()
+    await vi.advanceTimersByTimeAsync(0)
+    await held.release()
+    await disposal
+    await advance(5000)
+    expect(fake.send).not.toHaveBeenCalled()
+    expect(await durable()).toEqual([createRecord(id, 'mid-drive', 5, NOW + 5000)])
+
+    const resumed = await resumeFakeAgent(host, SESSION)
+    const resumedSent = recordHeartbeats(resumed.send)
+    await settle()
+    expect(resumedSent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 10_000])
+    expect(await durable()).toEqual([createRecord(id, 'mid-drive', 5, NOW + 5000), dispatchRecord(id, NOW + 15_000)])
+    await expectConsistent(SESSION, resumedSent)
+  })
+
+  it('disposed while the dispatch flush is in flight: the dispatch is saved once and the resumed session does not repeat it', async () => {
+    const id = await create('saved on the way out', 5)
+    await advance(4000, 1000)
+    const real = host.ctx.sessions.flush
+    let releaseDispatchFlush: () => void = () => undefined
+    let flushes = 0
+    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
+      flushes += 1
+      if (flushes !== 2) return real(session)
+      return new Promise<boolean>((resolve) => {
+        releaseDispatchFlush = () => resolve(real(session))
+      })
+    })
+    await vi.advanceTimersByTimeAsync(1000)
+    await settle()
+    expect(sent).toHaveLength(1)
+    const disposal = fake.handle.dispose()
+    await vi.advanceTimersByTimeAsync(0)
+    releaseDispatchFlush()
+    await disposal
+    spy.mockRestore()
+    expect(await durable()).toEqual([createRecord(id, 'saved on the way out', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
+
+    const resumed = await resumeFakeAgent(host, SESSION)
+    const resumedSent = recordHeartbeats(resumed.send)
+    await advance(4999)
+    expect(resumedSent).toEqual([])
+    await advance(1)
+    expect(resumedSent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 10_000])
+    await expectConsistent(SESSION, [...sent, ...resumedSent])
+  })
+
+  it('a replacement cannot go live while the old drive is in flight; once the old one is gone it fires the loop once', async () => {
+    const id = await create('replaced', 5)
+    await advance(4000, 1000)
+    const held = holdFlushes(host)
+    await vi.advanceTimersByTimeAsync(1000)
+    const disposal = fake.handle.dispose()
+    await vi.advanceTimersByTimeAsync(0)
+    // The host keeps the old root registered and its session live until the plugin's cleanup ends.
+    expect(host.ctx.agents.get(SessionId(SESSION))).toBe(fake.agent)
+    await expect(resumeFakeAgent(host, SESSION)).rejects.toThrow(`cannot prepare session "${SESSION}" while it is live`)
+    await held.release()
+    await disposal
+    const replacement = await resumeFakeAgent(host, SESSION)
+    const replacementSent = recordHeartbeats(replacement.send)
+    await settle()
+    expect(sent).toEqual([])
+    expect(replacementSent.map((heartbeat) => heartbeat.loopId)).toEqual([id])
+    await expectConsistent(SESSION, replacementSent)
+  })
+})
+
+describe('the plugin goes away mid-flight', () => {
+  it('plugin disposed with a drive, a create and a timer in flight: nothing more is sent or appended, no timer stays', async () => {
+    await host.dispose()
+    host = await bootHost({ loop: false })
+    const baseTimers = vi.getTimerCount()
+    const fiber = host.ctx.plugin(loopPlugin)
+    await fiber
+    const busy = await createFakeAgent(host, 'ses-busy')
+    const busySent = recordHeartbeats(busy.send)
+    const idle = await createFakeAgent(host, 'ses-idle')
+    const idleSent = recordHeartbeats(idle.send)
+    const busyId = await create('in the drive', 1, busy)
+    const idleId = await create('armed', 60, idle)
+    await settle()
+
+    const held = holdFlushes(host)
+    await vi.advanceTimersByTimeAsync(1000) // busy's drive waits on its flush
+    const creating = runTool(host, busy.agent, 'loop_create', { prompt: 'queued behind the drive', time_in_seconds: 1 })
+    await vi.advanceTimersByTimeAsync(0)
+    const disposal = fiber.dispose()
+    await vi.advanceTimersByTimeAsync(0)
+    await held.release()
+    await disposal
+    expect(failureOf(await creating)).toMatchObject({ code: 'agent_unavailable' })
+    expect(vi.getTimerCount()).toBe(baseTimers)
+    await advance(120_000, 1000)
+    expect([...busySent, ...idleSent]).toEqual([])
+    expect(await durable('ses-busy')).toEqual([createRecord(busyId, 'in the drive', 1, NOW + 1000)])
+    expect(await durable('ses-idle')).toEqual([createRecord(idleId, 'armed', 60, NOW + 60_000)])
+  })
+
+  it('a timer that fires after its agent was disposed does nothing', async () => {
+    const timers = recordTimers()
+    await create('late timer', 7)
+    await settle()
+    const armed = timers.armed.filter((timer) => timer.delay === 7000)
+    expect(armed).toHaveLength(1)
+    await fake.handle.dispose()
+    const flushes = failFlush(host, 'reject', { after: Number.MAX_SAFE_INTEGER })
+    const armedBefore = timers.armed.length
+    armed[0]!.callback()
+    await advance(10_000, 1000)
+    expect(flushes.calls()).toBe(0)
+    expect(timers.armed.slice(armedBefore).filter((timer) => timer.delay > 0)).toEqual([])
+    expect(fake.send).not.toHaveBeenCalled()
+    expect(loopChanges(fake.agent)).toHaveLength(1)
+    expect(await durable()).toEqual(loopChanges(fake.agent))
+  })
+
+  it('a timer that fires after the plugin was disposed does nothing', async () => {
+    await host.dispose()
+    host = await bootHost({ loop: false })
+    const fiber = host.ctx.plugin(loopPlugin)
+    await fiber
+    const agent = await createFakeAgent(host, SESSION)
+    const timers = recordTimers()
+    await create('late timer', 7, agent)
+    await settle()
+    const armed = timers.armed.filter((timer) => timer.delay === 7000)
+    expect(armed).toHaveLength(1)
+    await fiber.dispose()
+    const flushes = failFlush(host, 'reject', { after: Number.MAX_SAFE_INTEGER })
+    armed[0]!.callback()
+    await advance(10_000, 1000)
+    expect(flushes.calls()).toBe(0)
+    expect(agent.send).not.toHaveBeenCalled()
+    expect(await durable()).toEqual(loopChanges(agent.agent))
+    expect(loopChanges(agent.agent)).toHaveLength(1)
+  })
+})
+
+describe('the clock jumps', () => {
+  it('forward by three days: each long loop fires once within a minute, then on its new grid, no burst', async () => {
+    const hourly = await create('every hour', 3600)
+    const daily = await create('every day', 86_400)
+    await advance(5000, 1000)
+    const jumpedTo = NOW + 3 * 86_400_000 + 5000
+    vi.setSystemTime(jumpedTo)
+    await advance(60_000, 1000)
+    // Three missed days are one heartbeat per loop, noticed within one timer segment.
+    expect(sent.map((heartbeat) => heartbeat.loopId).sort()).toEqual([hourly, daily].sort())
+    expect(sent.every((heartbeat) => heartbeat.at <= jumpedTo + 60_000)).toBe(true)
+    await advance(2 * 3_600_000, 60_000)
+    expect(sent.filter((heartbeat) => heartbeat.loopId === hourly)).toHaveLength(3)
+    expect(sent.filter((heartbeat) => heartbeat.loopId === daily)).toHaveLength(1)
+    await expectConsistent()
+  })
+
+  it('forward by three days with a ten-second loop: one heartbeat for the missed span, then one per interval', async () => {
+    const fast = await create('every ten seconds', 10)
+    await advance(5000, 1000)
+    const jumpedTo = NOW + 3 * 86_400_000 + 5000
+    vi.setSystemTime(jumpedTo)
+    await advance(60_000, 1000)
+    // Due at the old +10 s mark, sent once at jumpedTo + 5 s, then every ten seconds on the old grid.
+    expect(sent.map((heartbeat) => heartbeat.at - jumpedTo)).toEqual([5000, 15_000, 25_000, 35_000, 45_000, 55_000])
+    expect(sent.every((heartbeat) => heartbeat.loopId === fast)).toBe(true)
+    await expectConsistent()
+  })
+
+  it('backwards by two days: the loop is rescheduled durably within a minute, without a send, and fires at its new time, not early', async () => {
+    const id = await create('hourly', 3600)
+    await advance(600_000, 60_000)
+    const appendTimes: number[] = []
+    const append = fake.agent.session.append.bind(fake.agent.session)
+    vi.spyOn(fake.agent.session, 'append').mockImplementation(((type: string, data: unknown) => {
+      if (type === 'loop/change') appendTimes.push(Date.now())
+      return (append as (type: string, data: unknown) => ReturnType<typeof append>)(type, data)
+    }) as typeof append)
+    const jumpedTo = NOW + 600_000 - 2 * 86_400_000
+    vi.setSystemTime(jumpedTo)
+    await advance(60_000, 1000)
+    expect(sent).toEqual([])
+    const log = await durable()
+    expect(log).toHaveLength(2)
+    expect(appendTimes).toHaveLength(1)
+    const rescheduledAt = appendTimes[0]!
+    expect(rescheduledAt - jumpedTo).toBeLessThanOrEqual(60_000)
+    expect(log[1]).toEqual(dispatchRecord(id, rescheduledAt + 3_600_000))
+    await advance(rescheduledAt + 3_600_000 - 1 - Date.now(), 60_000)
+    expect(sent).toEqual([])
+    await advance(1)
+    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([rescheduledAt + 3_600_000])
+    expect((await durable())[2]).toEqual(dispatchRecord(id, rescheduledAt + 7_200_000))
+  })
+})

@@ -1,0 +1,129 @@
+/**
+ * Fault injection at the real host boundary: a deliberately failing or held
+ * `ctx.sessions.flush`, a failing `session.append`, and a record of the timers
+ * armed, so a test can fire one after it was cleared.
+ */
+import type { Session } from '@deepseek-ai/dsh-session'
+import { vi, type MockInstance } from 'vitest'
+import type { Host } from '../host.ts'
+
+/** The three ways a flush fails: no persistence acknowledged, a rejection, a synchronous throw. */
+export type FlushFault = 'false' | 'reject' | 'throw'
+
+/** Every flush fault, for `it.each`. */
+export const FLUSH_FAULTS: readonly FlushFault[] = ['false', 'reject', 'throw']
+
+/** Text each fault puts into the caller-facing error, so a test can check the cause is named. */
+export const FLUSH_FAULT_CAUSE: Readonly<Record<FlushFault, string>> = {
+  false: 'did not acknowledge',
+  reject: 'disk gone (injected)',
+  throw: 'flush threw (injected)',
+}
+
+/** A flush replaced for a test. */
+export interface FlushInjection {
+  /** Flush calls seen since the injection, failed or not. */
+  readonly calls: () => number
+  /** Sessions each call was for, in order. */
+  readonly sessions: Session[]
+  restore(): void
+}
+
+/** The acknowledgement of one failing flush call. */
+function failing(fault: FlushFault): Promise<boolean> {
+  if (fault === 'false') return Promise.resolve(false)
+  if (fault === 'reject') return Promise.reject(new Error(FLUSH_FAULT_CAUSE.reject))
+  throw new Error(FLUSH_FAULT_CAUSE.throw)
+}
+
+/**
+ * Fail flush calls number `after + 1` to `after + times` from now; the others reach the real persistence.
+ * @param host - the host whose session store flushes.
+ * @param fault - how the failing calls fail.
+ * @param options - `after` calls pass first (default 0); `times` calls fail (default 1).
+ * @returns the injection.
+ */
+export function failFlush(host: Host, fault: FlushFault, options: { after?: number; times?: number } = {}): FlushInjection {
+  const after = options.after ?? 0
+  const times = options.times ?? 1
+  const real = host.ctx.sessions.flush
+  const sessions: Session[] = []
+  const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
+    sessions.push(session)
+    const call = sessions.length
+    return call > after && call <= after + times ? failing(fault) : real(session)
+  })
+  return { calls: () => sessions.length, sessions, restore: () => spy.mockRestore() }
+}
+
+/** Flushes the test releases by hand. */
+export interface HeldFlushes {
+  /** How many flushes are waiting. */
+  readonly waiting: () => number
+  /** Resolve every waiting flush through the real persistence (or with `false`), and stop holding. */
+  release(outcome?: 'persist' | 'false' | 'reject'): Promise<void>
+}
+
+/**
+ * Hold every flush from now until {@link HeldFlushes.release}.
+ * @param host - the host whose session store flushes.
+ * @returns the handle.
+ */
+export function holdFlushes(host: Host): HeldFlushes {
+  const real = host.ctx.sessions.flush
+  const held: { session: Session; resolve: (value: boolean) => void; reject: (error: unknown) => void }[] = []
+  const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation(
+    (session) =>
+      new Promise<boolean>((resolve, reject) => {
+        held.push({ session, resolve, reject })
+      }),
+  )
+  return {
+    waiting: () => held.length,
+    async release(outcome = 'persist') {
+      spy.mockRestore()
+      for (const { session, resolve, reject } of held.splice(0)) {
+        if (outcome === 'false') resolve(false)
+        else if (outcome === 'reject') reject(new Error(FLUSH_FAULT_CAUSE.reject))
+        else resolve(await real(session))
+      }
+    },
+  }
+}
+
+/**
+ * Make the next `session.append` of a `loop/change` throw; every other append goes through.
+ * @param session - the live session.
+ * @returns the spy.
+ */
+export function failNextLoopAppend(session: Session): MockInstance<Session['append']> {
+  const real = session.append.bind(session)
+  let failed = false
+  return vi.spyOn(session, 'append').mockImplementation(((type: string, data: unknown) => {
+    if (type === 'loop/change' && !failed) {
+      failed = true
+      throw new Error('session log sealed (injected)')
+    }
+    return (real as (type: string, data: unknown) => ReturnType<Session['append']>)(type, data)
+  }) as Session['append'])
+}
+
+/** One `setTimeout` call seen by {@link recordTimers}. */
+export interface ArmedTimer {
+  readonly callback: () => void
+  readonly delay: number
+}
+
+/**
+ * Record every `setTimeout` armed from now on (the fake clock's), still arming it.
+ * @returns the live list and a restore function.
+ */
+export function recordTimers(): { readonly armed: ArmedTimer[]; restore(): void } {
+  const armed: ArmedTimer[] = []
+  const real = globalThis.setTimeout
+  const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((callback: () => void, delay?: number) => {
+    armed.push({ callback, delay: delay ?? 0 })
+    return real(callback, delay)
+  }) as typeof setTimeout)
+  return { armed, restore: () => spy.mockRestore() }
+}

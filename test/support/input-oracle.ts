@@ -1,0 +1,70 @@
+/**
+ * An independent statement of which `loop_create` inputs must be accepted and
+ * what must be stored, written from the rules (not from the plugin's code):
+ * an object with exactly `prompt` and `time_in_seconds`; a whole number of
+ * seconds from 1 to 31,536,000; a prompt stored trimmed with CRLF as LF,
+ * refused for control characters other than TAB and LF (C0, DEL, C1, lone CR),
+ * lone surrogates and U+FFFE/U+FFFF, refused without a visible character, and
+ * refused beyond the prompt-length bound. Where the rules leave room (which
+ * characters count as visible, which length is measured, whether a forbidden
+ * character inside trimmed whitespace counts), the oracle says `either` and the
+ * test only checks the invariants.
+ */
+
+/** Largest accepted interval: 365 days. */
+export const MAX_INTERVAL_SECONDS = 31_536_000
+
+/** Default `maxPromptLength`. */
+export const DEFAULT_MAX_PROMPT_LENGTH = 4000
+
+/** What a `loop_create` call with these arguments must do. */
+export type CreateExpectation =
+  | { readonly kind: 'accept'; readonly prompt: string; readonly time_in_seconds: number }
+  | { readonly kind: 'refuse'; readonly reason: string }
+  | { readonly kind: 'either'; readonly reason: string }
+
+/** C0 controls except TAB and LF, DEL, C1 controls, a CR not followed by LF, U+FFFE, U+FFFF, lone surrogates. */
+const FORBIDDEN = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\uFFFE\uFFFF]|\r(?!\n)|\p{Cs}/u
+
+/** Characters that certainly show: not whitespace, not a control/format/private/unassigned/surrogate, not a mark, not default-ignorable. */
+const CLEARLY_VISIBLE = /[^\s\p{C}\p{M}\p{Default_Ignorable_Code_Point}]/u
+
+/** Characters that certainly do not show: whitespace and format characters. */
+const CLEARLY_INVISIBLE = /^[\s\p{Cf}]*$/u
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/**
+ * The expectation for one set of raw `loop_create` arguments.
+ * @param args - what the model sent.
+ * @param maxPromptLength - the configured bound.
+ * @returns accept (with the stored values), refuse, or either.
+ */
+export function expectCreate(args: unknown, maxPromptLength = DEFAULT_MAX_PROMPT_LENGTH): CreateExpectation {
+  if (!isPlainObject(args)) return { kind: 'refuse', reason: 'not an object' }
+  const extra = Object.keys(args).find((key) => key !== 'prompt' && key !== 'time_in_seconds')
+  if (extra !== undefined) return { kind: 'refuse', reason: `extra field ${extra}` }
+  const { prompt, time_in_seconds: seconds } = args
+  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > MAX_INTERVAL_SECONDS) {
+    return { kind: 'refuse', reason: 'interval' }
+  }
+  if (typeof prompt !== 'string') return { kind: 'refuse', reason: 'prompt type' }
+  const normalized = prompt.replace(/\r\n/g, '\n')
+  const stored = normalized.trim()
+  const forbiddenAnywhere = FORBIDDEN.test(prompt)
+  const forbiddenInStored = FORBIDDEN.test(stored)
+  if (forbiddenInStored) return { kind: 'refuse', reason: 'forbidden character' }
+  if (forbiddenAnywhere) return { kind: 'either', reason: 'forbidden character only in trimmed whitespace' }
+  if (CLEARLY_INVISIBLE.test(stored)) return { kind: 'refuse', reason: 'no visible character' }
+  if (!CLEARLY_VISIBLE.test(stored)) return { kind: 'either', reason: 'visibility is a matter of definition' }
+  if ([...stored].length > maxPromptLength) return { kind: 'refuse', reason: 'too long' }
+  if (prompt.length > maxPromptLength) return { kind: 'either', reason: 'length depends on what is measured' }
+  return { kind: 'accept', prompt: stored, time_in_seconds: seconds }
+}
+
+/** Whether a stored prompt obeys the storage rules (for loops accepted under `either`). */
+export function isValidStoredPrompt(prompt: string, maxPromptLength = DEFAULT_MAX_PROMPT_LENGTH): boolean {
+  return prompt === prompt.trim() && !FORBIDDEN.test(prompt) && !prompt.includes('\r') && !CLEARLY_INVISIBLE.test(prompt) && prompt.length > 0 && [...prompt].length <= maxPromptLength
+}
