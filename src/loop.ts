@@ -179,7 +179,7 @@ export class LoopRuntime {
   private assertRunnable(label: string, signal: AbortSignal): void {
     if (signal.aborted) throw new LoopError('cancelled', `${label} was cancelled; nothing was saved.`)
     if (this.stopping || !this.isLive()) {
-      throw new LoopError('agent_unavailable', 'This agent is no longer live; its loops run in the agent that replaced it.')
+      throw new LoopError('agent_unavailable', 'The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.')
     }
     if (this.fault !== undefined) throw this.fault
   }

@@ -506,7 +506,7 @@ describe('the queue, driven directly', () => {
     expect(disposed).toBe(false)
     flushes.release()
     // Disposal began while the transaction waited: its second liveness check refuses it.
-    await expect(listing).rejects.toThrow('This agent is no longer live; its loops run in the agent that replaced it.')
+    await expect(listing).rejects.toThrow('The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.')
     await disposal
     expect(disposed).toBe(true)
   })
@@ -537,7 +537,7 @@ describe('the queue, driven directly', () => {
     await advance(3000)
     expect(send).not.toHaveBeenCalled()
     expect(flush).not.toHaveBeenCalled()
-    await expect(runtime.transact('loop_list', signal(), () => ({ result: 1 }))).rejects.toThrow('This agent is no longer live; its loops run in the agent that replaced it.')
+    await expect(runtime.transact('loop_list', signal(), () => ({ result: 1 }))).rejects.toThrow('The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.')
     flush.mockRestore()
     await runtime.dispose()
     await child.dispose()

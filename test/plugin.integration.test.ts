@@ -228,8 +228,8 @@ describe('lifecycle', () => {
     await held.release()
     expect(await waiting).toEqual({
       isError: true,
-      error: { message: 'This agent is no longer live; its loops run in the agent that replaced it.', info: { name: 'LoopError', code: 'agent_unavailable' } },
-      content: [{ type: 'text', text: 'Error: This agent is no longer live; its loops run in the agent that replaced it.' }],
+      error: { message: 'The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.', info: { name: 'LoopError', code: 'agent_unavailable' } },
+      content: [{ type: 'text', text: 'Error: The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.' }],
     })
     const listed = await answered
     expect(listed.isError ? listed.error : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
