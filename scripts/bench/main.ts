@@ -1,12 +1,12 @@
 /**
- * `pnpm run bench [-- --quick]`: the side-by-side benchmark of issue 9. Runs
+ * `pnpm run bench [-- --quick] [-- --out FILE] [-- --rerender]`: the side-by-side benchmark of issue 9. Runs
  * each job in its own Node process (clean heap, --expose-gc), one after the
  * other, and writes BENCHMARKS.md from the results. See BENCHMARKS.md for
  * what each row measures.
  * @module scripts/bench/main
  */
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, platform, release, tmpdir, totalmem } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -14,7 +14,7 @@ import type { DockResult } from './dock.ts'
 import type { FlatnessResult, GrowthResult } from './growth.ts'
 import type { LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
-import { renderReport, type RunContext } from './report.ts'
+import { renderReport, type BenchResults, type RunContext } from './report.ts'
 import type { ResumeResult } from './resume.ts'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
@@ -23,6 +23,9 @@ const WORKER = join(HERE, 'worker.ts')
 
 const args = process.argv.slice(2).filter((arg) => arg !== '--')
 const quick = args.includes('--quick')
+/** `--rerender`: write the report again from the last run's saved results, without measuring. */
+const rerender = args.includes('--rerender')
+const LAST_RUN = join(PROJECT, 'node_modules', '.cache', 'loop-bench', 'last-run.json')
 const outIndex = args.indexOf('--out')
 const outFile = resolve(PROJECT, outIndex === -1 ? 'BENCHMARKS.md' : args[outIndex + 1]!)
 const scratch = mkdtempSync(join(tmpdir(), 'loop-bench-results-'))
@@ -52,6 +55,13 @@ function git(...gitArgs: string[]): string {
   }
 }
 
+if (rerender) {
+  const saved = JSON.parse(readFileSync(LAST_RUN, 'utf8')) as { context: RunContext; results: BenchResults }
+  writeFileSync(outFile, renderReport(saved.context, saved.results))
+  console.log(`[bench] rewrote ${outFile} from ${LAST_RUN}`)
+  process.exit(0)
+}
+
 const started = performance.now()
 const loadBefore = loadavg()
 try {
@@ -79,7 +89,10 @@ try {
     durationSeconds: (performance.now() - started) / 1000,
     command: `pnpm run bench${quick ? ' -- --quick' : ''}`,
   }
-  writeFileSync(outFile, renderReport(context, { growth, flatness, resume, lateness, memory, dock }))
+  const results: BenchResults = { growth, flatness, resume, lateness, memory, dock }
+  mkdirSync(dirname(LAST_RUN), { recursive: true })
+  writeFileSync(LAST_RUN, JSON.stringify({ context, results }))
+  writeFileSync(outFile, renderReport(context, results))
   console.log(`[bench] wrote ${outFile} in ${context.durationSeconds.toFixed(0)} s`)
 } finally {
   rmSync(scratch, { recursive: true, force: true })
