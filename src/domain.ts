@@ -38,22 +38,29 @@ export function isLoopId(value: unknown): value is string {
 }
 
 /**
- * Active loops by id, in creation order (insertion order of string keys), plus
- * every id the session ever used. Plain JSON so the projection can cache it;
- * {@link applyLoopChange} grows it in place, so one change costs O(1) whatever
- * the history.
+ * Active loops by id, in creation order (insertion order of string keys), and
+ * every id the session ever used. {@link applyLoopChange} updates both in
+ * place, so one change costs O(1) whatever the history. `loops` is plain JSON
+ * (the projection caches it); `usedIds` is kept only where ids are allocated
+ * (the runtime): the projection, which only displays, leaves it out, so a long
+ * create/delete history costs it nothing.
  */
 export interface LoopFoldState {
   readonly loops: Record<string, LoopRecord>
-  readonly usedIds: Record<string, true>
+  readonly usedIds?: Set<string>
+}
+
+/** The runtime's fold: it allocates ids, so it keeps every id the session used. */
+export interface TrackedLoopFold extends LoopFoldState {
+  readonly usedIds: Set<string>
 }
 
 /**
- * A fresh, empty fold.
+ * A fresh, empty fold that tracks used ids.
  * @returns a state no one else holds.
  */
-export function emptyLoopFold(): LoopFoldState {
-  return { loops: {}, usedIds: {} }
+export function emptyLoopFold(): TrackedLoopFold {
+  return { loops: {}, usedIds: new Set() }
 }
 
 /**
@@ -225,10 +232,10 @@ export function createLoopRecord(input: LoopCreateInput, id: string, now: number
  * @param randomHex - source of candidate suffixes.
  * @returns a fresh `loop_…` id.
  */
-export function allocateLoopId(state: LoopFoldState, randomHex: () => string): string {
+export function allocateLoopId(state: TrackedLoopFold, randomHex: () => string): string {
   for (;;) {
     const id = `${LOOP_ID_PREFIX}${randomHex()}`
-    if (!Object.hasOwn(state.usedIds, id)) return id
+    if (!state.usedIds.has(id)) return id
   }
 }
 
@@ -318,15 +325,15 @@ function activeTarget(state: LoopFoldState, id: string, operation: string): Loop
  * (the projection) wrap the result.
  * @param state - fold so far; updated in place.
  * @param change - decoded change.
- * @throws LoopError `corrupt_loop_log` for a reused id or a transition on an inactive loop.
+ * @throws LoopError `corrupt_loop_log` for a reused id (an active one always; a deleted one where `usedIds` is kept) or a transition on an inactive loop.
  */
 export function applyLoopChange(state: LoopFoldState, change: StoredLoopChange): void {
   const loops = state.loops as Record<string, LoopRecord>
   switch (change.operation) {
     case 'create':
-      if (Object.hasOwn(state.usedIds, change.loop.id)) corrupt(`loop id ${change.loop.id} was reused`)
+      if (Object.hasOwn(loops, change.loop.id) || state.usedIds?.has(change.loop.id)) corrupt(`loop id ${change.loop.id} was reused`)
       loops[change.loop.id] = change.loop
-      ;(state.usedIds as Record<string, true>)[change.loop.id] = true
+      state.usedIds?.add(change.loop.id)
       return
     case 'update':
       activeTarget(state, change.loop.id, 'update')
@@ -355,7 +362,7 @@ export interface FoldableEvent {
  * @returns the same state.
  * @throws LoopError `corrupt_loop_log` on the first malformed record (earlier events stay applied).
  */
-export function foldLoopEvents(state: LoopFoldState, events: Iterable<FoldableEvent>): LoopFoldState {
+export function foldLoopEvents<State extends LoopFoldState>(state: State, events: Iterable<FoldableEvent>): State {
   for (const event of events) {
     if (event.type === LOOP_CHANGE_EVENT) applyLoopChange(state, decodeLoopChange(event.data))
   }

@@ -16,7 +16,7 @@ import {
   decodeLoopChange,
   dispatchChange,
   emptyLoopFold,
-  type LoopFoldState,
+  type TrackedLoopFold,
 } from './domain.ts'
 import { LoopError } from './errors.ts'
 import { readHeartbeat, renderHeartbeat } from './heartbeat.ts'
@@ -75,7 +75,7 @@ export class LoopRuntime {
   private fault: LoopError | undefined
   private disposal: Promise<void> | undefined
   private retryDelay = FIRST_RETRY_DELAY_MS
-  private readonly fold: LoopFoldState = emptyLoopFold()
+  private readonly fold = emptyLoopFold()
   /** Log position folded so far: every event before it has been observed. */
   private folded: number
   /** Loops whose heartbeat is a user message of the open turn (cleared at every turn boundary). */
@@ -133,7 +133,7 @@ export class LoopRuntime {
    * @param operation - receives the fold; may return one durable change to append.
    * @returns the operation's result once its change, if any, is flushed.
    */
-  transact<T>(label: string, signal: AbortSignal, operation: (state: LoopFoldState) => LoopTransaction<T>): Promise<T> {
+  transact<T>(label: string, signal: AbortSignal, operation: (state: TrackedLoopFold) => LoopTransaction<T>): Promise<T> {
     return this.enqueue(async () => {
       this.assertRunnable(label, signal)
       await flushSession(this.ctx, this.agent.session)
@@ -235,12 +235,14 @@ export class LoopRuntime {
    * @returns the current fold.
    * @throws LoopError `corrupt_loop_log`, after stopping the runtime.
    */
-  private sync(): LoopFoldState {
+  private sync(): TrackedLoopFold {
     if (this.fault !== undefined) throw this.fault
     const session = this.agent.session
     if (this.folded < session.seq) {
       try {
-        for (const event of session.events.slice(this.folded)) this.foldEvent(event)
+        // Indexing, not slicing: a resumed log can hold a million events.
+        const events = session.events
+        for (let index = this.folded; index < events.length; index += 1) this.foldEvent(events[index]!)
       } catch (error) {
         throw this.stop(this.corruption(error))
       }

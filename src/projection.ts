@@ -6,14 +6,14 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Session, SessionEvent } from '@deepseek-ai/dsh-session'
 import type {} from '@deepseek-ai/dsh-session-projection'
 import { z } from 'zod'
-import { LOOP_CHANGE_EVENT, activeLoops, applyLoopChange, decodeLoopChange, emptyLoopFold, type LoopFoldState } from './domain.ts'
+import { LOOP_CHANGE_EVENT, activeLoops, applyLoopChange, decodeLoopChange, type LoopFoldState } from './domain.ts'
 import type { LoopProjection } from './types.ts'
 
 /** Projection key, also the dock's `useProjection` key. */
 export const LOOP_PROJECTION_KEY = 'loop'
 
 /** Bump when {@link LoopProjectionState} changes shape, so cached cells refold. */
-const LOOP_PROJECTION_STATE_VERSION = 2
+const LOOP_PROJECTION_STATE_VERSION = 3
 
 /** Wire schema of the `loop` projection value. */
 export const loopProjectionSchema = z
@@ -31,8 +31,10 @@ export const loopProjectionSchema = z
   })
   .strict()
 
-/** Internal projection state: plain JSON, as projection caches require. */
-export interface LoopProjectionState extends LoopFoldState {
+/** Internal projection state: plain JSON, as projection caches require (no used-id set: see {@link LoopFoldState}). */
+export interface LoopProjectionState {
+  /** Active loops by id, in creation order. */
+  readonly loops: LoopFoldState['loops']
   /** Set once a malformed record was met: the projection fails closed to no loops. */
   readonly corrupt: boolean
 }
@@ -59,16 +61,18 @@ function markInheritedLoopEvents(session: Session): void {
 
 /** The state of a session with no loops. */
 export function initLoopProjection(): LoopProjectionState {
-  return { ...emptyLoopFold(), corrupt: false }
+  return { loops: {}, corrupt: false }
 }
 
 /**
  * Reducer: the same object for every event it ignores (O(1) for unrelated
- * events); for a loop change, a new wrapper around the fold, which
- * {@link applyLoopChange} updates in place. In-place growth is safe because the
- * registry keeps only the latest state of a cell (`cell.state = next`) and
- * checkpoints a structured clone; copying the used ids on every create is what
- * made a long session's projection quadratic.
+ * events); for a loop change, a new wrapper around the active loops, which
+ * {@link applyLoopChange} updates in place. In-place updates are safe because
+ * the registry keeps only the latest state of a cell (`cell.state = next`) and
+ * checkpoints a structured clone; copying on every change is what made a long
+ * session's projection quadratic. Reusing an id that is still active fails
+ * closed here; reusing a deleted one is the runtime's to detect (it keeps the
+ * used ids), so the projection's state stays the size of the active loops.
  * @param state - current state.
  * @param event - committed session event.
  * @returns the next state.
@@ -77,9 +81,9 @@ export function applyLoopProjection(state: LoopProjectionState, event: SessionEv
   if (event.type !== LOOP_CHANGE_EVENT || state.corrupt || inheritedLoopEvents.has(event)) return state
   try {
     applyLoopChange(state, decodeLoopChange(event.data))
-    return { loops: state.loops, usedIds: state.usedIds, corrupt: false }
+    return { loops: state.loops, corrupt: false }
   } catch {
-    return { loops: {}, usedIds: state.usedIds, corrupt: true }
+    return { loops: {}, corrupt: true }
   }
 }
 

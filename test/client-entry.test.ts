@@ -18,9 +18,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import * as sourceEntry from '../src/ui/index.ts'
 import type { ShadowedRenderer } from '../src/ui/heartbeat.ts'
 import type { HeartbeatRowInjected, HeartbeatRowProps } from '../src/ui/HeartbeatRow.tsx'
-import type { LoopClientContext } from '../src/ui/index.ts'
+import type { LoopClientContext, LoopSettingsInjected } from '../src/ui/index.ts'
 import { LOOP_DICTIONARIES, type LoopTranslate } from '../src/ui/locales.ts'
+import type { LoopSettingsCardProps } from '../src/ui/LoopSettingsCard.tsx'
+import type { SettingsScopeLike, SettingsScopeSnapshot } from '../src/ui/settings-form.ts'
 import type { LoopDockInjected, LoopDockProps } from '../src/ui/slot-props.ts'
+import type { ToolCallRowInjected, ToolCallRowProps } from '../src/ui/ToolCallRow.tsx'
 
 const ROOT = resolve(import.meta.dirname, '..')
 const SEED: Record<string, unknown> = {
@@ -85,6 +88,34 @@ const englishSeat: LoopTranslate = (key, params) =>
 
 type DockOptions = { readonly name: 'conversation.input.dock'; readonly id: string; readonly order: number; readonly locale: 'loop'; readonly inject: (sessionId: string) => LoopDockInjected }
 type NodeOptions = { readonly name: 'conversation.chat.node'; readonly key: 'context'; readonly priority: number; readonly locale: 'loop'; readonly inject: () => HeartbeatRowInjected }
+type ToolOptions = { readonly name: 'tool.call.toolview'; readonly key: string; readonly locale: 'loop'; readonly inject: () => ToolCallRowInjected }
+type CardOptions = { readonly name: 'settings.plugin.item'; readonly key: 'loop'; readonly locale: 'loop'; readonly inject: () => LoopSettingsInjected }
+type AnyOptions = DockOptions | NodeOptions | ToolOptions | CardOptions
+
+/** The `loop` section as the host's settings scope serves it; a write lands in the user layer. */
+function settingsScope() {
+  let snapshot: SettingsScopeSnapshot = {
+    status: 'ready',
+    value: { maxLoopsPerSession: 20, maxPromptLength: 4000 },
+    base: { maxLoopsPerSession: 20, maxPromptLength: 4000 },
+    user: undefined,
+    writable: true,
+  }
+  const listeners = new Set<() => void>()
+  const scope: SettingsScopeLike = {
+    getSnapshot: () => snapshot,
+    subscribe: vi.fn((listener: () => void) => {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    }),
+    set: vi.fn(async (field: string, value: unknown) => {
+      snapshot = { ...snapshot, value: { ...(snapshot.value as object), [field]: value }, user: { [field]: value } }
+      for (const listener of listeners) listener()
+    }),
+    unset: vi.fn(async () => undefined),
+  }
+  return { scope, listeners }
+}
 
 /**
  * A client context: a slot registry that declares each slot on demand and
@@ -95,8 +126,8 @@ function fakeContext() {
   const calls: unknown[] = []
   const declarations = new Map<string, () => () => void>()
   const dispose = vi.fn()
-  const registered: { options: DockOptions | NodeOptions; component: unknown }[] = []
-  const register = vi.fn((options: DockOptions | NodeOptions, component: unknown) => {
+  const registered: { options: AnyOptions; component: unknown }[] = []
+  const register = vi.fn((options: AnyOptions, component: unknown) => {
     registered.push({ options, component })
     return dispose
   })
@@ -108,41 +139,105 @@ function fakeContext() {
   const hostContextRow = () => null
   const hostEntry = { component: hostContextRow, options: { key: 'context' }, locale: 'conversation' }
   const conversationT = (key: string) => `conversation:${key}`
+  const section = settingsScope()
+  const slots = {
+    inject: vi.fn((key: string, callback: () => () => void) => {
+      declarations.set(key, callback)
+      return () => undefined
+    }),
+    entries: vi.fn(() => [...registered.filter(({ options }) => options.name === 'conversation.chat.node').map(({ options, component }) => ({ component, options: { key: 'context', priority: (options as NodeOptions).priority }, locale: 'loop', inject: options.inject })), hostEntry]),
+    register,
+  }
+  // The fiber Cordis runs `ctx.inject(['settingsScope'], …)` in: the same slots, its own lifetime and the scope binder.
+  const settingsFiber = {
+    effect: vi.fn((setup: () => () => void) => setup()),
+    slots,
+    settingsScope: { bind: vi.fn(() => section.scope) },
+  }
   const ctx = {
     effect: vi.fn((setup: () => () => void) => setup()),
     locale: { register: vi.fn(() => unregister), bind: vi.fn(() => conversationT) },
-    slots: {
-      inject: vi.fn((key: string, callback: () => () => void) => {
-        declarations.set(key, callback)
-        return () => undefined
-      }),
-      entries: vi.fn(() => [...registered.filter(({ options }) => options.name === 'conversation.chat.node').map(({ options, component }) => ({ component, options: { key: 'context', priority: (options as NodeOptions).priority }, locale: 'loop', inject: options.inject })), hostEntry]),
-      register,
-    },
+    inject: vi.fn((_deps: readonly string[], callback: (fiber: typeof settingsFiber) => void) => callback(settingsFiber)),
+    slots,
     remote: { commands: { execute } },
   } as unknown as LoopClientContext
-  return { ctx, register, registered, execute, calls, dispose, unregister, hostContextRow, conversationT, declareSlot: (key: string) => declarations.get(key)!() }
+  return { ctx, register, registered, execute, calls, dispose, unregister, hostContextRow, conversationT, settingsFiber, section, declareSlot: (key: string) => declarations.get(key)!() }
 }
 
 type Entry = { apply: (ctx: LoopClientContext) => void; inject: readonly string[] }
 type LoopDockComponent = React.FunctionComponent<LoopDockProps>
 type NodeComponent = React.FunctionComponent<HeartbeatRowProps>
+type ToolComponent = React.FunctionComponent<ToolCallRowProps>
+type CardComponent = React.FunctionComponent<LoopSettingsCardProps>
 
 /** What every face of the entry (bundle or source) must do. */
 async function checkEntry(entry: Entry) {
   expect(entry.inject).toEqual(['slots', 'remote', 'remote.commands', 'locale'])
-  const { ctx, register, registered, execute, dispose, unregister, hostContextRow, conversationT, declareSlot } = fakeContext()
+  const { ctx, register, registered, execute, dispose, unregister, hostContextRow, conversationT, settingsFiber, section, declareSlot } = fakeContext()
   entry.apply(ctx)
   // The loop namespace is registered for the plugin's lifetime, both languages at once.
   expect(ctx.locale.register).toHaveBeenCalledExactlyOnceWith('loop', LOOP_DICTIONARIES)
   expect(ctx.effect).toHaveBeenCalledExactlyOnceWith(expect.any(Function), 'dsh-plugin-loop: dictionaries')
   expect(vi.mocked(ctx.effect).mock.results[0]!.value).toBe(unregister)
-  expect(vi.mocked(ctx.slots.inject).mock.calls.map(([key]) => key)).toEqual(['conversation.input.dock', 'conversation.chat.node'])
-  expect(register).not.toHaveBeenCalled() // only once the conversation declares each slot
+  // The settings card waits for DSH's settings surface; the rest of the plugin does not.
+  expect(ctx.inject).toHaveBeenCalledExactlyOnceWith(['settingsScope'], expect.any(Function))
+  expect(settingsFiber.settingsScope.bind).toHaveBeenCalledExactlyOnceWith({ namespace: 'loop' })
+  // The card's form follows the scope for the fiber's lifetime.
+  expect(settingsFiber.effect).toHaveBeenCalledExactlyOnceWith(expect.any(Function), 'dsh-plugin-loop: settings card')
+  expect(section.listeners.size).toBe(1)
+  vi.mocked(settingsFiber.effect).mock.results[0]!.value()
+  expect(section.listeners.size).toBe(0)
+  expect(vi.mocked(ctx.slots.inject).mock.calls.map(([key]) => key)).toEqual(['conversation.input.dock', 'conversation.chat.node', 'tool.call.toolview', 'settings.plugin.item'])
+  expect(register).not.toHaveBeenCalled() // only once the host declares each slot
   expect(declareSlot('conversation.input.dock')).toBe(dispose)
   expect(declareSlot('conversation.chat.node')).toBe(dispose)
   expect(register).toHaveBeenCalledTimes(2)
   const [dock, node] = registered as [{ options: DockOptions; component: LoopDockComponent }, { options: NodeOptions; component: NodeComponent }]
+
+  // One tool view per model tool, keyed by its name; the slot's disposer removes all three.
+  const disposeTools = declareSlot('tool.call.toolview')
+  const tools = registered.slice(2) as { options: ToolOptions; component: ToolComponent }[]
+  expect(tools.map(({ options }) => options)).toEqual(
+    ['loop_create', 'loop_list', 'loop_delete'].map((key) => ({ name: 'tool.call.toolview', key, locale: 'loop', inject: expect.any(Function) })),
+  )
+  expect(tools.map(({ options }) => options.inject())).toEqual([{ loopTool: 'loop_create' }, { loopTool: 'loop_list' }, { loopTool: 'loop_delete' }])
+  expect(new Set(tools.map(({ component }) => component)).size).toBe(1)
+  dispose.mockClear()
+  disposeTools()
+  expect(dispose).toHaveBeenCalledTimes(3)
+  const create = tools[0]!
+  const toolView = render(
+    React.createElement(create.component, {
+      ...create.options.inject(),
+      block: { callId: 'c1', kind: 'tool-result', call: { argsRaw: '{"time_in_seconds":300,"prompt":"Check whether CI is green"}' }, content: [{ type: 'text', text: '{}' }], isError: false },
+      t: englishSeat,
+    }),
+  )
+  expect(toolView.container.querySelector('[data-loop-tool="loop_create"] button')!.textContent).toBe('↻Create loop·every 5m·Check whether CI is green▾')
+  toolView.unmount()
+
+  // The settings card, keyed by the namespace the Plugin configuration tab lists.
+  expect(declareSlot('settings.plugin.item')).toBe(dispose)
+  const card = registered[5] as { options: CardOptions; component: CardComponent }
+  expect(card.options).toEqual({ name: 'settings.plugin.item', key: 'loop', locale: 'loop', inject: expect.any(Function) })
+  const face = card.options.inject()
+  expect(Object.keys(face).sort()).toEqual(['discard', 'edit', 'hooks', 'resetField', 'save'])
+  // As the slot renderer binds `hooks.loopSettings` into `useLoopSettings`.
+  const store = face.hooks.loopSettings
+  const { hooks: _hooks, ...actions } = face
+  const cardView = render(
+    React.createElement(card.component, {
+      ...actions,
+      t: englishSeat,
+      useLoopSettings: <S>(selector: (state: ReturnType<typeof store.getSnapshot>) => S) => selector(React.useSyncExternalStore(store.subscribe, store.getSnapshot)),
+    }),
+  )
+  fireEvent.click(screen.getByRole('button', { name: 'Show settings: Loops' }))
+  fireEvent.change(screen.getByLabelText('Active loops per session'), { target: { value: '1' } })
+  await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Save' })))
+  expect(section.scope.set).toHaveBeenCalledExactlyOnceWith('maxLoopsPerSession', 1)
+  expect(screen.getByText('Overridden')).toBeTruthy()
+  cardView.unmount()
   expect(dock.options).toEqual({ name: 'conversation.input.dock', id: 'loop', order: 15, locale: 'loop', inject: expect.any(Function) })
   expect(dock.options.order).toBeGreaterThan(10) // goal bar
   expect(dock.options.order).toBeLessThan(20) // queue strip
@@ -156,10 +251,10 @@ async function checkEntry(entry: Entry) {
   expect(execute).toHaveBeenLastCalledWith('session-1', '/loop list', [])
 
   // The heartbeat renderer's face: the renderer it shadows, read live from the registry, and other namespaces' seats.
-  const face = node.options.inject()
-  expect(face.shadowedRenderer()).toEqual<ShadowedRenderer>({ component: hostContextRow, locale: 'conversation' })
+  const nodeFace = node.options.inject()
+  expect(nodeFace.shadowedRenderer()).toEqual<ShadowedRenderer>({ component: hostContextRow, locale: 'conversation' })
   expect(ctx.slots.entries).toHaveBeenCalledWith('conversation.chat.node')
-  expect(face.bindNamespace('conversation')).toBe(conversationT)
+  expect(nodeFace.bindNamespace('conversation')).toBe(conversationT)
   expect(ctx.locale.bind).toHaveBeenCalledWith('conversation')
 
   // The heartbeat renderer draws a loop heartbeat as its own row.
@@ -169,7 +264,7 @@ async function checkEntry(entry: Entry) {
   }) as LoopDockProps['useProjection']
   const loops = [{ id: 'loop_a1b2', prompt: 'Check the build', time_in_seconds: 90, next_at: Date.now() + 5_000 }]
   const heartbeat = { content: [{ type: 'text', text: '<heartbeat>\n  <loop_id>loop_a1b2</loop_id>\n  <prompt>Check the build</prompt>\n</heartbeat>' }], source: { kind: 'plugin', plugin: 'loop' } }
-  const nodeView = render(React.createElement(node.component, { node: { data: heartbeat }, t: englishSeat, useProjection, ...face }))
+  const nodeView = render(React.createElement(node.component, { node: { data: heartbeat }, t: englishSeat, useProjection, ...nodeFace }))
   expect(nodeView.container.querySelector('[data-loop-heartbeat] button')!.textContent).toBe('↻Loop heartbeat·every 1m 30s·Check the build▾')
   nodeView.unmount()
 
@@ -207,21 +302,28 @@ describe('lib/client.js', () => {
     expect(styles.map((style) => [style.dataset.plugin, style.dataset.pluginCss])).toEqual([
       ['dsh-plugin-loop', 'dsh-plugin-loop/HeartbeatRow.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/LoopDock.module.css'],
+      ['dsh-plugin-loop', 'dsh-plugin-loop/LoopSettingsCard.module.css'],
+      ['dsh-plugin-loop', 'dsh-plugin-loop/ToolCallRow.module.css'],
     ])
-    const [heartbeat, dock] = styles.map((style) => style.textContent) as [string, string]
+    const [heartbeat, dock, card, tool] = styles.map((style) => style.textContent) as [string, string, string, string]
     expect(dock).toContain('var(--dsw-specific-tip)')
     expect(dock).toContain('var(--dsw-alias-state-error-primary)')
     expect(dock).toContain('min-height:44px')
     expect(heartbeat).toContain('var(--dsw-alias-markdown-code-block)')
     expect(heartbeat).toContain('max-height:141px')
-    for (const css of [dock, heartbeat]) expect(css).not.toMatch(/animation|transition/)
+    // The card wears the host's card tokens; the tool row the conversation's.
+    expect(card).toContain('var(--dsw-alias-bg-layer-3)')
+    expect(card).toContain('var(--dsw-alias-label-error)')
+    expect(tool).toContain('var(--dsw-alias-state-error-primary)')
+    expect(tool).toContain('var(--dsw-alias-markdown-code-block)')
+    for (const css of [dock, heartbeat, card, tool]) expect(css).not.toMatch(/animation|transition/)
 
     // a second materialization (HMR reload) does not duplicate the styles
     registration!.factory(seedRequire().require)
-    expect(document.querySelectorAll('style')).toHaveLength(2)
+    expect(document.querySelectorAll('style')).toHaveLength(4)
   })
 
-  it('registers the dictionaries, the dock between the goal bar and the queue strip, and the heartbeat row', async () => {
+  it('registers the dictionaries, the dock between the goal bar and the queue strip, the heartbeat row, the tool rows and the settings card', async () => {
     const [registration] = loadBundle()
     const exports = registration!.factory(seedRequire().require) as unknown as Entry
     const root = await checkEntry(exports)

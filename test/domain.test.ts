@@ -218,7 +218,7 @@ describe('fold', () => {
       event(dispatchChange('loop_b', NOW + 60_500)),
       event(deleteChange('loop_a')),
     ])
-    expect(state).toEqual({ loops: { loop_b: { ...loopB, next_at: NOW + 60_500 } }, usedIds: { loop_a: true, loop_b: true } })
+    expect(state).toEqual({ loops: { loop_b: { ...loopB, next_at: NOW + 60_500 } }, usedIds: new Set(['loop_a', 'loop_b']) })
     expect(activeLoops(state)).toEqual([{ ...loopB, next_at: NOW + 60_500 }])
   })
 
@@ -234,12 +234,13 @@ describe('fold', () => {
     expect(() => applyLoopChange(state, { version: 1, operation: 'dispatch', id: 'loop_zz', next_at: NOW })).toThrow()
     expect(() => applyLoopChange(state, { version: 1, operation: 'create', loop: loopA })).toThrow()
     expect(state).toEqual(snapshot)
-    expect(emptyLoopFold()).toEqual({ loops: {}, usedIds: {} })
+    expect(emptyLoopFold()).toEqual({ loops: {}, usedIds: new Set() })
     expect(emptyLoopFold()).not.toBe(emptyLoopFold())
   })
 
   it.each([
     [[createChange(loopA), createChange(loopA)], 'loop id loop_a was reused'],
+    [[createChange(loopA), createChange({ ...loopB, id: 'loop_a' })], 'loop id loop_a was reused'],
     [[createChange(loopA), deleteChange('loop_a'), createChange(loopA)], 'loop id loop_a was reused'],
     [[deleteChange('loop_a')], 'delete targets inactive loop loop_a'],
     [[dispatchChange('loop_a', NOW)], 'dispatch targets inactive loop loop_a'],

@@ -21,7 +21,7 @@ const event = (data: unknown, type = 'loop/change') => ({ type, seq: seq++, time
 describe('reducer', () => {
   it('starts empty and returns the same object for events it ignores', () => {
     const state = initLoopProjection()
-    expect(state).toEqual({ loops: {}, usedIds: {}, corrupt: false })
+    expect(state).toEqual({ loops: {}, corrupt: false })
     expect(applyLoopProjection(state, event({ content: [] }, 'user/message'))).toBe(state)
   })
 
@@ -45,7 +45,7 @@ describe('reducer', () => {
   it('fails closed to no loops on a malformed record and stays there', () => {
     const created = applyLoopProjection(initLoopProjection(), event(createChange(loopA)))
     const corrupt = applyLoopProjection(created, event({ version: 1, operation: 'delete', id: 'loop_zz' }))
-    expect(corrupt).toEqual({ loops: {}, usedIds: { loop_a: true }, corrupt: true })
+    expect(corrupt).toEqual({ loops: {}, corrupt: true })
     expect(applyLoopProjection(corrupt, event(createChange({ ...loopA, id: 'loop_b' })))).toBe(corrupt)
   })
 

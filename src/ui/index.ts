@@ -1,9 +1,12 @@
 /**
  * Browser half of dsh-plugin-loop: the `loop` locale namespace, one entry in
  * the selected session's `conversation.input.dock` (between DSH's goal bar,
- * order 10, and queue strip, order 20), and the heartbeat row in the
+ * order 10, and queue strip, order 20), the heartbeat row in the
  * conversation (`conversation.chat.node`, key `context`, one priority below
- * DSH's own renderer). Built into `lib/client.js` in DSH's module-loader
+ * DSH's own renderer), a row per model tool call (`tool.call.toolview`, keyed
+ * by tool name), and, where DSH's settings surface provides the
+ * `settingsScope` service, the plugin's card in Settings → Plugins → Plugin
+ * configuration (`settings.plugin.item`, keyed by the `loop` namespace). Built into `lib/client.js` in DSH's module-loader
  * format; the factory returns these named exports (no default export: the
  * host's loader would take a default for the plugin).
  * @module dsh-plugin-loop/ui
@@ -11,7 +14,11 @@
 import { ContextNode, type AnyTranslate, type HeartbeatRowInjected } from './HeartbeatRow.tsx'
 import { shadowedContextRenderer, type ChatNodeEntry } from './heartbeat.ts'
 import { LoopDock } from './LoopDock.tsx'
+import { LoopSettingsCard } from './LoopSettingsCard.tsx'
+import { ToolCallRow, type ToolCallRowInjected } from './ToolCallRow.tsx'
+import { LOOP_TOOL_TITLES, type LoopToolName } from './tool-call.ts'
 import { LOCALE_NS, LOOP_DICTIONARIES, type LoopDictionary } from './locales.ts'
+import { LOOP_SETTINGS_NS, LoopSettingsForm, type LoopSettingsActions, type SettingsScopeLike } from './settings-form.ts'
 import type { LoopDockInjected } from './slot-props.ts'
 
 /** Dock order: todo 0, goal 10, loop 15, queue 20. */
@@ -27,16 +34,26 @@ const HEARTBEAT_ROW_PRIORITY = -1
 /** Client services the entry uses: slots, the `commands` remote namespace, and the locale registry. */
 export const inject = ['slots', 'remote', 'remote.commands', 'locale']
 
+/** What the settings card's entry injects: the form as a store (DSH makes it `useLoopSettings`) and its actions. */
+export interface LoopSettingsInjected extends LoopSettingsActions {
+  readonly hooks: { readonly loopSettings: LoopSettingsForm }
+}
+
 /** The part of the client context this entry touches (typed locally, see `slot-props.ts`). */
 export interface LoopClientContext {
   /** Run a setup for the plugin's lifetime; its disposer runs when the plugin unloads. */
   effect(setup: () => () => void, label?: string): unknown
+  /**
+   * Run `callback` with a context holding `deps` while they are provided (Cordis):
+   * the settings card needs `settingsScope`, the rest of the plugin does not.
+   */
+  inject(deps: readonly ['settingsScope'], callback: (ctx: LoopSettingsClientContext) => void): unknown
   readonly locale: {
     register(ns: typeof LOCALE_NS, dictionaries: { readonly zh: LoopDictionary; readonly en: LoopDictionary }): () => void
     bind(ns: string): AnyTranslate
   }
   readonly slots: {
-    inject(key: 'conversation.input.dock' | 'conversation.chat.node', callback: () => () => void): unknown
+    inject(key: 'conversation.input.dock' | 'conversation.chat.node' | 'tool.call.toolview', callback: () => () => void): unknown
     entries(key: 'conversation.chat.node'): readonly ChatNodeEntry[]
     register(
       options: {
@@ -58,11 +75,42 @@ export interface LoopClientContext {
       },
       component: typeof ContextNode,
     ): () => void
+    register(
+      options: {
+        readonly name: 'tool.call.toolview'
+        readonly key: LoopToolName
+        readonly locale: typeof LOCALE_NS
+        readonly inject: () => ToolCallRowInjected
+      },
+      component: typeof ToolCallRow,
+    ): () => void
+    register(
+      options: {
+        readonly name: 'settings.plugin.item'
+        readonly key: typeof LOOP_SETTINGS_NS
+        readonly locale: typeof LOCALE_NS
+        readonly inject: () => LoopSettingsInjected
+      },
+      component: typeof LoopSettingsCard,
+    ): () => void
   }
   readonly remote: {
     readonly commands: {
       execute(sessionId: string, line: string, images: readonly never[]): Promise<unknown>
     }
+  }
+}
+
+/** The context inside `ctx.inject(['settingsScope'], …)`: DSH's settings surface's scope binder (`dsh-client-ui-settings`). */
+export interface LoopSettingsClientContext {
+  effect(setup: () => () => void, label?: string): unknown
+  readonly slots: {
+    inject(key: 'settings.plugin.item', callback: () => () => void): unknown
+    register: LoopClientContext['slots']['register']
+  }
+  readonly settingsScope: {
+    /** Bind one namespace's scope on the caller's lifetime; reads follow the host's `settings.describe` mirror. */
+    bind(spec: { readonly namespace: typeof LOOP_SETTINGS_NS }): SettingsScopeLike
   }
 }
 
@@ -101,4 +149,36 @@ export function apply(ctx: LoopClientContext): void {
       ContextNode,
     ),
   )
+  // One row per tool, keyed by its name: DSH's tool view renders a keyed entry instead of its generic row.
+  ctx.slots.inject('tool.call.toolview', () => {
+    const disposers = (Object.keys(LOOP_TOOL_TITLES) as LoopToolName[]).map((tool) =>
+      ctx.slots.register({ name: 'tool.call.toolview', key: tool, locale: LOCALE_NS, inject: () => ({ loopTool: tool }) }, ToolCallRow),
+    )
+    return () => {
+      for (const dispose of disposers) dispose()
+    }
+  })
+  // The settings card lives while DSH's settings surface does; the Plugin configuration tab shows it
+  // because the host half registers the `loop` namespace (src/config.ts) and this entry's key names it.
+  ctx.inject(['settingsScope'], (scope) => {
+    const form = new LoopSettingsForm(scope.settingsScope.bind({ namespace: LOOP_SETTINGS_NS }))
+    scope.effect(() => form.follow(), 'dsh-plugin-loop: settings card')
+    scope.slots.inject('settings.plugin.item', () =>
+      scope.slots.register(
+        {
+          name: 'settings.plugin.item',
+          key: LOOP_SETTINGS_NS,
+          locale: LOCALE_NS,
+          inject: () => ({
+            hooks: { loopSettings: form },
+            edit: form.edit,
+            resetField: form.resetField,
+            save: form.save,
+            discard: form.discard,
+          }),
+        },
+        LoopSettingsCard,
+      ),
+    )
+  })
 }

@@ -1,7 +1,7 @@
 /**
- * The `loop` locale namespace: every word the dock and the heartbeat row show,
- * in Simplified Chinese (the key-set source of truth, as DSH's own client
- * packages keep it) and English (checked complete against it by the compiler
+ * The `loop` locale namespace: every word the dock, the heartbeat row and the
+ * settings card show, in Simplified Chinese (the key-set source of truth, as
+ * DSH's own client packages keep it) and English (checked complete against it by the compiler
  * and by `test/ui.test.tsx`). Placeholders use the host's `{name}` syntax.
  * How a duration splits into units and how a countdown rounds stay in
  * `../format.ts`; only the words are here. Text the model reads (heartbeats,
@@ -41,6 +41,32 @@ const zh = {
   'delete.unsent': '命令未能发送。',
   'heartbeat.title': '循环触发',
   'heartbeat.body': '模型收到的文本',
+  // The card in Settings → Plugins → Plugin configuration; the shared words repeat DSH's own cards'.
+  'settings.title': '定时循环',
+  'settings.description': '通过 /loop 或由模型创建的定时重复提示。',
+  'settings.maxLoopsPerSession': '每个会话的循环上限',
+  'settings.maxLoopsPerSessionHint': '{min} 到 {max}。达到上限后，需先删除一个循环才能再创建。',
+  'settings.maxPromptLength': '提示词长度上限（字符）',
+  'settings.maxPromptLengthHint': '{min} 到 {max}。超长的提示词会被拒绝而不是截断；每次触发都会重复发送提示词。',
+  'settings.invalid': '请填写 {min} 到 {max} 之间的整数；留空表示使用默认值。',
+  'settings.overridden': '已覆盖',
+  'settings.reset': '恢复默认',
+  'settings.readOnly': '本部署的设置为只读。',
+  'settings.expand': '展开设置',
+  'settings.collapse': '收起设置',
+  'settings.save': '保存',
+  'settings.saving': '保存中…',
+  'settings.discard': '放弃修改',
+  'settings.unsaved': '未保存',
+  'settings.saveFailed': '本部署没有接受这些值，已保留供你修改。',
+  // Tool calls the model made, as rows in the conversation.
+  'tool.create': '创建循环',
+  'tool.list': '列出循环',
+  'tool.delete': '删除循环',
+  'tool.running': '运行中',
+  'tool.failed': '失败',
+  'tool.stopped': '已中断',
+  'tool.result': '工具返回给模型的结果',
 } as const
 
 /** One key of the `loop` namespace. */
@@ -76,6 +102,30 @@ const en: LoopDictionary = {
   'delete.unsent': 'the command could not be sent.',
   'heartbeat.title': 'Loop heartbeat',
   'heartbeat.body': 'Text the model received',
+  'settings.title': 'Loops',
+  'settings.description': 'Recurring prompts created with /loop or by the model.',
+  'settings.maxLoopsPerSession': 'Active loops per session',
+  'settings.maxLoopsPerSessionHint': 'From {min} to {max}. Creating one more is refused until a loop is deleted.',
+  'settings.maxPromptLength': 'Prompt length (characters)',
+  'settings.maxPromptLengthHint': 'From {min} to {max}. A longer prompt is refused, not cut; every heartbeat repeats the prompt.',
+  'settings.invalid': 'Enter a whole number from {min} to {max}, or leave blank to use the default.',
+  'settings.overridden': 'Overridden',
+  'settings.reset': 'Reset to default',
+  'settings.readOnly': 'This deployment stores settings read-only.',
+  'settings.expand': 'Show settings',
+  'settings.collapse': 'Hide settings',
+  'settings.save': 'Save',
+  'settings.saving': 'Saving…',
+  'settings.discard': 'Discard',
+  'settings.unsaved': 'Unsaved',
+  'settings.saveFailed': 'The deployment did not accept these values; they were left for you to correct.',
+  'tool.create': 'Create loop',
+  'tool.list': 'List loops',
+  'tool.delete': 'Delete loop',
+  'tool.running': 'Running',
+  'tool.failed': 'Failed',
+  'tool.stopped': 'Interrupted',
+  'tool.result': 'What the tool returned to the model',
 }
 
 /** Both dictionaries, in the shape `ctx.locale.register(ns, { zh, en })` takes. */

@@ -8,9 +8,13 @@
  * settings.yaml, which DSH hot-publishes), 0 → nothing, 1 and 2 rows, the
  * summary at 3, expand/Escape/outside click, delete with confirmation, one
  * `/loop delete` however fast Confirm is clicked, heartbeats as loop rows in
- * the conversation, light and dark themes, no console errors. Screenshots go
- * to artifacts/screenshots/; the five in docs/ are written when missing or
- * with UPDATE_DOCS_SCREENSHOTS=1.
+ * the conversation, light and dark themes, a model-made `loop_create` call as
+ * `Create loop · every 5m · …` in both languages, the plugin's card in
+ * Settings → Plugins → Plugin configuration (both languages, validation, Save
+ * into settings.yaml, the new bound enforced live), and how the Plugin list
+ * shows the plugin; no console errors. Screenshots go to
+ * artifacts/screenshots/; the ones in docs/ are written when missing or with
+ * UPDATE_DOCS_SCREENSHOTS=1.
  *
  * Run: `pnpm run test:browser` (installs Chromium and fonts-noto-cjk when missing).
  */
@@ -63,6 +67,9 @@ const LOOPS = [
 ] as const
 
 const HEARTBEAT_PROMPT = 'Say one word about the weather'
+/** The session whose first turn the mock model answers with a `loop_create` call. */
+const MODEL_SESSION_PROMPT = 'Watch the CI for me'
+const MODEL_LOOP = { time_in_seconds: 300, prompt: 'Check whether CI is green' } as const
 /** Project instructions in the workspace: DSH injects them as a context row that is not a heartbeat. */
 const AGENTS_MD = 'Answer in one short sentence.\n'
 
@@ -84,6 +91,8 @@ let web: DshWeb | undefined
 let browser: Browser | undefined
 let page!: Page
 let sessionId: string
+let modelSessionId: string
+let workspace: string
 let settingsFile: string
 let failed = false
 const consoleErrors: string[] = []
@@ -96,24 +105,26 @@ beforeAll(async () => {
     settingsFile = join(home, 'settings.yaml')
     // The user works in Chinese: DSH's UI, and the dock, open in zh.
     setLanguagePreference('zh')
-    const workspace = join(scratch, 'workspace')
+    workspace = join(scratch, 'workspace')
     mkdirSync(workspace)
     writeFileSync(join(workspace, 'AGENTS.md'), AGENTS_MD)
     const tarball = await phase('build + pnpm pack', () => packPlugin(join(scratch!, 'packs')))
     await phase('dsh plugin --profile web add', () => dshPlugin(home, 'web', 'add', tarball))
-    mock = await startMockLlmServer({ host: '127.0.0.1', port: 0, sequence: ['success'], repeatLast: true, successText: 'Noted.' })
+    // The first model request answers with a loop_create call (the model-made loop), every later one with text.
+    mock = await startMockLlmServer({
+      host: '127.0.0.1',
+      port: 0,
+      sequence: ['tool_call_success', 'success'],
+      repeatLast: true,
+      successText: 'Noted.',
+      toolName: 'loop_create',
+      toolArguments: JSON.stringify(MODEL_LOOP),
+    })
     web = await phase('dsh web boot (HTTP 200)', () => startWeb({ home, model: mockEndpoint(mock!), cwd: workspace }))
     const url = web.url
-    // A session without a user message is hidden from the sidebar: give it one turn.
-    sessionId = await phase('session + first turn', async () => {
-      const id = await createSession(url, workspace)
-      await prompt(url, id, SESSION_PROMPT)
-      await waitFor('the first turn to end', async () => {
-        const { events } = await history(url, id)
-        return events.some((event) => event.type === 'turn/end') && turnsSettled(events) ? true : undefined
-      })
-      return id
-    })
+    // A session without a user message is hidden from the sidebar: give each one turn, one after the other.
+    modelSessionId = await phase('model-made loop session', () => sessionWithOneTurn(url, MODEL_SESSION_PROMPT))
+    sessionId = await phase('session + first turn', () => sessionWithOneTurn(url, SESSION_PROMPT))
     browser = await phase('chromium launch', () => chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS }))
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' })
     page = await context.newPage()
@@ -150,6 +161,17 @@ afterAll(async () => {
   writeFileSync(join(PROJECT, 'artifacts', 'browser-test-timings.json'), `${JSON.stringify(Object.fromEntries(timings.map(([name, ms]) => [name, Math.round(ms)])), null, 2)}\n`)
 })
 
+/** Create a session and run its first turn to the end. */
+async function sessionWithOneTurn(url: string, text: string): Promise<string> {
+  const id = await createSession(url, workspace)
+  await prompt(url, id, text)
+  await waitFor(`the first turn of "${text}" to end`, async () => {
+    const { events } = await history(url, id)
+    return events.some((event) => event.type === 'turn/end') && turnsSettled(events) ? true : undefined
+  })
+  return id
+}
+
 /**
  * Open the app and select the session in the sidebar (the app has no URL
  * routing). Sessions outside a registered workspace sit under "Ungrouped",
@@ -158,9 +180,14 @@ afterAll(async () => {
  */
 async function openSession(url: string): Promise<void> {
   await page.goto(url)
+  await selectSession(SESSION_PROMPT)
+}
+
+/** Select a session in the sidebar by its title (its first prompt). */
+async function selectSession(title: string): Promise<void> {
   const tree = page.getByRole('tree', { name: /^(Sessions|会话)$/ })
   await tree.waitFor({ timeout: 20_000 })
-  const session = tree.getByRole('treeitem', { name: new RegExp(SESSION_PROMPT) }).first()
+  const session = tree.getByRole('treeitem', { name: new RegExp(title) }).first()
   const ungrouped = tree.getByRole('treeitem', { name: /Ungrouped|未分组/ }).first()
   const deadline = Date.now() + 20_000
   while (!(await session.isVisible())) {
@@ -213,6 +240,29 @@ async function createLoop(index: number): Promise<void> {
 async function loopIds(): Promise<string[]> {
   const { projections } = await history(web!.url, sessionId)
   return ((projections.loop as { loops?: { id: string }[] } | undefined)?.loops ?? []).map((loop) => loop.id)
+}
+
+/** Ids of another session's active loops. */
+async function loopIdsOf(id: string): Promise<string[]> {
+  const { projections } = await history(web!.url, id)
+  return ((projections.loop as { loops?: { id: string }[] } | undefined)?.loops ?? []).map((loop) => loop.id)
+}
+
+/** Screenshot a conversation row with a little of the conversation around it. */
+async function shootConversationRow(row: ReturnType<Page['locator']>, name: string): Promise<void> {
+  await row.scrollIntoViewIfNeeded()
+  await page.mouse.move(1_270, 10)
+  const box = (await row.boundingBox())!
+  const chat = (await page.locator('[data-composer-seat]').boundingBox())!
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), clip: { x: chat.x, y: Math.max(0, box.y - 60), width: chat.width, height: box.height + 110 } })
+}
+
+/** Screenshot the settings card (the open card with a margin). */
+async function shootSettingsCard(card: ReturnType<Page['locator']>, name: string): Promise<void> {
+  await card.scrollIntoViewIfNeeded()
+  await page.mouse.move(1_270, 790)
+  const box = (await card.boundingBox())!
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), clip: { x: box.x - 12, y: box.y - 12, width: box.width + 24, height: box.height + 24 } })
 }
 
 /** Switch DSH's theme the way a person's system setting does, and wait for the palette. */
@@ -504,6 +554,128 @@ describe('loop dock in dsh web (Chromium)', () => {
       ['5-delete-confirmation-light.png', 'loop-dock-en.png'],
       ['zh-delete-confirmation-light.png', 'loop-dock-zh.png'],
       ['heartbeat-row-zh.png', 'loop-heartbeat-zh.png'],
+    ] as const) {
+      if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' || !existsSync(join(DOCS, doc))) copyFileSync(join(SHOTS, shot), join(DOCS, doc))
+    }
+  })
+  it('shows the model-made loop_create call as "Create loop · every 5m · <prompt>" in both languages', async () => {
+    await selectSession(MODEL_SESSION_PROMPT)
+    const row = page.locator('[data-loop-tool="loop_create"]')
+    await row.waitFor({ timeout: 10_000 })
+    const button = row.locator('button')
+    expect(await button.textContent()).toBe(`↻Create loop·every 5m·${MODEL_LOOP.prompt}▾`)
+    expect(await row.getAttribute('data-state')).toBe('ok')
+    // DSH's generic row ("Tool call · loop_create · …") is replaced, not shown beside it.
+    expect(await page.locator('[data-tool="loop_create"]').count()).toBe(0)
+    expect(await page.locator('[data-chat-flow-kind="tool-call"]').count()).toBe(1)
+    expect(await page.locator('[data-chat-flow-kind="tool-call"] [data-loop-tool="loop_create"]').count()).toBe(1)
+    // Expanding shows what the tool returned to the model: the new loop, with its prompt and interval.
+    await button.click()
+    const result = row.locator('pre')
+    expect(await result.isVisible()).toBe(true)
+    expect(await result.getAttribute('aria-label')).toBe('What the tool returned to the model')
+    const returned = JSON.parse((await result.textContent())!) as { id: string; prompt: string; time_in_seconds: number }
+    const [created] = await loopIdsOf(modelSessionId)
+    expect(returned).toMatchObject({ id: created, prompt: MODEL_LOOP.prompt, time_in_seconds: 300 })
+    await button.click()
+    await shootConversationRow(row, 'tool-call-en')
+    await switchLanguage('zh')
+    await expect.poll(() => button.textContent()).toBe(`↻创建循环·每5分钟·${MODEL_LOOP.prompt}▾`)
+    await shootConversationRow(row, 'tool-call-zh')
+  })
+
+  it('has a loop card in Settings → Plugins → Plugin configuration, in Chinese and English, saved into settings.yaml and enforced live', async () => {
+    // Still Chinese from the previous test: the host's own settings chrome is Chinese too.
+    // A taller window, so the settings dialog shows the whole open card (restored by the next test).
+    await page.setViewportSize({ width: 1280, height: 1000 })
+    await page.getByRole('button', { name: '设置', exact: true }).click()
+    await page.getByRole('button', { name: '插件', exact: true }).click()
+    expect(await page.getByRole('tablist', { name: '插件视图' }).getByRole('tab', { selected: true }).textContent()).toBe('插件配置')
+    const card = page.locator('[data-loop-settings]')
+    await card.waitFor({ timeout: 10_000 })
+    // Listed with DSH's own cards, in slot registration order, which follows how the client bundles happened to load.
+    const names = await page.locator('ul:has([data-loop-settings]) li').evaluateAll((items) => items.map((item) => item.querySelector('button span span')?.textContent))
+    expect(names.sort()).toEqual(['终端', 'Agent 循环', '网页搜索', '定时循环'].sort())
+    const header = card.locator('button[aria-expanded]').first()
+    expect(await header.textContent()).toBe('定时循环通过 /loop 或由模型创建的定时重复提示。')
+    expect(await header.getAttribute('aria-label')).toBe('展开设置: 定时循环')
+    await header.click()
+    expect(await header.getAttribute('aria-expanded')).toBe('true')
+    const maxLoops = card.getByLabel('每个会话的循环上限')
+    const maxPrompt = card.getByLabel('提示词长度上限（字符）')
+    expect([await maxLoops.inputValue(), await maxPrompt.inputValue()]).toEqual(['20', '4000'])
+    expect(await card.locator('p').allTextContents()).toEqual([
+      '1 到 1000。达到上限后，需先删除一个循环才能再创建。',
+      '1 到 100000。超长的提示词会被拒绝而不是截断；每次触发都会重复发送提示词。',
+    ])
+    expect(await card.getByRole('button').allTextContents()).toEqual(['定时循环通过 /loop 或由模型创建的定时重复提示。', '放弃修改', '保存'])
+    await shootSettingsCard(card, 'settings-card-zh')
+
+    // Live switch: the same card, still open, in English.
+    await switchLanguage('en')
+    await expect.poll(() => header.textContent()).toBe('LoopsRecurring prompts created with /loop or by the model.')
+    expect(await header.getAttribute('aria-label')).toBe('Hide settings: Loops')
+    expect(await card.getByLabel('Active loops per session').inputValue()).toBe('20')
+    expect(await card.getByLabel('Prompt length (characters)').inputValue()).toBe('4000')
+
+    // Validation follows the schema: whole numbers from 1 to 1000 / 1 to 100000; anything else blocks Save.
+    const save = card.getByRole('button', { name: 'Save' })
+    const loopsInput = card.getByLabel('Active loops per session')
+    const loopsHint = card.locator(`[id="${await loopsInput.getAttribute('aria-describedby')}"]`)
+    for (const draft of ['0', '1001', '1.5', 'ten']) {
+      await loopsInput.fill(draft)
+      expect(await loopsInput.getAttribute('aria-invalid')).toBe('true')
+      expect(await loopsHint.textContent()).toBe('Enter a whole number from 1 to 1000, or leave blank to use the default.')
+      expect(await save.isDisabled()).toBe(true)
+    }
+    await card.getByLabel('Prompt length (characters)').fill('100001')
+    expect(await card.locator('[aria-invalid="true"]').count()).toBe(2)
+    await card.getByLabel('Prompt length (characters)').fill('4000')
+    await loopsInput.fill('1')
+    expect(await loopsInput.getAttribute('aria-invalid')).toBe('false')
+    expect(await header.textContent()).toBe('LoopsRecurring prompts created with /loop or by the model.Unsaved')
+    await shootSettingsCard(card, 'settings-card-en')
+    await save.click()
+    // Saved: the override shows, the draft is gone, and the host wrote the loop section of settings.yaml.
+    await card.getByText('Overridden').waitFor({ timeout: 10_000 })
+    expect(await card.getByRole('button', { name: 'Reset to default' }).count()).toBe(1)
+    expect(await save.isDisabled()).toBe(true)
+    expect(readFileSync(settingsFile, 'utf8')).toMatch(/^loop:\n {2}maxLoopsPerSession: 1\n/m)
+
+    // The host half reads the section live: a fresh session takes one loop, and refuses the second.
+    const fresh = await createSession(web!.url, workspace)
+    expect(await runCommand(web!.url, fresh, '/loop 60 a')).toMatchObject({ kind: 'success' })
+    const refused = await runCommand(web!.url, fresh, '/loop 60 b')
+    expect(refused.kind).toBe('error')
+    expect(refused.text).toContain('This session already has 1 active loops; the limit is 1 (plugin setting maxLoopsPerSession).')
+    expect(await loopIdsOf(fresh)).toHaveLength(1)
+    const [only] = await loopIdsOf(fresh)
+    expect((await runCommand(web!.url, fresh, `/loop delete ${only}`)).kind).toBe('success')
+  })
+
+  it('lists the plugin in the Plugin list tab', async () => {
+    await page.getByRole('tablist', { name: 'Plugin views' }).getByRole('tab', { name: 'Plugin list' }).click()
+    await page.getByPlaceholder('Search plugins').fill('loop')
+    const panel = page.locator('[role="tabpanel"]:has(input[placeholder="Search plugins"])')
+    const item = panel.getByText('plugin-loop', { exact: true })
+    await item.waitFor({ timeout: 10_000 })
+    // The inventory names it after the package (dsh- stripped) and shows its state, nothing of its own.
+    expect(await panel.innerText()).toMatch(/Plugin list\s+2\s+agent-loop\s+Enabled\s+plugin-loop\s+Enabled$/)
+    await page.screenshot({ path: join(SHOTS, 'plugin-list.png') })
+    // Expanded, it shows only what the inventory knows of any plugin: its patch row, enabled, mounted.
+    await item.click()
+    await panel.getByText('Cordis status').waitFor()
+    expect(await panel.innerText()).toMatch(/plugin-loop\s+Enabled\s+include:loop\s+Configuration\s+Enabled\s+Cordis status\s+Mounted/)
+    await page.screenshot({ path: join(SHOTS, 'plugin-list-expanded.png') })
+    await page.setViewportSize({ width: 1280, height: 800 })
+    expect(await page.locator('[data-slot-error]').count()).toBe(0)
+    expect(consoleErrors).toEqual([])
+    mkdirSync(DOCS, { recursive: true })
+    for (const [shot, doc] of [
+      ['settings-card-en.png', 'loop-settings-en.png'],
+      ['settings-card-zh.png', 'loop-settings-zh.png'],
+      ['tool-call-en.png', 'loop-tool-call-en.png'],
+      ['tool-call-zh.png', 'loop-tool-call-zh.png'],
     ] as const) {
       if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' || !existsSync(join(DOCS, doc))) copyFileSync(join(SHOTS, shot), join(DOCS, doc))
     }
