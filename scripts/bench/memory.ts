@@ -27,8 +27,6 @@ export interface MemoryResult {
   readonly hostCycleGrowth: number
   /** Heap of a Set with one entry per cycle over id strings that already exist: the least that remembering used ids costs (ids are never reused, by contract). */
   readonly usedIdSetBytes: number
-  /** Heap of one plain-object dictionary (`{ [id]: true }`, the fold's used-id shape) with as many entries. */
-  readonly usedIdDictionaryBytes: number
   readonly perLoopSamples: readonly number[]
 }
 
@@ -86,18 +84,6 @@ function idSetHeap(count: number): number {
   return after - before
 }
 
-/** Heap of a plain object used as a dictionary over `count` existing id strings, as the fold keeps used ids. */
-function idDictionaryHeap(count: number): number {
-  const strings: string[] = []
-  for (let index = 0; index < count; index += 1) strings.push(loopId(0x50000000 + index))
-  const before = heap()
-  const ids: Record<string, true> = {}
-  for (const id of strings) ids[id] = true
-  const after = heap()
-  if (Object.keys(ids).length !== strings.length) throw new Error('unreachable')
-  return after - before
-}
-
 /**
  * Run row 6.
  * @param activeLoops - loops per active-loop trial.
@@ -143,9 +129,8 @@ export async function runMemory(activeLoops: number, cycles: number, log: (line:
   const hostCycleGrowth = middle - start
   const cycleGrowth = end - middle - hostCycleGrowth
   const usedIdSetBytes = idSetHeap(cycles)
-  const usedIdDictionaryBytes = idDictionaryHeap(cycles)
-  log(`  ${cycles} create/delete cycles: plugin +${(cycleGrowth / 1024 / 1024).toFixed(2)} MB (used-id Set floor ${(usedIdSetBytes / 1024 / 1024).toFixed(2)} MB, one id dictionary ${(usedIdDictionaryBytes / 1024 / 1024).toFixed(2)} MB), host log +${(hostCycleGrowth / 1024 / 1024).toFixed(2)} MB`)
+  log(`  ${cycles} create/delete cycles: plugin +${(cycleGrowth / 1024 / 1024).toFixed(2)} MB (used-id Set floor ${(usedIdSetBytes / 1024 / 1024).toFixed(2)} MB), host log +${(hostCycleGrowth / 1024 / 1024).toFixed(2)} MB`)
   await withHost.dispose()
   await withoutHost.dispose()
-  return { activeLoops, perLoop: median(perLoopSamples), recordBytes, cycles, cycleGrowth, hostCycleGrowth, usedIdSetBytes, usedIdDictionaryBytes, perLoopSamples }
+  return { activeLoops, perLoop: median(perLoopSamples), recordBytes, cycles, cycleGrowth, hostCycleGrowth, usedIdSetBytes, perLoopSamples }
 }
