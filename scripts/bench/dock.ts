@@ -16,7 +16,7 @@ import { JSDOM } from 'jsdom'
 import { build } from 'tsdown'
 import { LOOP_DICTIONARIES, type LoopTranslate } from '../../src/ui/locales.ts'
 import { dshCssModules } from '../dsh-client-build.ts'
-import { collectGarbage, median, timeSync } from './stats.ts'
+import { median, timeSync } from './stats.ts'
 
 /** One layout's timings, ms. */
 export interface DockPoint {
@@ -189,8 +189,6 @@ export async function runDock(root: string, log: (line: string) => void): Promis
       window.document.body.appendChild(container)
       tracking = true
       const root = createRoot(container)
-      // A full GC before each timed step, so a collection owed to earlier mounts is not billed to it.
-      collectGarbage()
       let render = timeSync(() =>
         act(() => {
           root.render(React.createElement(LoopDock as never, props))
@@ -207,7 +205,6 @@ export async function runDock(root: string, log: (line: string) => void): Promis
       if (repaint === undefined) throw new Error(`${label}: the dock armed no repaint interval`)
       clockOffset += 1_000
       const before = container.textContent
-      collectGarbage()
       const repaintMs = timeSync(() => act(() => repaint()))
       if (container.textContent === before) throw new Error(`${label}: the repaint changed no countdown`)
       act(() => root.unmount())

@@ -375,7 +375,7 @@ export function renderReport(context: RunContext, results: BenchResults): string
     '',
     '`LoopDock` from src/ui/, bundled with the project’s own build pieces (tsdown, CSS modules) and rendered in jsdom by React 18.3’s',
     'production build (what DSH web ships). jsdom’s DOM is slower than a browser’s, so these are upper bounds for the DOM part.',
-    'A full GC precedes every timed step. Render: `root.render` inside `flushSync` until committed (expanded adds the Expand click, which mounts every row). Repaint: the dock’s',
+    'Render: `root.render` inside `flushSync` until committed (expanded adds the Expand click, which mounts every row). Repaint: the dock’s',
     `own once-a-second interval callback inside \`flushSync\`, with the clock one second later so every countdown changes. ${dock.points[0]!.renderSamples.length} mounts per layout after warm-up; every interval, timeout, animation frame`,
     'and document listener registered while mounted is tracked.',
     '',
