@@ -32,6 +32,9 @@ import type { LoopChange, LoopRecord } from './types.ts'
  */
 export const MAX_TIMER_WAIT_MS = 60_000
 
+/** Events that open or close a turn: the open turn's heartbeats are those after the last of them. */
+const TURN_BOUNDARIES: ReadonlySet<string> = new Set(['turn/start', 'turn/end'])
+
 /** First retry delay after a failed drive (flush, send); doubles up to {@link MAX_RETRY_DELAY_MS}. */
 export const FIRST_RETRY_DELAY_MS = 1_000
 
@@ -220,11 +223,8 @@ export class LoopRuntime {
       case 'turn/end':
         this.inOpenTurn.clear()
         break
-      case 'user/message': {
-        const heartbeat = readHeartbeat(event.data)
-        if (heartbeat !== undefined) this.inOpenTurn.add(heartbeat.loopId)
-        break
-      }
+      default:
+        this.noteHeartbeat(event)
     }
     this.folded = event.seq + 1
   }
@@ -240,14 +240,42 @@ export class LoopRuntime {
     const session = this.agent.session
     if (this.folded < session.seq) {
       try {
-        // Indexing, not slicing: a resumed log can hold a million events.
-        const events = session.events
-        for (let index = this.folded; index < events.length; index += 1) this.foldEvent(events[index]!)
+        this.catchUp(session.events)
       } catch (error) {
         throw this.stop(this.corruption(error))
       }
     }
     return this.fold
+  }
+
+  /**
+   * Fold a stretch of the log in two passes, as cheap as a resumed log of a
+   * million events allows: every loop change forward, then only the events
+   * after the last turn boundary for the open turn's heartbeats. Indexing, not
+   * slicing, so the log is never copied.
+   */
+  private catchUp(events: readonly SessionEvent[]): void {
+    const from = this.folded
+    for (let index = from; index < events.length; index += 1) {
+      const event = events[index]!
+      if (event.type === LOOP_CHANGE_EVENT) applyLoopChange(this.fold, decodeLoopChange(event.data))
+      this.folded = index + 1
+    }
+    let openTurnFrom = from
+    for (let index = events.length - 1; index >= from; index -= 1) {
+      if (!TURN_BOUNDARIES.has(events[index]!.type)) continue
+      this.inOpenTurn.clear()
+      openTurnFrom = index + 1
+      break
+    }
+    for (let index = openTurnFrom; index < events.length; index += 1) this.noteHeartbeat(events[index]!)
+  }
+
+  /** Remember a heartbeat the open turn took. */
+  private noteHeartbeat(event: SessionEvent): void {
+    if (event.type !== 'user/message') return
+    const heartbeat = readHeartbeat(event.data)
+    if (heartbeat !== undefined) this.inOpenTurn.add(heartbeat.loopId)
   }
 
   /** The diagnostic for a corrupt record. */

@@ -4,6 +4,7 @@ import { FIRST_RETRY_DELAY_MS, LoopRuntime, MAX_TIMER_WAIT_MS } from '../src/loo
 import * as loopPlugin from '../src/index.ts'
 import { holdFlushes, recordTimers } from './support/faults.ts'
 import { createChange } from '../src/domain.ts'
+import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import { AGENT_OPTIONS, advance, bootHost, createFakeAgent, useFakeClock, loopChanges, persistedLoopChanges, resumeFakeAgent, runTool, settle, signal, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
 
 const NOW = TEST_NOW
@@ -637,6 +638,37 @@ describe('the append feed', () => {
     spy.mockRestore()
     await settle()
     expect(agent.send).not.toHaveBeenCalled()
+    await runtime.dispose()
+    await stopFakeHost(bare)
+  })
+})
+
+describe('catching up with a log the runtime did not follow', () => {
+  it('knows which loops the open turn already took, and only the open turn', async () => {
+    useFakeClock()
+    const bare = await bootHost({ loop: false })
+    const agent = await createFakeAgent(bare, 'ses-catch-up')
+    const session = agent.agent.session
+    const beat = (id: string) => createUserMessage({ content: [{ type: 'text', text: heartbeat(id, id) }], source: { kind: 'plugin', plugin: 'loop' } })
+    session.append('loop/change', createChange({ id: 'loop_taken', prompt: 'loop_taken', time_in_seconds: 1, next_at: Date.now() + 1000 }))
+    session.append('loop/change', createChange({ id: 'loop_earlier', prompt: 'loop_earlier', time_in_seconds: 1, next_at: Date.now() + 1000 }))
+    // A closed turn took loop_earlier; the open turn took loop_taken.
+    session.append('turn/start', { turn: 1 })
+    session.append('step/start', { turn: 1, step: 1 })
+    session.append('user/message', beat('loop_earlier'), { surfaceOp: 'append' })
+    session.append('step/end', { turn: 1, step: 1 })
+    session.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
+    session.append('turn/start', { turn: 2 })
+    session.append('step/start', { turn: 2, step: 1 })
+    session.append('user/message', beat('loop_taken'), { surfaceOp: 'append' })
+    agent.setStatus('running')
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    runtime.start()
+    await advance(1000)
+    expect(agent.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target])).toEqual([
+      [heartbeat('loop_taken', 'loop_taken'), 'next-turn'],
+      [heartbeat('loop_earlier', 'loop_earlier'), 'next-step'],
+    ])
     await runtime.dispose()
     await stopFakeHost(bare)
   })

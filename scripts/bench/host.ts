@@ -1,0 +1,200 @@
+/**
+ * A real in-process DSH host for the benchmark, composed as test/host.ts does
+ * (real Cordis context, session store, JSONL persistence, agent registry and
+ * loop, tool and command runtimes, projection registry) but without vitest:
+ * the model boundary is a plain recording function, nothing else is faked.
+ * @module scripts/bench/host
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Context } from '@deepseek-ai/cordis'
+import * as agentPlugin from '@deepseek-ai/dsh-agent'
+import type { Agent, AgentStatus } from '@deepseek-ai/dsh-agent'
+import * as agentLoopPlugin from '@deepseek-ai/dsh-agent-loop'
+import * as commandsPlugin from '@deepseek-ai/dsh-commands'
+import * as llmPlugin from '@deepseek-ai/dsh-llm'
+import { CallId } from '@deepseek-ai/dsh-llm'
+import * as deepseekPlugin from '@deepseek-ai/dsh-llm-deepseek'
+import * as sessionPlugin from '@deepseek-ai/dsh-session'
+import { SessionId } from '@deepseek-ai/dsh-session'
+import type {} from '@deepseek-ai/dsh-session-persistence'
+import * as jsonlPlugin from '@deepseek-ai/dsh-session-persistence-jsonl'
+import * as projectionPlugin from '@deepseek-ai/dsh-session-projection'
+import * as systemPromptPlugin from '@deepseek-ai/dsh-system-prompt'
+import * as toolsPlugin from '@deepseek-ai/dsh-tools'
+import * as loopPlugin from '../../src/index.ts'
+
+const API_KEY_ENV = 'LOOP_BENCH_DEEPSEEK_KEY'
+process.env[API_KEY_ENV] ??= 'bench-key'
+
+/** Options for {@link bootHost}. */
+export interface HostOptions {
+  /** Persistence root; a fresh temp dir when omitted, removed on dispose unless {@link keepRoot}. */
+  readonly root?: string
+  /** Keep a fresh temp root after dispose (the grown session is resumed by a later job). */
+  readonly keepRoot?: boolean
+  /** Load the loop plugin (default true). */
+  readonly loop?: boolean
+  /** The loop plugin's config (its row in the DSH patch). */
+  readonly loopConfig?: Record<string, unknown>
+  /**
+   * Subscribe to the projection change feed (default true), as DSH web's
+   * host-apiproxy does for connected clients: the registry then validates
+   * every changed view with its schema, which is part of the per-event cost.
+   */
+  readonly changeFeed?: boolean
+}
+
+/** A booted host and its counters. */
+export interface Host {
+  readonly ctx: Context
+  readonly root: string
+  /** `ctx.sessions.flush` calls so far. */
+  readonly flushes: () => number
+  /** How long each `ctx.sessions.flush` call took to settle, ms, in call order. */
+  readonly flushDurations: number[]
+  /** Batches the JSONL backend appended (each is one open, write, fsync, close). */
+  readonly diskWrites: () => number
+  dispose(): Promise<void>
+}
+
+/** A fresh temp directory. */
+export function tempDir(prefix = 'loop-bench-'): string {
+  return mkdtempSync(join(tmpdir(), prefix))
+}
+
+type PluginModule = Parameters<Context['plugin']>[0]
+
+/**
+ * Boot a real host with the plugins DSH composes, in DSH's order.
+ * @param options - what to mount.
+ * @returns the host.
+ */
+export async function bootHost(options: HostOptions = {}): Promise<Host> {
+  const ownsRoot = options.root === undefined && options.keepRoot !== true
+  const root = options.root ?? tempDir()
+  const ctx = new Context()
+  const plugins: [unknown, unknown?][] = [
+    [llmPlugin],
+    [sessionPlugin],
+    [systemPromptPlugin],
+    [toolsPlugin],
+    [agentPlugin],
+    [deepseekPlugin, { baseURL: 'http://127.0.0.1:9/v1', apiKeyEnv: API_KEY_ENV }],
+    [jsonlPlugin, { root }],
+    [projectionPlugin],
+    [commandsPlugin],
+    [agentLoopPlugin, { agents: [] }],
+  ]
+  if (options.loop !== false) plugins.push([loopPlugin, options.loopConfig ?? {}])
+  for (const [plugin, config] of plugins) {
+    // Service packages export their class as default; function plugins are the namespace itself.
+    const module = (plugin as { default?: unknown }).default ?? plugin
+    await ctx.plugin(module as PluginModule, config as never)
+  }
+  if (options.changeFeed !== false) ctx.sessionProjections.onChanged(() => {})
+  let flushes = 0
+  const flushDurations: number[] = []
+  const flush = ctx.sessions.flush.bind(ctx.sessions)
+  ctx.sessions.flush = (session) => {
+    flushes += 1
+    const started = performance.now()
+    const settled = () => void flushDurations.push(performance.now() - started)
+    const result = flush(session)
+    result.then(settled, settled)
+    return result
+  }
+  let diskWrites = 0
+  // A passthrough counter on the backend's own append (one fsync'd batch per call).
+  const backend = ctx.sessionPersistence as unknown as { appendLines(meta: unknown, events: unknown): Promise<void> }
+  const appendLines = backend.appendLines.bind(backend)
+  backend.appendLines = (meta, events) => {
+    diskWrites += 1
+    return appendLines(meta, events)
+  }
+  const dispose = async () => {
+    await ctx.fiber.dispose()
+    if (ownsRoot) rmSync(root, { recursive: true, force: true })
+  }
+  return { ctx, root, flushes: () => flushes, flushDurations, diskWrites: () => diskWrites, dispose }
+}
+
+/** The fake model boundary installed on one real agent: `send` records and returns at once. */
+export interface FakeAgent {
+  readonly agent: Agent
+  /** Called synchronously inside every `agent.send`, with the message. */
+  onSend: (message: unknown) => void
+  /** How many sends so far. */
+  readonly sends: () => number
+  setStatus(status: AgentStatus): void
+}
+
+/** Agent options every bench agent uses; the provider is never reached. */
+const AGENT_OPTIONS = { provider: 'deepseek-official', model: 'deepseek-chat' } as const
+
+/** Replace the model-facing methods of a real agent before it is published. */
+function boundarySetup() {
+  let status: AgentStatus = 'idle'
+  let sends = 0
+  const fake = {
+    onSend: (_message: unknown) => {},
+    sends: () => sends,
+    setStatus: (next: AgentStatus) => {
+      status = next
+    },
+  }
+  const setup = (agentCtx: Context) => {
+    const agent = agentCtx.agent!
+    const send = (message: unknown) => {
+      sends += 1
+      fake.onSend(message)
+    }
+    Object.defineProperty(agent, 'send', { value: send, configurable: true })
+    Object.defineProperty(agent, 'steer', { value: send, configurable: true })
+    Object.defineProperty(agent, 'followup', { value: send, configurable: true })
+    Object.defineProperty(agent, 'status', { get: () => status, configurable: true })
+  }
+  return { fake, setup }
+}
+
+/**
+ * Create a root agent on a new session with the fake boundary.
+ * @param host - booted host.
+ * @param id - session id.
+ * @returns the agent and its boundary.
+ */
+export async function createAgent(host: Host, id: string): Promise<FakeAgent> {
+  const { fake, setup } = boundarySetup()
+  const handle = await host.ctx.agents.create({ sessionId: SessionId(id), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS, setup })
+  return Object.assign(fake, { agent: handle.agent })
+}
+
+/**
+ * Resume a persisted session as a root agent with the fake boundary.
+ * @param host - booted host.
+ * @param id - session id.
+ * @returns the agent and its boundary.
+ */
+export async function resumeAgent(host: Host, id: string): Promise<FakeAgent> {
+  const { fake, setup } = boundarySetup()
+  const handle = await host.ctx.agents.resume({ resumeSessionId: SessionId(id), agentOptions: AGENT_OPTIONS, setup })
+  return Object.assign(fake, { agent: handle.agent })
+}
+
+let callNumber = 0
+
+/**
+ * Execute a tool through the real tool runtime on behalf of an agent.
+ * @param host - booted host.
+ * @param agent - calling agent.
+ * @param name - tool name.
+ * @param args - arguments.
+ * @returns the runtime's result; throws when the tool reported an error.
+ */
+export async function runTool(host: Host, agent: Agent, name: string, args: unknown): Promise<unknown> {
+  callNumber += 1
+  const result = await host.ctx.tools.execute({ callId: CallId(`bench-call-${callNumber}`), name, arguments: args, signal: new AbortController().signal, agent })
+  if (result.isError) throw new Error(`${name} failed: ${result.error.message}`)
+  return result.value
+}
