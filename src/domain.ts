@@ -171,7 +171,7 @@ export function assertRoomForLoop(state: LoopFoldState, maxLoopsPerSession: numb
   if (active < maxLoopsPerSession) return
   throw new LoopError(
     'too_many_loops',
-    `This session already has ${active} active loops; the limit is ${maxLoopsPerSession} (plugin setting maxLoopsPerSession). Delete one with loop_delete (or /loop delete <id>) first.`,
+    `This session already has ${active} active loop${active === 1 ? '' : 's'}; the limit is ${maxLoopsPerSession} (plugin setting maxLoopsPerSession). Delete one with loop_delete (or /loop delete <id>) first.`,
   )
 }
 

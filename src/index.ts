@@ -71,11 +71,15 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
 
   ctx.effect(() => {
     const stopFeed = ctx.on('session/event', (session, event) => runtimes.get(session)?.observe(event))
+    // DSH takes a message out of the inbox before it logs it as the step's user message;
+    // in between, the claim is the only sign that the open turn already has that heartbeat.
+    const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message }) => runtimes.get(agent.session)?.noteClaimed(message))
     const stopCreated = ctx.on('agent/created', ({ agent }) => adopt(agent))
     // Agents already live (a hot reload, a late install) get no agent/created.
     for (const agent of ctx.agents.roots()) adopt(agent)
     return async () => {
       stopCreated()
+      stopClaimed()
       stopFeed()
       const pending = [...cleanups.values()]
       cleanups.clear()

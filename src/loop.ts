@@ -119,6 +119,16 @@ export class LoopRuntime {
     }
   }
 
+  /**
+   * Count a heartbeat the agent just took out of its inbox for the open turn,
+   * before DSH logs it as the step's user message.
+   * @param message - the claimed message.
+   */
+  noteClaimed(message: unknown): void {
+    const heartbeat = readHeartbeat(message)
+    if (heartbeat !== undefined) this.inOpenTurn.add(heartbeat.loopId)
+  }
+
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
   requestDrive(): void {
     if (this.options.oneShot || this.stopping || this.fault !== undefined || !this.isLive()) return
@@ -273,9 +283,7 @@ export class LoopRuntime {
 
   /** Remember a heartbeat the open turn took. */
   private noteHeartbeat(event: SessionEvent): void {
-    if (event.type !== 'user/message') return
-    const heartbeat = readHeartbeat(event.data)
-    if (heartbeat !== undefined) this.inOpenTurn.add(heartbeat.loopId)
+    if (event.type === 'user/message') this.noteClaimed(event.data)
   }
 
   /** The diagnostic for a corrupt record. */

@@ -26,7 +26,7 @@ afterEach(async () => {
 })
 
 const TOO_MANY = (active: number, limit: number) =>
-  `This session already has ${active} active loops; the limit is ${limit} (plugin setting maxLoopsPerSession). Delete one with loop_delete (or /loop delete <id>) first.`
+  `This session already has ${active} active ${active === 1 ? 'loop' : 'loops'}; the limit is ${limit} (plugin setting maxLoopsPerSession). Delete one with loop_delete (or /loop delete <id>) first.`
 
 describe('configured bounds', () => {
   it('defaults to 20 loops per session and 4000 characters per prompt', async () => {

@@ -673,3 +673,19 @@ describe('catching up with a log the runtime did not follow', () => {
     await stopFakeHost(bare)
   })
 })
+
+describe('a heartbeat claimed but not yet logged', () => {
+  it('already counts as the open turn\'s: the next occurrence waits for the next turn', async () => {
+    fake.send.mockImplementation((message, inboxTarget) => fake.agent.inbox.append(inboxTarget, message))
+    fake.setStatus('running')
+    const id = await create('claimed', 1)
+    await advance(1000)
+    expect(fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step'])
+    // DSH takes it out of the inbox for the next step; the step's user message is logged only later.
+    const [claimed] = fake.agent.inbox.claim('next-step', 1)
+    expect(claimed?.content).toEqual([{ type: 'text', text: heartbeat(id, 'claimed') }])
+    expect(fake.agent.inbox.nextStep).toEqual([])
+    await advance(1000)
+    expect(fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step', 'next-turn'])
+  })
+})

@@ -647,7 +647,7 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(await runCommand(web!.url, fresh, '/loop 60 a')).toMatchObject({ kind: 'success' })
     const refused = await runCommand(web!.url, fresh, '/loop 60 b')
     expect(refused.kind).toBe('error')
-    expect(refused.text).toContain('This session already has 1 active loops; the limit is 1 (plugin setting maxLoopsPerSession).')
+    expect(refused.text).toContain('This session already has 1 active loop; the limit is 1 (plugin setting maxLoopsPerSession).')
     expect(await loopIdsOf(fresh)).toHaveLength(1)
     const [only] = await loopIdsOf(fresh)
     expect((await runCommand(web!.url, fresh, `/loop delete ${only}`)).kind).toBe('success')
