@@ -168,7 +168,7 @@ async function main(): Promise<void> {
   (${relative(PROJECT, WORKSPACE)}/). Type there:
 
     /loop 5 Check whether the build is still healthy
-        every 5 s a <heartbeat> arrives ("Context injection · loop" in the conversation)
+        every 5 s a <heartbeat> arrives (a "↻ Loop heartbeat" row in the conversation)
         and the agent answers it as a turn; the dock above the composer counts down
     /loop list
         id, interval, next due and prompt of each loop in this session
