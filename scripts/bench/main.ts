@@ -81,7 +81,7 @@ try {
     platform: `${platform()} ${release()}`,
     commit: git('rev-parse', '--short', 'HEAD'),
     commitSubject: git('log', '-1', '--format=%s'),
-    mainCommit: git('rev-parse', '--short', git('merge-base', 'HEAD', 'main')),
+    sourceCommit: git('log', '-1', '--format=%h %s', '--', 'src'),
     dirty: git('status', '--porcelain', '--', 'src', 'scripts', 'package.json') !== '',
     quick,
     loadBefore,
