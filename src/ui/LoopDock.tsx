@@ -7,7 +7,7 @@
  * project's `ui.md`.
  * @module dsh-plugin-loop/ui/LoopDock
  */
-import { useCallback, useEffect, useId, useLayoutEffect, useRef, useState, type KeyboardEvent } from 'react'
+import { createContext, memo, useCallback, useContext, useEffect, useId, useLayoutEffect, useRef, useState, type KeyboardEvent } from 'react'
 import type { LoopRecord } from '../types.ts'
 import { REPAINT_MS, deleteCommand, deleteFailureText, dockLayout, loopsOf, readDeleteReply, summaryText, thrownDeleteFailure, type DeleteFailure } from './dock.ts'
 import { localDue, localInterval, type LoopTranslate } from './locales.ts'
@@ -27,6 +27,12 @@ const classes = (...names: (string | false | undefined)[]): string => names.filt
 
 /** Buttons a keyboard user can still act on (pending ones stay focusable but are `aria-disabled`). */
 const ENABLED_BUTTON = 'button:not([aria-disabled="true"])'
+
+/**
+ * The repaint instant. Only the countdowns read it, so a once-a-second repaint
+ * re-renders a text span per row, not whole rows with their buttons and effects.
+ */
+const NowContext = createContext(0)
 
 /**
  * The dock entry component. Renders nothing for no loops, a row per loop for
@@ -124,6 +130,10 @@ export function LoopDock({ useProjection, executeCommand, t }: LoopDockProps) {
     [executeCommand, setDelete],
   )
 
+  const onRowDelete = useCallback((id: string) => setDelete(id, { phase: 'confirm' }), [setDelete])
+  const onRowConfirm = useCallback((id: string) => void confirmDelete(id), [confirmDelete])
+  const onRowCancel = useCallback((id: string) => setDelete(id, undefined), [setDelete])
+
   if (!visible) return null
 
   const now = Date.now()
@@ -136,63 +146,72 @@ export function LoopDock({ useProjection, executeCommand, t }: LoopDockProps) {
   const summary = layout === 'summary' ? summaryText(t, loops, now) : undefined
 
   return (
-    <div ref={rootRef} className={styles.dock} data-loop-dock="" data-layout={layout} onKeyDown={onKeyDown}>
-      <div className={styles.panel}>
-        {summary !== undefined && (
-          <div className={styles.summary} data-loop-summary="">
-            <span id={summaryId} className={classes(styles.summaryText, summary.overdue && styles.overdue)} data-overdue={summary.overdue || undefined}>
-              <span aria-hidden="true">↻ </span>
-              {summary.text}
-            </span>
-            <button
-              ref={toggleRef}
-              type="button"
-              className={styles.button}
-              aria-expanded={expanded}
-              aria-controls={listId}
-              aria-describedby={summaryId}
-              onClick={() => setExpanded((value) => !value)}
-            >
-              {t(expanded ? 'action.collapse' : 'action.expand')} <span aria-hidden="true">{expanded ? '▴' : '▾'}</span>
-            </button>
-          </div>
-        )}
-        <ul id={listId} className={styles.list} hidden={!open} aria-label={t('list.label')}>
-          {open &&
-            loops.map((loop) => (
-              <LoopRow
-                key={loop.id}
-                loop={loop}
-                now={now}
-                t={t}
-                state={deletes.get(loop.id)}
-                onDelete={() => setDelete(loop.id, { phase: 'confirm' })}
-                onConfirm={() => void confirmDelete(loop.id)}
-                onCancel={() => setDelete(loop.id, undefined)}
-                onFocusedLeave={onFocusedRowLeave}
-              />
-            ))}
-        </ul>
+    <NowContext.Provider value={now}>
+      <div ref={rootRef} className={styles.dock} data-loop-dock="" data-layout={layout} onKeyDown={onKeyDown}>
+        <div className={styles.panel}>
+          {summary !== undefined && (
+            <div className={styles.summary} data-loop-summary="">
+              <span id={summaryId} className={classes(styles.summaryText, summary.overdue && styles.overdue)} data-overdue={summary.overdue || undefined}>
+                <span aria-hidden="true">↻ </span>
+                {summary.text}
+              </span>
+              <button
+                ref={toggleRef}
+                type="button"
+                className={styles.button}
+                aria-expanded={expanded}
+                aria-controls={listId}
+                aria-describedby={summaryId}
+                onClick={() => setExpanded((value) => !value)}
+              >
+                {t(expanded ? 'action.collapse' : 'action.expand')} <span aria-hidden="true">{expanded ? '▴' : '▾'}</span>
+              </button>
+            </div>
+          )}
+          <ul id={listId} className={styles.list} hidden={!open} aria-label={t('list.label')}>
+            {open &&
+              loops.map((loop) => (
+                <LoopRow
+                  key={loop.id}
+                  loop={loop}
+                  t={t}
+                  state={deletes.get(loop.id)}
+                  onDelete={onRowDelete}
+                  onConfirm={onRowConfirm}
+                  onCancel={onRowCancel}
+                  onFocusedLeave={onFocusedRowLeave}
+                />
+              ))}
+          </ul>
+        </div>
       </div>
-    </div>
+    </NowContext.Provider>
   )
 }
 
 interface LoopRowProps {
   readonly loop: LoopRecord
-  readonly now: number
   readonly t: LoopTranslate
   readonly state: DeleteState | undefined
-  readonly onDelete: () => void
-  readonly onConfirm: () => void
-  readonly onCancel: () => void
+  readonly onDelete: (id: string) => void
+  readonly onConfirm: (id: string) => void
+  readonly onCancel: (id: string) => void
   readonly onFocusedLeave: () => void
 }
 
-/** One loop: interval, countdown or overdue, the prompt on one line, and Delete with its confirmation. */
-function LoopRow({ loop, now, t, state, onDelete, onConfirm, onCancel, onFocusedLeave }: LoopRowProps) {
+/** A countdown (`next in 8s`) or overdue notice, in words and colour, at the repaint instant. */
+function Countdown({ nextAt, t }: { readonly nextAt: number; readonly t: LoopTranslate }) {
+  const due = localDue(t, nextAt, useContext(NowContext))
+  return (
+    <span className={classes(styles.due, due.overdue && styles.overdue)} data-overdue={due.overdue || undefined}>
+      {due.text}
+    </span>
+  )
+}
+
+/** One loop: interval, countdown or overdue, the prompt on one line, and Delete with its confirmation. Re-rendered only when its own props change. */
+const LoopRow = memo(function LoopRow({ loop, t, state, onDelete, onConfirm, onCancel, onFocusedLeave }: LoopRowProps) {
   const interval = localInterval(t, loop.time_in_seconds)
-  const due = localDue(t, loop.next_at, now)
   const phase: Phase = state?.phase ?? 'idle'
   const working = phase === 'pending' || phase === 'deleted'
   const promptId = useId()
@@ -223,15 +242,13 @@ function LoopRow({ loop, now, t, state, onDelete, onConfirm, onCancel, onFocused
         <span aria-hidden="true">↻ </span>
         {interval}
       </span>
-      <span className={classes(styles.due, due.overdue && styles.overdue)} data-overdue={due.overdue || undefined}>
-        {due.text}
-      </span>
+      <Countdown nextAt={loop.next_at} t={t} />
       <span id={promptId} className={styles.prompt} title={loop.prompt}>
         {loop.prompt}
       </span>
       <span className={styles.actions}>
         {phase === 'idle' ? (
-          <button ref={deleteRef} type="button" className={styles.button} aria-describedby={promptId} onClick={onDelete}>
+          <button ref={deleteRef} type="button" className={styles.button} aria-describedby={promptId} onClick={() => onDelete(loop.id)}>
             {t('action.delete')}
           </button>
         ) : (
@@ -245,11 +262,11 @@ function LoopRow({ loop, now, t, state, onDelete, onConfirm, onCancel, onFocused
               className={classes(styles.button, styles.danger)}
               aria-describedby={promptId}
               aria-disabled={working || undefined}
-              onClick={working ? undefined : onConfirm}
+              onClick={working ? undefined : () => onConfirm(loop.id)}
             >
               {t('action.confirm')}
             </button>
-            <button type="button" className={styles.button} aria-disabled={working || undefined} onClick={working ? undefined : onCancel}>
+            <button type="button" className={styles.button} aria-disabled={working || undefined} onClick={working ? undefined : () => onCancel(loop.id)}>
               {t('action.cancel')}
             </button>
           </>
@@ -262,4 +279,4 @@ function LoopRow({ loop, now, t, state, onDelete, onConfirm, onCancel, onFocused
       )}
     </li>
   )
-}
+})
