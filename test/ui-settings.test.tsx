@@ -8,10 +8,10 @@
  * failed, interrupted, odd blocks) in both languages.
  */
 import { act, cleanup, fireEvent, render, screen, within } from '@testing-library/react'
-import { createElement, useMemo, useSyncExternalStore } from 'react'
+import { createElement, useSyncExternalStore } from 'react'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { languageSource, translator, type Language } from './support/ui-locale.ts'
 import { Config, DEFAULT_LOOP_CONFIG, type LoopConfig } from '../src/config.ts'
-import { LOOP_DICTIONARIES, type LoopTranslate } from '../src/ui/locales.ts'
 import { LoopSettingsCard, type LoopSettingsCardProps } from '../src/ui/LoopSettingsCard.tsx'
 import {
   LOOP_SETTING_FIELDS,
@@ -25,7 +25,6 @@ import {
 import { ToolCallRow } from '../src/ui/ToolCallRow.tsx'
 import { toolCallArgs, toolCallOutput, toolCallState, toolCallSummary, type LoopToolName, type ToolCallBlockLike } from '../src/ui/tool-call.ts'
 
-type Language = keyof typeof LOOP_DICTIONARIES
 
 /**
  * The `Config` schema applied to a partial section: schemastery fills the
@@ -33,37 +32,6 @@ type Language = keyof typeof LOOP_DICTIONARIES
  */
 const resolveSection = Config as unknown as (section: object) => LoopConfig
 
-/** The `t` seat, strict: a key missing from the active dictionary throws. */
-function translator(language: Language): LoopTranslate {
-  const dictionary: Readonly<Record<string, string>> = LOOP_DICTIONARIES[language]
-  return (key, params) => {
-    const template = dictionary[key]
-    if (template === undefined) throw new Error(`loop/${language} has no "${key}"`)
-    return params === undefined ? template : template.replace(/\{(\w+)\}/g, (match, name: string) => (name in params ? String(params[name]) : match))
-  }
-}
-
-/** The active language behind a store, as DSH's locale face publishes it. */
-function languageSource(initial: Language) {
-  let active = initial
-  const listeners = new Set<() => void>()
-  const subscribe = (listener: () => void) => {
-    listeners.add(listener)
-    return () => listeners.delete(listener)
-  }
-  return {
-    useSeat(): LoopTranslate {
-      const language = useSyncExternalStore(subscribe, () => active)
-      return useMemo(() => translator(language), [language])
-    },
-    set(next: Language) {
-      act(() => {
-        active = next
-        for (const listener of listeners) listener()
-      })
-    },
-  }
-}
 
 afterEach(() => cleanup())
 
@@ -427,7 +395,7 @@ describe('settings card', () => {
     const words = [card()!.textContent!, ...[...card()!.querySelectorAll('[aria-label]')].map((element) => element.getAttribute('aria-label'))].join(' ')
     expect(words.replace(/\/loop/g, '')).not.toMatch(/[A-Za-z]/)
     const before = card()
-    languages.set('en')
+    act(() => languages.set('en'))
     expect(card()).toBe(before)
     expect(header().getAttribute('aria-label')).toBe('Hide settings: Loops')
     expect(screen.getByRole('status').textContent).toBe('The deployment did not accept these values; they were left for you to correct.')
@@ -471,7 +439,7 @@ describe('tool call rows', () => {
     fireEvent.click(rowButton())
     expect(result.hidden).toBe(false)
     expect(rowButton().textContent).toBe('↻Create loop·every 5m·Check whether CI is green▴')
-    languages.set('zh')
+    act(() => languages.set('zh'))
     expect(rowButton().textContent).toBe('↻创建循环·每5分钟·Check whether CI is green▴')
     expect(result.getAttribute('aria-label')).toBe('工具返回给模型的结果')
     fireEvent.click(rowButton())

@@ -7,8 +7,9 @@
  * but `useProjection('loop')`, the `t` seat and the command executor.
  */
 import { act, cleanup, fireEvent, render, screen, within } from '@testing-library/react'
-import { createElement, useMemo, useSyncExternalStore } from 'react'
+import { createElement, useSyncExternalStore } from 'react'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { languageSource, translator, type Language } from './support/ui-locale.ts'
 import type { LoopProjection, LoopRecord } from '../src/types.ts'
 import { readHeartbeat, renderHeartbeat } from '../src/heartbeat.ts'
 import { shadowedContextRenderer, type ChatNodeEntry } from '../src/ui/heartbeat.ts'
@@ -25,44 +26,10 @@ import {
   thrownDeleteFailure,
 } from '../src/ui/dock.ts'
 import { describeNextDue, formatDuration, formatInterval } from '../src/format.ts'
-import { LOOP_DICTIONARIES, localDue, localDuration, localInterval, type LoopTranslate } from '../src/ui/locales.ts'
+import { LOOP_DICTIONARIES, localDue, localDuration, localInterval } from '../src/ui/locales.ts'
 import type { LoopDockProps } from '../src/ui/slot-props.ts'
 
-type Language = keyof typeof LOOP_DICTIONARIES
 
-/**
- * The `t` seat as DSH's locale runtime fills it (`{name}` placeholders), but
- * strict: a key the active dictionary lacks throws instead of falling back to
- * English or to the key, so every rendered state proves its words exist.
- */
-function translator(language: Language): LoopTranslate {
-  const dictionary: Readonly<Record<string, string>> = LOOP_DICTIONARIES[language]
-  return (key, params) => {
-    const template = dictionary[key]
-    if (template === undefined) throw new Error(`loop/${language} has no "${key}"`)
-    return params === undefined ? template : template.replace(/\{(\w+)\}/g, (match, name: string) => (name in params ? String(params[name]) : match))
-  }
-}
-
-/** The active language as DSH's locale face publishes it: switching gives every outlet a new `t`. */
-function languageSource(initial: Language) {
-  let active = initial
-  const listeners = new Set<() => void>()
-  const subscribe = (listener: () => void) => {
-    listeners.add(listener)
-    return () => listeners.delete(listener)
-  }
-  return {
-    useSeat(): LoopTranslate {
-      const language = useSyncExternalStore(subscribe, () => active)
-      return useMemo(() => translator(language), [language])
-    },
-    set(next: Language) {
-      active = next
-      for (const listener of listeners) listener()
-    },
-  }
-}
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0)
 
