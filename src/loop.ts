@@ -378,7 +378,7 @@ export class LoopRuntime {
     const { loop } = action
     let change: LoopChange
     if (action.kind === 'correct') {
-      this.logger.info(`session "${this.agent.id}": ${loop.id} was scheduled more than one interval ahead (the clock moved back); rescheduling it`)
+      this.logger.info(`session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`)
       change = dispatchChange(loop.id, rescheduledNextAt(loop, now))
     } else {
       const delivery = chooseDelivery(loop.id, {
