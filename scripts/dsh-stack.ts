@@ -20,6 +20,18 @@ export const DSH_ENTRY = join(PROJECT, 'node_modules', '@deepseek-ai', 'dsh', 'l
 /** The rc.8 workaround patch shipped with the project. */
 export const RC8_PATCH = join(PROJECT, 'scripts', 'patches', 'rc8-boot.yml')
 
+/**
+ * Write a `--patch` file that mounts the test-only log sink (scripts/patches/log-sink.mjs):
+ * DSH web prints no plugin log, so this is how a test reads warnings from the host log.
+ * @param dir - where the patch file goes (a test's home).
+ * @returns the patch file's path.
+ */
+export function logSinkPatch(dir: string): string {
+  const file = join(dir, 'log-sink.patch.yml')
+  writeFileSync(file, `- insert: [{ id: log-sink, name: ${JSON.stringify(join(PROJECT, 'scripts', 'patches', 'log-sink.mjs'))} }]\n`)
+  return file
+}
+
 /** The NODE_PATH the `.bin/dsh` shim exports, so the process sees what a shell user's would. */
 function shimNodePath(): string | undefined {
   return /export NODE_PATH="([^"$]*)"/.exec(readFileSync(join(BIN, 'dsh'), 'utf8'))?.[1]
@@ -125,6 +137,8 @@ export interface WebOptions {
   readonly timeoutMs?: number
   /** Pass stdout/stderr through as well as capturing them. */
   readonly echo?: boolean
+  /** Further `--patch` files, applied after the rc.8 workarounds. */
+  readonly patches?: readonly string[]
 }
 
 /**
@@ -134,7 +148,8 @@ export interface WebOptions {
 export async function startWeb(options: WebOptions): Promise<DshWeb> {
   const started = Date.now()
   const timeoutMs = options.timeoutMs ?? 60_000
-  const args = [DSH_ENTRY, 'web', '--patch', RC8_PATCH, '--no-open', '--host', '127.0.0.1', '--port', String(options.port ?? 0)]
+  const patches = [RC8_PATCH, ...(options.patches ?? [])].flatMap((patch) => ['--patch', patch])
+  const args = [DSH_ENTRY, 'web', ...patches, '--no-open', '--host', '127.0.0.1', '--port', String(options.port ?? 0)]
   const child = spawn(NODE22, args, { cwd: options.cwd ?? PROJECT, env: dshEnv(options.home, options.model), stdio: ['ignore', 'pipe', 'pipe'] })
   liveChildren.add(child)
   child.once('exit', () => liveChildren.delete(child))

@@ -8,7 +8,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { CommandResult } from '@deepseek-ai/dsh-commands'
 import { CallId } from '@deepseek-ai/dsh-llm'
-import { describeNextDue, formatInstant, formatInterval } from './format.ts'
+import { describeNextDue, formatInstant, formatInterval, promptOnOneLine } from './format.ts'
 import type { LoopDeleteResult, LoopView } from './types.ts'
 
 /** The reply to anything the grammar does not accept. */
@@ -48,7 +48,8 @@ function formatCreated(loop: LoopView, now: number): string {
 }
 
 /**
- * The reply to `/loop list`: one line per loop with id, interval, next due and prompt.
+ * The reply to `/loop list`: one line per loop with id, interval, next due and
+ * the prompt on one line (line breaks as `⏎`, cut to a readable width).
  * @param loops - active loops in creation order.
  * @param now - reply time.
  * @returns text for a person.
@@ -57,7 +58,7 @@ export function formatList(loops: readonly LoopView[], now: number): string {
   if (loops.length === 0) return 'No active loops in this session. Create one with /loop <seconds> <prompt>.'
   const lines = loops.map((loop) => {
     const due = describeNextDue(loop.next_at, now).text
-    return `${loop.id}  ${formatInterval(loop.time_in_seconds)}  ${due} (${formatInstant(loop.next_at)})  ${loop.prompt}`
+    return `${loop.id}  ${formatInterval(loop.time_in_seconds)}  ${due} (${formatInstant(loop.next_at)})  ${promptOnOneLine(loop.prompt)}`
   })
   return [`${loops.length} active loop${loops.length === 1 ? '' : 's'}:`, ...lines].join('\n')
 }

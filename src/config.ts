@@ -3,6 +3,14 @@
  * document from turning a loop into unbounded spend. Read from the plugin's row
  * in the DSH patch (`config:`) and, where DSH mounts its settings service, from
  * the user's `loop` settings section, edited live.
+ *
+ * The two sources are judged differently. The row is the deployment's: DSH
+ * validates it with {@link Config} and refuses to load the plugin on a bad one.
+ * The settings section is the user's hand-editable file: the host only checks
+ * that it is a mapping ({@link LOOP_SETTINGS_SECTION}), and the plugin judges
+ * each field on its own ({@link resolveLoopSettings}), so one bad value never
+ * hides the section, never blocks a write of another field, and never stops
+ * the plugin from following the file once it is fixed.
  * @module dsh-plugin-loop/config
  */
 import type { Context } from '@deepseek-ai/cordis'
@@ -20,11 +28,36 @@ export interface LoopConfig {
 /** Defaults: room for a real workflow, far from a runaway. */
 export const DEFAULT_LOOP_CONFIG: LoopConfig = Object.freeze({ maxLoopsPerSession: 20, maxPromptLength: 4000 })
 
-/** Schemastery schema DSH validates the row's `config:` with, and the settings section resolves through. */
+/** How one setting is judged: its schema (default included) and what it accepts, in words for a warning. */
+interface SettingRule<T> {
+  readonly schema: z<T>
+  readonly accepts: string
+}
+
+/**
+ * One rule per setting: the single source of {@link Config}, the section
+ * schema and the per-field check. A new setting is one entry here (plus its
+ * field in {@link LoopConfig}, its default and its i18n line).
+ */
+const SETTING_RULES: { readonly [Field in keyof LoopConfig]: SettingRule<LoopConfig[Field]> } = {
+  maxLoopsPerSession: {
+    schema: z.natural().min(1).max(1000).default(DEFAULT_LOOP_CONFIG.maxLoopsPerSession),
+    accepts: 'a whole number from 1 to 1000',
+  },
+  maxPromptLength: {
+    schema: z.natural().min(1).max(100_000).default(DEFAULT_LOOP_CONFIG.maxPromptLength),
+    accepts: 'a whole number from 1 to 100000',
+  },
+}
+
+/** The settings, in the order warnings name them. */
+const SETTING_FIELDS = Object.keys(SETTING_RULES) as (keyof LoopConfig)[]
+
+/** Schemastery schema DSH validates the row's `config:` with (strict: a bad row refuses the load). */
 export const Config: z<LoopConfig> = z
   .object({
-    maxLoopsPerSession: z.natural().min(1).max(1000).default(DEFAULT_LOOP_CONFIG.maxLoopsPerSession),
-    maxPromptLength: z.natural().min(1).max(100_000).default(DEFAULT_LOOP_CONFIG.maxPromptLength),
+    maxLoopsPerSession: SETTING_RULES.maxLoopsPerSession.schema,
+    maxPromptLength: SETTING_RULES.maxPromptLength.schema,
   })
   .i18n({
     en: {
@@ -37,23 +70,116 @@ export const Config: z<LoopConfig> = z
     },
   }) as z<LoopConfig>
 
+/**
+ * The schema the `loop` settings namespace is registered with: every field
+ * passes through as stored. DSH's settings service resolves the whole section
+ * through its schema at registration (a throw there leaves the namespace
+ * unregistered for the process's life, with nothing logged), on every write
+ * (a throw refuses the write, even of another field) and on every file reload
+ * (a throw keeps the last good section). Judging fields here instead of there
+ * keeps all three working while one field is wrong.
+ */
+export const LOOP_SETTINGS_SECTION = z.object(Object.fromEntries(SETTING_FIELDS.map((field) => [field, z.any()])))
+
 /** The settings namespace the loop section is stored under (`settings.yaml`, key `loop`). */
 export const LOOP_SETTINGS_NAMESPACE = 'loop'
 
+/** A stored setting the plugin cannot use. */
+export interface InvalidSetting {
+  readonly field: keyof LoopConfig
+  /** The value as stored. */
+  readonly value: unknown
+  /** What the field accepts, in words. */
+  readonly accepts: string
+  /** The value applied instead: the field's last valid value. */
+  readonly kept: LoopConfig[keyof LoopConfig]
+}
+
+/** The configuration a section yields, and the fields it could not use. */
+export interface ResolvedLoopSettings {
+  readonly config: LoopConfig
+  readonly invalid: readonly InvalidSetting[]
+}
+
+/**
+ * Judge a resolved settings section field by field: a valid field applies
+ * (an absent or empty one resolves to its default), an invalid one keeps the
+ * field's last valid value.
+ * @param section - the section as the settings service resolved it (composition layer under the user layer).
+ * @param lastValid - the configuration in force, whose fields an invalid value leaves as they are.
+ * @returns the configuration to apply, and every field that was not usable.
+ */
+export function resolveLoopSettings(section: unknown, lastValid: LoopConfig): ResolvedLoopSettings {
+  const raw = typeof section === 'object' && section !== null ? (section as Record<string, unknown>) : {}
+  const config: Record<string, unknown> = { ...lastValid }
+  const invalid: InvalidSetting[] = []
+  for (const field of SETTING_FIELDS) {
+    const rule = SETTING_RULES[field]
+    try {
+      config[field] = rule.schema(raw[field] as never)
+    } catch {
+      invalid.push({ field, value: raw[field], accepts: rule.accepts, kept: lastValid[field] })
+    }
+  }
+  return { config: config as unknown as LoopConfig, invalid }
+}
+
+/**
+ * The warning for one unusable setting: the setting, the stored value, what it
+ * accepts, and the value in force meanwhile.
+ * @param problem - the unusable setting.
+ * @returns one line for the host log.
+ */
+export function describeInvalidSetting(problem: InvalidSetting): string {
+  return `settings: ${LOOP_SETTINGS_NAMESPACE}.${problem.field} is ${JSON.stringify(problem.value)}, but it accepts ${problem.accepts}; keeping ${JSON.stringify(problem.kept)} (its last valid value) until the settings document holds a valid one`
+}
+
+/** Where the plugin logs a problem with the user's settings. */
+export interface LoopConfigLogger {
+  warn(message: string): void
+}
+
 /**
  * Follow the configuration source: the user's settings section while DSH's
- * settings service is mounted, the patch row otherwise.
+ * settings service is mounted, the patch row otherwise. Each field applies its
+ * last valid value while the section holds an invalid one, and each distinct
+ * invalid value is warned about once.
  * @param ctx - plugin context.
- * @param entry - the row's validated config.
+ * @param entry - the row's validated config: the starting point, and what a lost settings service falls back to.
+ * @param logger - where warnings about the section go.
  * @returns a getter for the current configuration, read at every decision.
  */
-export function watchLoopConfig(ctx: Context, entry: LoopConfig): () => LoopConfig {
-  let source = (): LoopConfig => entry
-  installSettingsSection(ctx, settingsNamespace(LOOP_SETTINGS_NAMESPACE), Config, entry, {
-    setSource: (current) => {
-      source = current
+export function watchLoopConfig(ctx: Context, entry: LoopConfig, logger: LoopConfigLogger): () => LoopConfig {
+  let source = (): unknown => entry
+  let seen: unknown = entry
+  let current = entry
+  /** The invalid value last warned about, per field, as JSON. */
+  const warned = new Map<keyof LoopConfig, string>()
+  const read = (): LoopConfig => {
+    const section = source()
+    // The settings service hands out one frozen value per commit, so identity is change.
+    if (section === seen) return current
+    seen = section
+    const resolved = resolveLoopSettings(section, current)
+    current = resolved.config
+    const invalidNow = new Set<keyof LoopConfig>()
+    for (const problem of resolved.invalid) {
+      invalidNow.add(problem.field)
+      // Settings values are JSON data (the settings service refuses anything else), so this is total.
+      const key = JSON.stringify(problem.value)
+      if (warned.get(problem.field) === key) continue
+      warned.set(problem.field, key)
+      logger.warn(describeInvalidSetting(problem))
+    }
+    for (const field of warned.keys()) if (!invalidNow.has(field)) warned.delete(field)
+    return current
+  }
+  installSettingsSection(ctx, settingsNamespace(LOOP_SETTINGS_NAMESPACE), LOOP_SETTINGS_SECTION as z<LoopConfig>, entry, {
+    setSource: (next) => {
+      source = next
     },
-    onChange: () => {},
+    // Read at once, so a bad value is warned about when it appears, not at the next create.
+    onChange: () => void read(),
   })
-  return () => source()
+  return read
 }

@@ -119,3 +119,54 @@ export function dueIn(nextAt: number, now: number): DueIn {
   if (nextAt <= now) return { overdue: true, seconds: Math.floor((now - nextAt) / 1000) }
   return { overdue: false, seconds: Math.ceil((nextAt - now) / 1000) }
 }
+
+/** What a cut text ends with. */
+const ELLIPSIS = '…'
+
+/**
+ * Cut text to at most `width` code points, the last of them `…` when it was
+ * cut. Counting code points, never UTF-16 units, so a cut never ends inside a
+ * surrogate pair (an emoji, a rare CJK ideograph) and the result is always
+ * well-formed. It stops reading at the cut, so a long text costs only `width`.
+ * @param text - any string.
+ * @param width - the most code points the result may hold, at least 1.
+ * @returns the text itself when it fits, otherwise its first `width - 1` code points and `…`.
+ */
+export function cutToWidth(text: string, width: number): string {
+  // Each code point is one or two units: a text no longer in units than `width` fits without counting.
+  if (text.length <= width) return text
+  const points: string[] = []
+  for (const point of text) {
+    if (points.length === width) {
+      points[width - 1] = ELLIPSIS
+      return points.join('')
+    }
+    points.push(point)
+  }
+  return text
+}
+
+/** The mark a line break shows as when a prompt is printed on one line. */
+export const LINE_BREAK_MARK = '⏎'
+
+/**
+ * Every sequence a terminal or a text view may break a line at: CRLF as one
+ * break, then LF, CR, vertical tab, form feed, NEL, and the Unicode line and
+ * paragraph separators.
+ */
+const LINE_BREAKS = /\r\n|[\n\r\v\f\u0085\u2028\u2029]/g
+
+/** How many code points of a prompt a one-line listing shows. */
+export const ONE_LINE_PROMPT_WIDTH = 80
+
+/**
+ * A prompt as one line of a listing: each line break shown as `⏎`, so no line
+ * of a prompt can pass for a row of its own, then cut to a readable width on
+ * code points.
+ * @param prompt - the loop's prompt, verbatim.
+ * @param width - the most code points to show (default {@link ONE_LINE_PROMPT_WIDTH}).
+ * @returns one line.
+ */
+export function promptOnOneLine(prompt: string, width: number = ONE_LINE_PROMPT_WIDTH): string {
+  return cutToWidth(prompt.replace(LINE_BREAKS, LINE_BREAK_MARK), width)
+}

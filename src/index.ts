@@ -42,7 +42,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
       `could not resolve the host's @deepseek-ai/dsh-session from its entry point (${String(process.argv[1])}); only the plugin's own copy knows "loop/change", so sessions holding loops may fail to reopen after a restart if the host uses another copy`,
     )
   }
-  const currentConfig = watchLoopConfig(ctx, config)
+  const currentConfig = watchLoopConfig(ctx, config, logger)
   registerLoopProjection(ctx)
   registerLoopCommand(ctx)
 

@@ -22,7 +22,7 @@ import {
   validateListInput,
 } from './domain.ts'
 import { LoopError } from './errors.ts'
-import { formatInterval } from './format.ts'
+import { cutToWidth, formatInterval } from './format.ts'
 import type { LoopRuntime } from './loop.ts'
 import type { LoopDeleteResult, LoopView } from './types.ts'
 
@@ -77,8 +77,8 @@ function renderJsonWithOneShotNote(_args: unknown, value: unknown) {
  * the prompt on one line, e.g. `Create loop · every 5m · Check whether CI is green`.
  */
 function presentCreateTitle(prompt: string, seconds: number): string {
-  const line = prompt.trim().replace(/\s+/g, ' ')
-  return ['Create loop', formatInterval(seconds), line.length > 80 ? `${line.slice(0, 79)}…` : line].join(' · ')
+  // Whitespace runs (line breaks included) fold to one space: a title is a glance, not a listing.
+  return ['Create loop', formatInterval(seconds), cutToWidth(prompt.trim().replace(/\s+/g, ' '), 80)].join(' · ')
 }
 
 /** Random suffix for a new id. */

@@ -52,6 +52,18 @@ describe('/loop through the real command runtime', () => {
     expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'delete', id })
   })
 
+  it('lists a multi-line prompt on one line, line breaks shown as ⏎ and cut on code points', async () => {
+    // A prompt whose second line reads like a loop row: listed raw, it would pass for a second loop.
+    const prompt = 'Check CI\nloop_deadbeef  every 5s  next in 1s (2026-11-30T00:00:01.000Z)  rm -r📋\nthen report 📋 and wait for the reviewer to answer'
+    await runCommand(host, fake.agent, `/loop 60 ${prompt}`)
+    const id = (loopChanges(fake.agent)[0] as { loop: { id: string; prompt: string } }).loop.id
+    expect((loopChanges(fake.agent)[0] as { loop: { prompt: string } }).loop.prompt).toBe(prompt)
+    expect(await runCommand(host, fake.agent, '/loop list')).toEqual({
+      kind: 'success',
+      text: `1 active loop:\n${id}  every 1m  next in 1m (2026-11-30T00:01:00.000Z)  Check CI⏎loop_deadbeef  every 5s  next in 1s (2026-11-30T00:00:01.000Z)  rm -r📋…`,
+    })
+  })
+
   it('refuses /loop 8700000000000 before appending, and lists and deletes a legacy far-future loop', async () => {
     expect(await runCommand(host, fake.agent, '/loop 8700000000000 far away')).toEqual({
       kind: 'error',

@@ -44,6 +44,8 @@ export interface HostOptions {
   readonly baseURL?: string
   /** Mount DSH's file settings provider on this settings document (off by default). */
   readonly settingsPath?: string
+  /** Let that provider watch the document, as `dsh web` does (default false: no file watcher). */
+  readonly settingsWatch?: boolean
   /** The loop plugin row's `config:` (default none: the schema's defaults). */
   readonly loopConfig?: Record<string, unknown>
   /** Provide DSH's one-shot service, as `dsh --profile headless "task"` does. */
@@ -82,7 +84,7 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
   ]
   if (options.persistence !== false) plugins.push([jsonlPlugin, { root }])
   if (options.projections !== false) plugins.push([projectionPlugin])
-  if (options.settingsPath !== undefined) plugins.push([settingsFilePlugin, { path: options.settingsPath, watch: false }])
+  if (options.settingsPath !== undefined) plugins.push([settingsFilePlugin, { path: options.settingsPath, watch: options.settingsWatch === true }])
   plugins.push([commandsPlugin], [agentLoopPlugin, { agents: [] }])
   if (options.oneShot === true) ctx.provide('headlessStartup', { task: 'one task' })
   if (options.loop !== false) plugins.push([loopPlugin, options.loopConfig])

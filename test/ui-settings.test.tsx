@@ -2,16 +2,17 @@
 /**
  * The settings card (Settings → Plugins → Plugin configuration) and the tool
  * call rows in jsdom: the staged form over a settings scope whose section
- * resolves through the plugin's real `Config` schema (as the host's settings
- * service does), every card state in English and Chinese, validation equal to
- * the schema, exact writes on Save; and each tool's row (running, done,
+ * resolves through the schema the plugin registers the namespace with (as the
+ * host's settings service does), every card state in English and Chinese,
+ * validation equal to the row's `Config` schema, exact writes on Save, a
+ * hand-edited invalid value shown as invalid, edits typed while saving kept; and each tool's row (running, done,
  * failed, interrupted, odd blocks) in both languages.
  */
 import { act, cleanup, fireEvent, render, screen, within } from '@testing-library/react'
 import { createElement, useSyncExternalStore } from 'react'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { languageSource, translator, type Language } from './support/ui-locale.ts'
-import { Config, DEFAULT_LOOP_CONFIG, type LoopConfig } from '../src/config.ts'
+import { Config, DEFAULT_LOOP_CONFIG, LOOP_SETTINGS_SECTION, type LoopConfig } from '../src/config.ts'
 import { LoopSettingsCard, type LoopSettingsCardProps } from '../src/ui/LoopSettingsCard.tsx'
 import {
   LOOP_SETTING_FIELDS,
@@ -27,10 +28,14 @@ import { toolCallArgs, toolCallOutput, toolCallState, toolCallSummary, type Loop
 
 
 /**
- * The `Config` schema applied to a partial section: schemastery fills the
- * defaults at run time, while its call signature is typed with the resolved shape.
+ * The namespace's registered schema applied to a section: it passes every
+ * field through as stored (the plugin judges fields itself), typed here with
+ * the resolved shape.
  */
-const resolveSection = Config as unknown as (section: object) => LoopConfig
+const resolveSection = LOOP_SETTINGS_SECTION as unknown as (section: object) => LoopConfig
+
+/** The row's strict `Config` schema over a partial section (schemastery fills the defaults). */
+const resolveRow = Config as unknown as (section: object) => LoopConfig
 
 
 afterEach(() => cleanup())
@@ -73,12 +78,7 @@ function sectionScope(options: { base?: Record<string, number>; user?: Record<st
   const commit = async (next: Record<string, number> | undefined) => {
     if (hold !== undefined) await hold
     if (throwing) throw new Error('settings.update: transport closed')
-    try {
-      resolveSection({ ...base, ...next })
-      user = next
-    } catch {
-      // Refused by the schema: the host keeps the stored section.
-    }
+    user = next
     act(() => publish())
   }
   const scope: SettingsScopeLike = {
@@ -166,11 +166,11 @@ describe('settings form', () => {
     for (const field of LOOP_SETTING_FIELDS) {
       const { min, max } = LOOP_SETTING_RANGES[field]
       for (const value of [min, min + 1, max - 1, max]) {
-        expect(resolveSection({ [field]: value })[field], `${field}=${value}`).toBe(value)
+        expect(resolveRow({ [field]: value })[field], `${field}=${value}`).toBe(value)
         expect(parseDraft(String(value), LOOP_SETTING_RANGES[field]), `${field}=${value}`).toEqual({ kind: 'set', value })
       }
       for (const value of [min - 1, max + 1, min + 0.5]) {
-        expect(() => resolveSection({ [field]: value }), `${field}=${value}`).toThrow()
+        expect(() => resolveRow({ [field]: value }), `${field}=${value}`).toThrow()
         expect(parseDraft(String(value), LOOP_SETTING_RANGES[field]), `${field}=${value}`).toBeUndefined()
       }
     }
@@ -188,8 +188,8 @@ describe('settings form', () => {
       saving: false,
       failed: false,
       fields: {
-        maxLoopsPerSession: { text: '20', overridden: false, invalid: false },
-        maxPromptLength: { text: '4000', overridden: true, invalid: false },
+        maxLoopsPerSession: { text: '20', overridden: false, invalid: false, invalidStored: false },
+        maxPromptLength: { text: '4000', overridden: true, invalid: false, invalidStored: false },
       },
     })
     expect(form.getSnapshot()).toBe(form.getSnapshot())
@@ -216,7 +216,7 @@ describe('settings form', () => {
     const host = sectionScope()
     const form = new LoopSettingsForm(host.scope)
     form.edit('maxLoopsPerSession', '0')
-    expect(form.getSnapshot()).toMatchObject({ dirty: true, invalid: true, fields: { maxLoopsPerSession: { text: '0', overridden: false, invalid: true } } })
+    expect(form.getSnapshot()).toMatchObject({ dirty: true, invalid: true, fields: { maxLoopsPerSession: { text: '0', overridden: false, invalid: true, invalidStored: false } } })
     await form.save()
     expect(host.writes).toEqual([])
     form.edit('maxLoopsPerSession', '1')
@@ -224,7 +224,7 @@ describe('settings form', () => {
     expect(form.getSnapshot()).toMatchObject({
       dirty: true,
       invalid: false,
-      fields: { maxLoopsPerSession: { text: '1', overridden: true, invalid: false }, maxPromptLength: { text: '4000', overridden: false, invalid: false } },
+      fields: { maxLoopsPerSession: { text: '1', overridden: true, invalid: false, invalidStored: false }, maxPromptLength: { text: '4000', overridden: false, invalid: false, invalidStored: false } },
     })
     await act(() => form.save())
     expect(host.writes).toEqual([['set', 'maxLoopsPerSession', 1]])
@@ -252,9 +252,9 @@ describe('settings form', () => {
     const host = sectionScope({ base: { maxLoopsPerSession: 8, maxPromptLength: 4000 }, user: { maxLoopsPerSession: 3, maxPromptLength: 900 } })
     const form = new LoopSettingsForm(host.scope)
     form.resetField('maxLoopsPerSession')
-    expect(form.getSnapshot()).toMatchObject({ dirty: true, fields: { maxLoopsPerSession: { text: '8', overridden: false, invalid: false } } })
+    expect(form.getSnapshot()).toMatchObject({ dirty: true, fields: { maxLoopsPerSession: { text: '8', overridden: false, invalid: false, invalidStored: false } } })
     form.edit('maxPromptLength', '  ')
-    expect(form.getSnapshot().fields.maxPromptLength).toEqual({ text: '  ', overridden: false, invalid: false })
+    expect(form.getSnapshot().fields.maxPromptLength).toEqual({ text: '  ', overridden: false, invalid: false, invalidStored: false })
     await act(() => form.save())
     expect(host.writes).toEqual([
       ['unset', 'maxLoopsPerSession'],
@@ -358,6 +358,71 @@ describe('settings card', () => {
     fireEvent.click(button('Discard'))
     expect(input('Active loops per session').value).toBe('1')
     expect(within(card()!).getByText('Overridden')).toBeTruthy()
+  })
+
+  it('shows a hand-edited invalid value as invalid, and still saves another field', async () => {
+    const host = sectionScope({ user: { maxLoopsPerSession: 0 } })
+    const form = new LoopSettingsForm(host.scope)
+    renderCard(form)
+    fireEvent.click(header())
+    // The stored value itself, not the last good one the plugin applies meanwhile.
+    expect(input('Active loops per session').value).toBe('0')
+    expect(input('Active loops per session').getAttribute('aria-invalid')).toBe('true')
+    expect(hintOf('Active loops per session')).toBe(
+      'The settings file holds an invalid value here; the last valid one applies until you fix it. Enter a whole number from 1 to 1000, or leave blank to use the default.',
+    )
+    expect(within(card()!).getByText('Overridden')).toBeTruthy()
+    expect(form.getSnapshot()).toMatchObject({ dirty: false, invalid: false, fields: { maxLoopsPerSession: { text: '0', overridden: true, invalid: true, invalidStored: true } } })
+    type('Prompt length (characters)', '500')
+    expect(button('Save').disabled).toBe(false)
+    await act(async () => fireEvent.click(button('Save')))
+    expect(host.writes).toEqual([['set', 'maxPromptLength', 500]])
+    expect(host.user).toEqual({ maxLoopsPerSession: 0, maxPromptLength: 500 })
+    expect(screen.queryByRole('status')).toBeNull()
+    expect(input('Active loops per session').getAttribute('aria-invalid')).toBe('true')
+    // Typing the same invalid text is still the document's value; a valid one is a draft that fixes it.
+    type('Active loops per session', '0')
+    expect(hintOf('Active loops per session')).toMatch(/^The settings file holds an invalid value here/)
+    type('Active loops per session', '9')
+    expect(input('Active loops per session').getAttribute('aria-invalid')).toBe('false')
+    await act(async () => fireEvent.click(button('Save')))
+    expect(host.writes.at(-1)).toEqual(['set', 'maxLoopsPerSession', 9])
+    expect(hintOf('Active loops per session')).toBe('From 1 to 1000. Creating one more is refused until a loop is deleted.')
+  })
+
+  it('shows other hand-edited values as they are stored: a quoted number as JSON, an empty value as blank', () => {
+    const host = sectionScope({ user: { maxLoopsPerSession: '5' as unknown as number, maxPromptLength: null as unknown as number } })
+    renderCard(new LoopSettingsForm(host.scope), 'zh')
+    fireEvent.click(header())
+    expect(input('每个会话的循环上限').value).toBe('"5"')
+    expect(hintOf('每个会话的循环上限')).toBe('设置文件中的这个值无效，正在沿用上一个有效值。请填写 1 到 1000 之间的整数；留空表示使用默认值。')
+    expect(input('提示词长度上限（字符）').value).toBe('')
+    expect(input('提示词长度上限（字符）').getAttribute('aria-invalid')).toBe('false')
+  })
+
+  it('keeps what the user types while Saving…', async () => {
+    const host = sectionScope()
+    const form = new LoopSettingsForm(host.scope)
+    renderCard(form)
+    fireEvent.click(header())
+    type('Active loops per session', '5')
+    const release = host.hold()
+    fireEvent.click(button('Save'))
+    expect(button('Saving…').disabled).toBe(true)
+    type('Prompt length (characters)', '700')
+    type('Active loops per session', '6')
+    await act(async () => release())
+    expect(host.writes).toEqual([['set', 'maxLoopsPerSession', 5]])
+    expect(input('Prompt length (characters)').value).toBe('700')
+    expect(input('Active loops per session').value).toBe('6')
+    expect(header().textContent).toBe('LoopsRecurring prompts created with /loop or by the model.Unsaved')
+    await act(async () => fireEvent.click(button('Save')))
+    expect(host.writes).toEqual([
+      ['set', 'maxLoopsPerSession', 5],
+      ['set', 'maxLoopsPerSession', 6],
+      ['set', 'maxPromptLength', 700],
+    ])
+    expect(form.getSnapshot()).toMatchObject({ dirty: false, fields: { maxLoopsPerSession: { text: '6' }, maxPromptLength: { text: '700' } } })
   })
 
   it('says when the host did not accept the values, and is read-only where the deployment is', async () => {

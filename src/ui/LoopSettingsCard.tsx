@@ -141,7 +141,7 @@ function SettingField({ id, field, state, disabled, t, edit, resetField }: Setti
         onChange={(event) => edit(field, event.target.value)}
       />
       <p id={hintId} className={state.invalid ? styles.invalid : styles.hint}>
-        {t(state.invalid ? 'settings.invalid' : FIELD_WORDS[field].hint, { min: range.min, max: range.max })}
+        {t(state.invalidStored ? 'settings.invalidStored' : state.invalid ? 'settings.invalid' : FIELD_WORDS[field].hint, { min: range.min, max: range.max })}
       </p>
     </div>
   )

@@ -14,6 +14,12 @@
  * landed, so the outcome is read back from the scope, and a save that did not
  * land keeps the drafts. Unlike the host's generic number field, a draft
  * outside the schema's range blocks Save here instead of failing at the host.
+ *
+ * The host registers the section without judging its fields (`LOOP_SETTINGS_SECTION`
+ * in `src/config.ts`), so a value hand-edited into settings.yaml outside its
+ * range reaches this form as it is: the field shows it and is marked invalid
+ * (the plugin applies the field's last valid value meanwhile), and it does not
+ * block saving another field. Edits typed while a save runs stay staged.
  * @module dsh-plugin-loop/ui/settings-form
  */
 
@@ -75,8 +81,10 @@ export interface LoopSettingFieldState {
   readonly text: string
   /** Whether a save would leave (or the document holds) a user override. */
   readonly overridden: boolean
-  /** Whether the draft is not a whole number in range (it blocks Save). */
+  /** Whether the text shown is not a whole number in range: a draft (it blocks Save), or the document's own value. */
   readonly invalid: boolean
+  /** Whether the invalid text is what the settings document holds (the plugin applies the last valid value), not a draft. */
+  readonly invalidStored: boolean
 }
 
 /** What the card shows: the form as a whole and each field. */
@@ -134,9 +142,14 @@ export function parseDraft(text: string, range: WholeNumberRange): DraftWrite {
   return value >= range.min && value <= range.max ? { kind: 'set', value } : undefined
 }
 
-/** A section field's value as the input shows it: numbers as digits, anything else as blank. */
+/**
+ * A section field's value as the input shows it: numbers as digits, nothing
+ * (absent, or an empty YAML value) as blank, anything else hand-edited in as
+ * JSON, so a quoted `'5'` shows as `"5"`, not as a number it is not.
+ */
 function formatValue(value: unknown): string {
-  return typeof value === 'number' ? String(value) : ''
+  if (typeof value === 'number') return String(value)
+  return value === undefined || value === null ? '' : JSON.stringify(value)
 }
 
 /** A field of an object-shaped layer, or undefined. */
@@ -202,10 +215,12 @@ export class LoopSettingsForm implements LoopSettingsActions {
     this.saving = true
     this.failed = false
     this.publish()
+    // What this save writes; anything typed while it runs is a newer edit and stays staged.
+    const saved = new Map(this.staged)
     let landed = true
     // One at a time, in the order the user staged them: the scope serializes writes anyway.
     for (const write of writes) landed = (await write().catch(() => false)) && landed
-    if (landed) this.staged.clear()
+    if (landed) for (const [field, edit] of saved) if (this.staged.get(field) === edit) this.staged.delete(field)
     this.saving = false
     this.failed = !landed
     this.publish()
@@ -239,12 +254,18 @@ export class LoopSettingsForm implements LoopSettingsActions {
   private field(field: LoopSettingField): LoopSettingFieldState {
     const staged = this.staged.get(field)
     const current = formatValue(fieldOf(this.scope.getSnapshot().value, field))
-    if (staged === undefined) return { text: current, overridden: this.stored(field), invalid: false }
-    if (staged.clear) return { text: staged.text, overridden: false, invalid: false }
+    const range = LOOP_SETTING_RANGES[field]
+    // The effective value as the document holds it: only a hand edit can make it unacceptable.
+    const kept = (text: string): LoopSettingFieldState => {
+      const invalid = parseDraft(text, range) === undefined
+      return { text, overridden: this.stored(field), invalid, invalidStored: invalid }
+    }
+    if (staged === undefined) return kept(current)
+    if (staged.clear) return { text: staged.text, overridden: false, invalid: false, invalidStored: false }
     // A draft equal to the effective value writes nothing, so it keeps whatever the document holds.
-    if (staged.text === current) return { text: staged.text, overridden: this.stored(field), invalid: false }
-    const write = parseDraft(staged.text, LOOP_SETTING_RANGES[field])
-    return { text: staged.text, overridden: write?.kind === 'set', invalid: write === undefined }
+    if (staged.text === current) return kept(staged.text)
+    const write = parseDraft(staged.text, range)
+    return { text: staged.text, overridden: write?.kind === 'set', invalid: write === undefined, invalidStored: false }
   }
 
   /** Every staged edit a save would write, in staging order; an unacceptable draft carries no write. */
