@@ -1,0 +1,170 @@
+/**
+ * The READMEs' reference blocks against what the code registers. Each block sits
+ * between `<!-- docs-check:NAME -->` and `<!-- /docs-check:NAME -->`:
+ *
+ * - `tool-schemas`: one fenced JSON block, equal to `ctx.tools.schemas(agent)`
+ *   for the loop tools of a root agent in a real host;
+ * - `one-shot-note`: the sentence a one-shot host appends to `loop_create`;
+ * - `error-codes`: a table whose first column lists every `LoopErrorCode`
+ *   (src/errors.ts) once, in declaration order;
+ * - `config`: a table `setting | type | default | range | effect`, one row per
+ *   `Config` field (src/config.ts) in schema order, the effect being the field's
+ *   description in that README's language (the Settings card shows the same text).
+ *
+ * On a mismatch the assertion prints the expected text, so adding a setting or
+ * a code means pasting one row into both READMEs.
+ */
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Config } from '../src/config.ts'
+import { bootHost, createFakeAgent, type Host } from './host.ts'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+
+/** The two READMEs and the language of each one's config descriptions. */
+const READMES = [
+  { file: 'README.md', lang: 'en' },
+  { file: 'README.zh.md', lang: 'zh' },
+] as const
+
+/**
+ * The text between a block's two markers.
+ * @param text - a README.
+ * @param name - the block name.
+ * @returns the block's inner text.
+ */
+function docsBlock(text: string, name: string): string {
+  const open = `<!-- docs-check:${name} -->`
+  const close = `<!-- /docs-check:${name} -->`
+  const start = text.indexOf(open)
+  const end = text.indexOf(close)
+  if (start < 0 || end < start) throw new Error(`no ${open} … ${close} block`)
+  if (text.indexOf(open, start + open.length) >= 0) throw new Error(`${open} appears twice`)
+  return text.slice(start + open.length, end)
+}
+
+/**
+ * The cells of every table body row in a block (the header and the `|---|` rule are skipped).
+ * @param block - block text holding one Markdown table.
+ * @returns rows of trimmed cells.
+ */
+function tableRows(block: string): string[][] {
+  const lines = block.split('\n').filter((line) => line.trim().startsWith('|'))
+  return lines.slice(2).map((line) =>
+    line
+      .trim()
+      .replace(/^\|/, '')
+      .replace(/\|$/, '')
+      .split('|')
+      .map((cell) => cell.trim()),
+  )
+}
+
+/** The one fenced JSON block of a block, parsed. */
+function fencedJson(block: string): unknown {
+  const match = /```json\n([\s\S]*?)\n```/.exec(block)
+  if (match === null) throw new Error('no ```json fence in the block')
+  return JSON.parse(match[1]!)
+}
+
+/** The members of `LoopErrorCode`, read from the source so the type stays the one list. */
+function loopErrorCodes(): string[] {
+  const path = `${root}src/errors.ts`
+  const source = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest)
+  const alias = source.statements.find((node): node is ts.TypeAliasDeclaration => ts.isTypeAliasDeclaration(node) && node.name.text === 'LoopErrorCode')
+  if (alias === undefined || !ts.isUnionTypeNode(alias.type)) throw new Error('LoopErrorCode is no longer a union in src/errors.ts')
+  return alias.type.types.map((member) => {
+    if (!ts.isLiteralTypeNode(member) || !ts.isStringLiteral(member.literal)) throw new Error(`LoopErrorCode member ${member.getText(source)} is not a string literal`)
+    return member.literal.text
+  })
+}
+
+/** What schemastery keeps about one field (the parts the table states). */
+interface FieldSchema {
+  readonly type: string
+  readonly meta: { readonly default?: unknown; readonly min?: number; readonly max?: number; readonly step?: number; readonly description?: Record<string, string> }
+}
+
+/** A number as the table writes it: digits grouped by commas. */
+const grouped = (value: number) => value.toLocaleString('en-US')
+
+/**
+ * The table row a `Config` field must have.
+ * @param name - field name.
+ * @param field - its schemastery schema.
+ * @param lang - the README's language, for the effect column.
+ * @returns the row's cells.
+ */
+function configRow(name: string, field: FieldSchema, lang: 'en' | 'zh'): string[] {
+  const { meta } = field
+  let type: string
+  let range: string
+  if (field.type === 'number') {
+    type = meta.step === 1 ? '`integer`' : '`number`'
+    range = `${meta.min === undefined ? '' : grouped(meta.min)}–${meta.max === undefined ? '' : grouped(meta.max)}`
+  } else if (field.type === 'boolean' || field.type === 'string') {
+    type = `\`${field.type}\``
+    range = '—'
+  } else {
+    throw new Error(`config field ${name} has schema type ${field.type}; teach test/docs.test.ts how the README states it`)
+  }
+  const fallback = typeof meta.default === 'number' ? grouped(meta.default) : String(meta.default)
+  // The Settings card shows the same text in the user's language, so each language needs its own.
+  const description = meta.description?.[lang]
+  if (description === undefined) throw new Error(`config field ${name} has no ${lang} description; give it one in Config's i18n`)
+  return [`\`${name}\``, type, fallback, range, description]
+}
+
+/** A table rendered back to text, so a failing comparison prints the rows to paste. */
+const renderRows = (rows: string[][]) => rows.map((cells) => `| ${cells.join(' | ')} |`).join('\n')
+
+describe('README reference blocks match the code', () => {
+  let host: Host
+  let oneShotHost: Host
+  let schemas: unknown[]
+  let oneShotCreateDescription: string
+
+  beforeAll(async () => {
+    host = await bootHost()
+    const fake = await createFakeAgent(host, 'docs-check')
+    schemas = host.ctx.tools.schemas(fake.agent).filter((schema) => schema.name.startsWith('loop_'))
+    oneShotHost = await bootHost({ oneShot: true })
+    const oneShot = await createFakeAgent(oneShotHost, 'docs-check-one-shot')
+    oneShotCreateDescription = oneShotHost.ctx.tools.schemas(oneShot.agent).find((schema) => schema.name === 'loop_create')!.description
+  })
+
+  afterAll(async () => {
+    await host.dispose()
+    await oneShotHost.dispose()
+  })
+
+  for (const { file, lang } of READMES) {
+    describe(file, () => {
+      const text = readFileSync(`${root}${file}`, 'utf8')
+
+      it('shows the loop tools exactly as the host hands them to the model', () => {
+        expect(schemas.map((schema) => (schema as { name: string }).name)).toEqual(['loop_create', 'loop_list', 'loop_delete'])
+        expect(JSON.stringify(fencedJson(docsBlock(text, 'tool-schemas')), null, 2)).toBe(JSON.stringify(schemas, null, 2))
+      })
+
+      it('quotes the sentence a one-shot host appends to loop_create', () => {
+        const create = (schemas as { name: string; description: string }[]).find((schema) => schema.name === 'loop_create')!
+        const note = docsBlock(text, 'one-shot-note').replace(/\s+/g, ' ').trim().replace(/^\*(.*)\*$/, '$1')
+        expect(`${create.description} ${note}`).toBe(oneShotCreateDescription)
+      })
+
+      it('lists every error code once, in the order of LoopErrorCode', () => {
+        const codes = tableRows(docsBlock(text, 'error-codes')).map((cells) => cells[0]!.replace(/^`(.*)`$/, '$1'))
+        expect(codes.join('\n')).toBe(loopErrorCodes().join('\n'))
+      })
+
+      it('has one configuration row per Config field, with its type, default, range and description', () => {
+        const fields = (Config as unknown as { dict: Record<string, FieldSchema> }).dict
+        const expected = Object.entries(fields).map(([name, field]) => configRow(name, field, lang))
+        expect(renderRows(tableRows(docsBlock(text, 'config')))).toBe(renderRows(expected))
+      })
+    })
+  }
+})
