@@ -9,7 +9,7 @@
  * @module scripts/bench/report
  */
 import type { DockResult } from './dock.ts'
-import { FULL_SIZES, type GrowthResult } from './growth.ts'
+import { FULL_SIZES, REFERENCE_EVENTS, type GrowthResult } from './growth.ts'
 import type { LatenessResult, LatenessScenario } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
 import type { OverdueResult } from './overdue.ts'
@@ -93,7 +93,9 @@ const kib = (bytes: number) => `${(bytes / 1024).toFixed(2)} KiB`
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(2)} MiB`
 const mark = (status: Status) => (status === 'not judged' ? 'not judged' : `**${status}**`)
 /** `min–max (n unit)` of a spread, each end formatted. */
-const range = (value: Spread, format: (value: number) => string, unit: string) => `${format(value.min)} – ${format(value.max)} (${value.samples.length} ${unit})`
+const range = (value: Spread, format: (value: number) => string, noun: string) => `${format(value.min)} – ${format(value.max)} (${plural(value.samples.length, noun)})`
+/** `1 pair`, `3 pairs`. */
+const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : noun.endsWith('s') ? 'es' : 's'}`
 
 /** Whether this run reached the size a target is defined at. */
 const reached = (sizes: readonly number[], size: number) => sizes.includes(size)
@@ -126,7 +128,7 @@ const judged = (condition: boolean, met: boolean): Status => (condition ? (met ?
 function verdicts(results: BenchResults): Verdict[] {
   const { growth, sides, memory, dock, overdue } = results
   const out: Verdict[] = []
-  const pairs = `${sides.length} ${sides.length === 1 ? 'pair' : 'pairs'}`
+  const pairs = 'pair'
   const sizes = appendSizes(results)
   const [firstAppend, lastAppend] = [FULL_SIZES.append[0]!, FULL_SIZES.append.at(-1)!]
 
@@ -147,7 +149,7 @@ function verdicts(results: BenchResults): Verdict[] {
       row: '1',
       target: `append flat: the plugin’s 10k at ${count(lastAppend)} ≤ 1.5× at ${count(firstAppend)} (its own process)`,
       measured: flat === undefined ? `${count(lastAppend)} not reached` : `${ratio(flat.median)} (host alone ${ratio(hostFlat!)})`,
-      spread: flat === undefined ? '' : range(flat, ratio, 'processes'),
+      spread: flat === undefined ? '' : range(flat, ratio, 'process'),
       status: judged(flat !== undefined, (flat?.median ?? Infinity) <= 1.5),
     })
   }
@@ -155,10 +157,10 @@ function verdicts(results: BenchResults): Verdict[] {
   const largestDrive = growth.driveRepeats.at
   const driveJudged = largestDrive === FULL_SIZES.drive.at(-1)
   const { shareRatio, driveRatio, belowFold, belowSchedule } = growth.driveRepeats
-  const blocks = `${shareRatio.samples.length} blocks`
+  const blocks = 'block'
   out.push({
     row: '2',
-    target: `the plugin’s share of a drive at ${count(FULL_SIZES.drive.at(-1)!)} ≤ 2× its share at ${count(growth.driveRepeats.referenceEvents)} (same heap)`,
+    target: `the plugin’s share of a drive at ${count(FULL_SIZES.drive.at(-1)!)} ≤ 2× its share at ${count(REFERENCE_EVENTS)} (same heap)`,
     measured: `${ratio(shareRatio.median)} (whole drive ${ratio(driveRatio.median)}${driveJudged ? '' : `, at ${count(largestDrive)}`})`,
     spread: range(shareRatio, ratio, blocks),
     status: judged(driveJudged, shareRatio.median <= 2),
@@ -181,9 +183,9 @@ function verdicts(results: BenchResults): Verdict[] {
   const cd = growth.createDeleteRepeats
   out.push({
     row: '3',
-    target: `create + delete at ${count(FULL_SIZES.createDelete.at(-1)!)} ≤ 2× at ${count(cd.referenceEvents)} (same heap)`,
+    target: `create + delete at ${count(FULL_SIZES.createDelete.at(-1)!)} ≤ 2× at ${count(REFERENCE_EVENTS)} (same heap)`,
     measured: `${ratio(cd.ratio.median)}${cd.at === FULL_SIZES.createDelete.at(-1) ? '' : ` at ${count(cd.at)}`}`,
-    spread: range(cd.ratio, ratio, `${cd.ratio.samples.length} blocks`),
+    spread: range(cd.ratio, ratio, 'block'),
     status: judged(cd.at === FULL_SIZES.createDelete.at(-1), cd.ratio.median <= 2),
   })
 
@@ -208,7 +210,7 @@ function verdicts(results: BenchResults): Verdict[] {
       row: '5',
       target: `lateness p99 ≤ bare setTimeout p99 + 5 ms (${runs[0]!.scenario.label})`,
       measured: signed(excess.median),
-      spread: range(excess, (value) => signed(value), `${runs.length} runs`),
+      spread: range(excess, (value) => signed(value), 'run'),
       status: judged(true, excess.median <= 5),
     })
   }
@@ -222,7 +224,7 @@ function verdicts(results: BenchResults): Verdict[] {
       row: '5',
       target: '1,000 loops, 1 session: dispatches ≥ 99% of the instants offered',
       measured: `${percent(rate.median)} (${median(thousand.map((run) => run.dispatchesPerSecond)).toFixed(1)} of ${thousand[0]!.offeredPerSecond}/s)`,
-      spread: range(rate, percent, `${thousand.length} runs`),
+      spread: range(rate, percent, 'run'),
       status: judged(true, rate.median >= 0.99),
     })
     if (hundredByTen.length > 0) {
@@ -233,7 +235,7 @@ function verdicts(results: BenchResults): Verdict[] {
         row: '5',
         target: '1,000 loops, 1 session: lateness p99 ≤ 2× the p99 of 100 sessions x 10 loops',
         measured: `${ratio(vs.median)} (${ms(median(thousand.map((run) => run.loop.p99)), 2)} against ${ms(median(hundredByTen.map((run) => run.loop.p99)), 2)})`,
-        spread: range(vs, ratio, `${rounds} rounds`),
+        spread: range(vs, ratio, 'round'),
         status: judged(true, vs.median <= 2),
       })
     }
@@ -242,7 +244,7 @@ function verdicts(results: BenchResults): Verdict[] {
       row: '5',
       target: '1,000 loops, 1 session: fsync’d JSONL writes per dispatch < 0.1',
       measured: writes.median.toFixed(2),
-      spread: range(writes, (value) => value.toFixed(2), `${thousand.length} runs`),
+      spread: range(writes, (value) => value.toFixed(2), 'run'),
       status: judged(true, writes.median < 0.1),
     })
   }
@@ -253,7 +255,7 @@ function verdicts(results: BenchResults): Verdict[] {
       row: '6',
       target: 'heap per active loop beyond its record < 2 KiB',
       measured: kib(perLoop.median),
-      spread: range(perLoop, kib, 'trials'),
+      spread: range(perLoop, kib, 'trial'),
       status: judged(true, perLoop.median < 2048),
     })
     const beyondIds = memory.cycleGrowth - memory.usedIdSetBytes
@@ -273,7 +275,7 @@ function verdicts(results: BenchResults): Verdict[] {
       row: '7',
       target: 'countdown repaint with 100 loops < 2 ms (worst layout)',
       measured: `${ms(worst.repaint)} (${worst.label})`,
-      spread: range(spread(worst.repaintSamples), (value) => ms(value), 'mounts'),
+      spread: range(spread(worst.repaintSamples), (value) => ms(value), 'mount'),
       status: judged(true, worst.repaint < 2),
     })
     const left = dock.leftAfterUnmount
@@ -290,7 +292,7 @@ function verdicts(results: BenchResults): Verdict[] {
     row: '8',
     target: `${overdue.loops} overdue loops at start: all sent in ≤ 0.25× the time of one flush per loop`,
     measured: `${ratio(overdue.ratio.median)} (${ms(overdue.runtimeMedian, 1)} against ${ms(overdue.perLoopMedian, 1)})`,
-    spread: range(overdue.ratio, ratio, `${overdue.ratio.samples.length} pairs`),
+    spread: range(overdue.ratio, ratio, 'pair'),
     status: judged(true, overdue.ratio.median <= 0.25),
   })
   return out
@@ -306,19 +308,19 @@ function methodLines(context: RunContext, results: BenchResults): string[] {
     'A target is judged on the **median of independent repeats** and its spread (min – max over the repeats) is stated beside it;',
     'a verdict that the spread straddles is a verdict on noise, and the table shows it. What each repeat is, and what it isolates:',
     '',
-    `- **Append and cold resume (rows 1, 4)**: ${pairs} ${pairs === 1 ? 'pair' : 'pairs'} of processes, one with the plugin and one with the host alone, alternating which runs first.`,
+    `- **Append and cold resume (rows 1, 4)**: ${plural(pairs, 'pair')} of processes, one with the plugin and one with the host alone, alternating which runs first.`,
     '  Each process holds only its own log (two logs in one heap double what V8 scans and collects at 1M, and the garbage of one',
     '  side is collected during the other’s batch); its first work is the cold open of the largest log, so the code is as cold as',
     '  in a freshly started DSH; then an untimed batch warms the append path and timed batches follow, each after a full GC and',
     '  timed as process CPU time. A ratio is taken within a pair and the target is judged on the median over pairs.',
-    `- **Drive and create + delete (rows 2, 3)**: the grown log against a ${count(results.growth.driveRepeats.referenceEvents)}-event reference session in the **same host and heap**,`,
+    `- **Drive and create + delete (rows 2, 3)**: the grown log against a ${count(REFERENCE_EVENTS)}-event reference session in the **same host and heap**,`,
     `  in ${results.growth.driveRepeats.blocks.length} blocks alternating which session goes first. At 1M the heap itself makes every call slower (the host’s tool`,
     '  runtime, its flush barrier, the garbage collector all see a larger heap): that is the host’s cost and the same for both',
     '  sessions here, so the ratio isolates what depends on the log’s length. For the drive the target is set on the **plugin’s',
     '  share**: each `loop_list` is timed back to back with a bench tool that goes through the same tool runtime and flush barrier',
     '  and does nothing else (the host floor), and the share is the difference. The whole drive is reported beside it, and the',
     '  growth of the floor itself with the heap is in the context table.',
-    `- **Lateness (row 5)**: ${latenessRuns} ${latenessRuns === 1 ? 'run' : 'runs'} of each targeted scenario, each in a fresh process, the scenarios’ order rotating per round.`,
+    `- **Lateness (row 5)**: ${plural(latenessRuns, 'run')} of each targeted scenario, each in a fresh process, the scenarios’ order rotating per round.`,
     '  A p99 depends on the few worst moments of a window (a slow fsync, a GC pause), so one window is one sample of it.',
     '- **Overdue at start (row 8)**: pairs of trials on fresh copies of one log, alternating which side goes first, after one',
     '  untimed pair.',
@@ -374,8 +376,8 @@ function appendLines(results: BenchResults): string[] {
     '',
     `Flatness, each side in its own process (10k at ${count(last)} ÷ 10k at ${count(first)}): with the plugin ${ratio(median(flat((pair) => pair.with)))}`,
     `(${flat((pair) => pair.with).map(ratio).join(', ')}), host alone ${ratio(median(flat((pair) => pair.without)))} (${flat((pair) => pair.without).map(ratio).join(', ')}).`,
-    `The host’s own cost per event grows with the live log (V8 allocates and collects in a larger heap); the plugin’s share went from`,
-    `${ms(firstShare, 1)} at ${count(first)} to ${ms(lastShare, 1)} at ${count(last)} per 10k (medians over pairs).`,
+    `The plugin’s share went from ${ms(firstShare, 1)} at ${count(first)} to ${ms(lastShare, 1)} at ${count(last)} per 10k (medians over pairs). The target is on the`,
+    'process with the plugin, what a user’s DSH pays; the host alone beside it is how much of that growth is the host’s own.',
     '',
   ]
 }
@@ -485,6 +487,8 @@ function latenessLines(results: BenchResults): string[] {
     'sets it), in the same process and at the same time. Flushes are counted twice: `ctx.sessions.flush` calls (a call with nothing',
     'pending costs no I/O), and fsync’d JSONL writes (the backend’s own appends: one open, write, fsync, close each), which are the',
     `persistence boundary the targets count. Offered: every instant of every loop inside the window. Scenarios: ${scenarios}.`,
+    'In the 1,000-loop scenario loops fall due 5 ms apart, so one write can carry several dispatch records only when loops fall due',
+    'while the previous write is still in progress: its writes per dispatch say how much the runtime batches under that load.',
     '',
     '| Scenario | Run | n | Loop p50 / p99 / max | Bare setTimeout p50 / p99 / max | p99 excess | Dispatches/s (offered) | Flush calls per dispatch | fsync’d writes per dispatch | Flush p50 / p99 | Skipped |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
