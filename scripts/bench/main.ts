@@ -1,8 +1,8 @@
 /**
- * `pnpm run bench [-- --quick] [-- --out FILE] [-- --rerender]`: the side-by-side benchmark of issue 9. Runs
+ * `pnpm run bench [-- --quick] [-- --out FILE] [-- --rerender]`: the side-by-side benchmark of issues 9 and 16. Runs
  * each job in its own Node process (clean heap, --expose-gc), one after the
- * other, and writes BENCHMARKS.md from the results. See BENCHMARKS.md for
- * what each row measures.
+ * other, repeating every judged quantity (REPEATS), and writes BENCHMARKS.md
+ * from the results. See BENCHMARKS.md for what each row measures.
  * @module scripts/bench/main
  */
 import { execFileSync, spawn } from 'node:child_process'
@@ -29,7 +29,6 @@ const rerender = args.includes('--rerender')
 const LAST_RUN = join(PROJECT, 'node_modules', '.cache', 'loop-bench', 'last-run.json')
 const outIndex = args.indexOf('--out')
 const outFile = resolve(PROJECT, outIndex === -1 ? 'BENCHMARKS.md' : args[outIndex + 1]!)
-const scratch = mkdtempSync(join(tmpdir(), 'loop-bench-results-'))
 
 /**
  * Independent repeats of every judged quantity. Sides: pairs of processes (with the plugin, host
@@ -78,6 +77,7 @@ if (rerender) {
   process.exit(0)
 }
 
+const scratch = mkdtempSync(join(tmpdir(), 'loop-bench-results-'))
 const started = performance.now()
 const loadBefore = loadavg()
 try {
