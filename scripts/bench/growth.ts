@@ -1,72 +1,92 @@
 /**
- * Rows 1–3, which need logs of a given length: two real hosts, one with the
- * plugin and one without, each with one live session grown in lockstep
- * through `Session.append` and flushed to JSONL. At each checkpoint the
- * worker measures what the rows ask for, then keeps growing.
+ * Rows 2 and 3, which need a log of a given length: one real host with the
+ * plugin, one live session grown through `Session.append` and flushed to JSONL.
+ * At each checkpoint the worker measures what the rows ask for, then keeps
+ * growing. At the largest size the targets are judged against a small
+ * reference session in the same host, alternating which goes first, so both
+ * sides carry the same heap and only the log length differs. The grown log is
+ * also copied to disk at the append sizes for the side jobs (rows 1 and 4).
  * @module scripts/bench/growth
  */
 import type { Session } from '@deepseek-ai/dsh-session'
 import { foldLoopLog, foldScheduleLog, toScheduleLog } from './fold.ts'
-import { bootHost, createAgent, runTool, type FakeAgent, type Host } from './host.ts'
+import { FLOOR_TOOL, bootHost, copyRoot, createAgent, registerFloorTool, runTool, type FakeAgent, type Host } from './host.ts'
 import { LogWriter, growTo, loopId, syntheticCreate } from './log.ts'
-import { collectGarbage, cpuTimeSync, median, time, timeSync } from './stats.ts'
+import { median, spread, time, timeSync, type Spread } from './stats.ts'
 
 /** Which log lengths each row measures at. */
 export interface GrowthSizes {
+  /** Row 1 (append) and, at its largest, row 4 (resume): the log is copied at every size above the first. */
   readonly append: readonly number[]
   readonly drive: readonly number[]
   readonly createDelete: readonly number[]
+  /** Same-heap repeats at the largest drive and create + delete size. */
+  readonly blocks: number
 }
 
-/**
- * Full and quick sizes. Timed append batches after a checkpoint grow the log by
- * {@link APPEND_ROUNDS} x {@link APPEND_BATCH} events, so the next checkpoint must lie beyond that.
- */
+/** Full and quick sizes. */
 export const GROWTH_SIZES: { readonly full: GrowthSizes; readonly quick: GrowthSizes } = {
-  full: { append: [1_000, 100_000, 1_000_000], drive: [1_000, 10_000, 100_000, 1_000_000], createDelete: [1_000, 200_000] },
-  quick: { append: [1_000, 100_000], drive: [1_000, 10_000, 100_000], createDelete: [1_000, 20_000] },
+  full: { append: [1_000, 100_000, 1_000_000], drive: [1_000, 10_000, 100_000, 1_000_000], createDelete: [1_000, 200_000], blocks: 7 },
+  quick: { append: [1_000, 100_000], drive: [1_000, 10_000, 100_000], createDelete: [1_000, 20_000], blocks: 3 },
 }
 
-/** Events per timed append batch. */
-const APPEND_BATCH = 10_000
-/** Timed append batches per checkpoint and host. */
-const APPEND_ROUNDS = 9
-/** Drive trials per checkpoint. */
+/** The sizes a full run's targets are defined at: a quick run that does not reach them does not judge them. */
+export const FULL_SIZES = GROWTH_SIZES.full
+
+/** Drive trials per checkpoint (context table). */
 const DRIVE_ROUNDS = 21
-/** Create + delete trials per checkpoint. */
-const CREATE_DELETE_ROUNDS = 15
+/** Drive trials per session and block (the judged repeats). */
+const BLOCK_DRIVE_TRIALS = 21
+/** Create + delete trials per checkpoint (context table), and per session and block. */
+const CREATE_DELETE_ROUNDS = 9
+/** Length of the reference session the largest size is compared with (it grows a little as it is measured). */
+export const REFERENCE_EVENTS = 1_000
 
-/** Row 1 at one checkpoint: medians per 10k events, ms. */
-export interface AppendPoint {
-  readonly at: number
-  /** Log length when the first and after the last timed batch. */
-  readonly range: readonly [number, number]
-  readonly withPlugin: number
-  readonly withoutPlugin: number
-  readonly withSamples: readonly number[]
-  readonly withoutSamples: readonly number[]
-  /**
-   * With the plugin but no projection change-feed subscriber (so the registry never validates the
-   * plugin's view): splits the plugin's share into its own work and the host's schema validation.
-   * Measured at the smallest size only.
-   */
-  readonly withPluginNoFeed?: number
-}
-
-/** Row 2 at one checkpoint, ms. */
+/** Row 2 at one checkpoint, ms (medians of {@link DRIVE_ROUNDS} trials). */
 export interface DrivePoint {
   readonly at: number
   /** The log length when measured. */
   readonly events: number
   /** loop_list through the tool runtime right after one appended (and flushed) loop event. */
   readonly drive: number
-  /** The same call with nothing appended since the previous one: the constant floor. */
+  /** The same call with nothing appended since the previous one. */
   readonly idleDrive: number
+  /** The host floor: the bench's own tool through the same runtime and flush barrier, nothing else. */
+  readonly floor: number
+  /** The plugin's share: median of (drive − floor), each pair timed back to back. */
+  readonly share: number
   /** The plugin's fold of the whole log from empty. */
   readonly fullFold: number
   /** `foldScheduleEvents` over the same log with schedule events. */
   readonly scheduleFold: number
-  readonly driveSamples: readonly number[]
+}
+
+/** One same-heap block at the largest drive size: medians over the block's trials, ms. */
+export interface DriveBlock {
+  readonly largeDrive: number
+  readonly smallDrive: number
+  readonly largeShare: number
+  readonly smallShare: number
+  readonly largeFloor: number
+  readonly smallFloor: number
+  readonly fullFold: number
+  readonly scheduleFold: number
+}
+
+/** Row 2's judged repeats: the grown log against a {@link REFERENCE_EVENTS}-event session in the same host. */
+export interface DriveRepeats {
+  readonly at: number
+  readonly events: number
+  readonly referenceEvents: number
+  readonly blocks: readonly DriveBlock[]
+  /** Plugin's share at the large size ÷ at the reference size, per block. */
+  readonly shareRatio: Spread
+  /** Whole drive at the large size ÷ at the reference size, per block. */
+  readonly driveRatio: Spread
+  /** From-scratch fold ÷ drive at the large size, per block. */
+  readonly belowFold: Spread
+  /** `foldScheduleEvents` ÷ drive at the large size, per block. */
+  readonly belowSchedule: Spread
 }
 
 /** Row 3 at one checkpoint, ms. */
@@ -77,21 +97,38 @@ export interface CreateDeletePoint {
   readonly createDelete: number
   readonly create: number
   readonly delete: number
-  readonly samples: readonly number[]
 }
 
-/** Everything rows 1–3 produce, plus the session row 4 resumes. */
+/** Row 3's judged repeats: create + delete on the grown log ÷ on the reference session, per block. */
+export interface CreateDeleteRepeats {
+  readonly at: number
+  readonly events: number
+  readonly referenceEvents: number
+  readonly ratio: Spread
+  readonly large: readonly number[]
+  readonly small: readonly number[]
+}
+
+/** A copy of the grown log at one size, left on disk for the side jobs. */
+export interface Snapshot {
+  readonly at: number
+  readonly root: string
+  readonly sessionId: string
+  readonly events: number
+}
+
+/** Everything rows 2 and 3 produce, plus the logs rows 1 and 4 open. */
 export interface GrowthResult {
-  readonly append: readonly AppendPoint[]
   readonly drive: readonly DrivePoint[]
+  readonly driveRepeats: DriveRepeats
   readonly createDelete: readonly CreateDeletePoint[]
-  /** Seconds spent growing the logs, per host. */
-  readonly buildSeconds: { readonly withPlugin: number; readonly withoutPlugin: number }
-  /** The with-plugin session left on disk for the cold-resume row. */
-  readonly persisted: { readonly root: string; readonly sessionId: string; readonly events: number }
+  readonly createDeleteRepeats: CreateDeleteRepeats
+  /** Seconds spent growing the log. */
+  readonly buildSeconds: number
+  readonly snapshots: readonly Snapshot[]
 }
 
-/** One host, its main session and its writer. */
+/** One session of the host and its writer. */
 interface Side {
   readonly host: Host
   readonly fake: FakeAgent
@@ -111,85 +148,57 @@ async function grow(target: Side, events: number): Promise<void> {
   target.buildMs += await time(() => growTo(target.host, target.writer, target.session, events))
 }
 
-/**
- * One batch of appends after a full GC, as process CPU time (user + system, every thread, so GC
- * helpers count): the batch is synchronous, and CPU time is what other processes on a shared
- * machine do not inflate. The flush that follows is not part of the append.
- */
-async function appendBatch(target: Side): Promise<number> {
-  collectGarbage()
-  const ms = cpuTimeSync(() => target.writer.appendEvents(APPEND_BATCH))
-  await target.host.ctx.sessions.flush(target.session)
-  return ms
-}
-
-let sideSessions = 0
-
-/** Row 1 at one checkpoint. The smallest checkpoint uses fresh sessions per round so every batch starts at that length. */
-async function measureAppend(at: number, withSide: Side, withoutSide: Side, noFeedHost?: Host): Promise<AppendPoint> {
-  const withSamples: number[] = []
-  const withoutSamples: number[] = []
-  const noFeedSamples: number[] = []
-  const fresh = noFeedHost !== undefined
-  const start = withSide.session.seq
-  for (let round = 0; round < APPEND_ROUNDS; round += 1) {
-    const sides: { target: Side; samples: number[] }[] = [
-      { target: withSide, samples: withSamples },
-      { target: withoutSide, samples: withoutSamples },
-    ]
-    if (fresh) {
-      sideSessions += 1
-      sides[0]!.target = await side(withSide.host, `append-with-${sideSessions}`)
-      sides[1]!.target = await side(withoutSide.host, `append-without-${sideSessions}`)
-      sides.push({ target: await side(noFeedHost, `append-no-feed-${sideSessions}`), samples: noFeedSamples })
-      for (const { target } of sides) await grow(target, at)
-    }
-    // Rotate which host goes first so drift in machine load hits all alike.
-    for (let turn = 0; turn < sides.length; turn += 1) {
-      const { target, samples } = sides[(round + turn) % sides.length]!
-      samples.push(await appendBatch(target))
-    }
-  }
-  const scale = 10_000 / APPEND_BATCH
-  return {
-    at,
-    range: fresh ? [at, at + APPEND_BATCH] : [start, withSide.session.seq],
-    withPlugin: median(withSamples) * scale,
-    withoutPlugin: median(withoutSamples) * scale,
-    withSamples,
-    withoutSamples,
-    ...(fresh ? { withPluginNoFeed: median(noFeedSamples) * scale } : {}),
-  }
-}
-
 let driveLoops = 0
+const openProbes = new Map<Session, string>()
 
-/** Row 2 at one checkpoint. */
+/**
+ * One `loop/change` appended and flushed: exactly what every create, delete and dispatch appends
+ * (a probe loop is created, then deleted on the next call). Flushed first, so the drive's flush
+ * barrier finds no I/O to wait for and the time is the drive's own work.
+ */
+async function appendProbe(target: Side): Promise<void> {
+  const open = openProbes.get(target.session)
+  if (open === undefined) {
+    const id = loopId(0xe0000000 + driveLoops++)
+    openProbes.set(target.session, id)
+    target.session.append('loop/change', syntheticCreate(id, 'drive probe'))
+  } else {
+    openProbes.delete(target.session)
+    target.session.append('loop/change', { version: 1, operation: 'delete', id: open })
+  }
+  await target.host.ctx.sessions.flush(target.session)
+}
+
+/** One drive trial: a probe event, then `loop_list` and the floor call back to back (order alternating). */
+async function driveTrial(target: Side, trial: number): Promise<{ drive: number; floor: number }> {
+  const { host, fake } = target
+  await appendProbe(target)
+  const list = () => time(() => runTool(host, fake.agent, 'loop_list', {}))
+  const floor = () => time(() => runTool(host, fake.agent, FLOOR_TOOL, {}))
+  if (trial % 2 === 0) {
+    const drive = await list()
+    return { drive, floor: await floor() }
+  }
+  const floorMs = await floor()
+  return { drive: await list(), floor: floorMs }
+}
+
+/** Row 2 at one checkpoint (the context table). */
 async function measureDrive(at: number, target: Side): Promise<DrivePoint> {
   const { host, fake, session } = target
   const events = session.seq
-  const driveSamples: number[] = []
-  const idleSamples: number[] = []
-  let open: string | undefined
-  for (let round = 0; round < DRIVE_ROUNDS; round += 1) {
-    // One loop event, exactly what a create, delete or dispatch appends; flushed first so the
-    // drive's flush barrier finds no I/O to wait for and the time is the drive's own work.
-    if (open === undefined) {
-      open = loopId(0xe0000000 + driveLoops++)
-      session.append('loop/change', syntheticCreate(open, 'drive probe'))
-    } else {
-      session.append('loop/change', { version: 1, operation: 'delete', id: open })
-      open = undefined
-    }
-    await host.ctx.sessions.flush(session)
-    driveSamples.push(await time(() => runTool(host, fake.agent, 'loop_list', {})))
-    idleSamples.push(await time(() => runTool(host, fake.agent, 'loop_list', {})))
+  const drives: number[] = []
+  const floors: number[] = []
+  const shares: number[] = []
+  const idles: number[] = []
+  for (let trial = 0; trial < DRIVE_ROUNDS; trial += 1) {
+    const { drive, floor } = await driveTrial(target, trial)
+    drives.push(drive)
+    floors.push(floor)
+    shares.push(drive - floor)
+    idles.push(await time(() => runTool(host, fake.agent, 'loop_list', {})))
   }
-  if (open !== undefined) {
-    session.append('loop/change', { version: 1, operation: 'delete', id: open })
-    await host.ctx.sessions.flush(session)
-  }
-  const rounds = at >= 1_000_000 ? 5 : 9
+  const rounds = at >= 1_000_000 ? 3 : 7
   const fullSamples: number[] = []
   for (let round = 0; round < rounds; round += 1) fullSamples.push(timeSync(() => foldLoopLog(session.events)))
   const scheduleLog = toScheduleLog(session.events)
@@ -198,129 +207,175 @@ async function measureDrive(at: number, target: Side): Promise<DrivePoint> {
   return {
     at,
     events,
-    drive: median(driveSamples),
-    idleDrive: median(idleSamples),
+    drive: median(drives),
+    idleDrive: median(idles),
+    floor: median(floors),
+    share: median(shares),
     fullFold: median(fullSamples),
     scheduleFold: median(scheduleSamples),
-    driveSamples,
   }
 }
 
-/** Row 3 at one checkpoint: create then delete, each a real tool call that appends and flushes. */
-async function measureCreateDelete(at: number, target: Side): Promise<CreateDeletePoint> {
+/** Medians of one session's drive trials in a block. */
+async function driveBlockSide(target: Side): Promise<{ drive: number; share: number; floor: number }> {
+  const drives: number[] = []
+  const shares: number[] = []
+  const floors: number[] = []
+  for (let trial = 0; trial < BLOCK_DRIVE_TRIALS; trial += 1) {
+    const { drive, floor } = await driveTrial(target, trial)
+    drives.push(drive)
+    floors.push(floor)
+    shares.push(drive - floor)
+  }
+  return { drive: median(drives), share: median(shares), floor: median(floors) }
+}
+
+/** Row 2's judged repeats: blocks alternating which session goes first, one fold of each kind per block. */
+async function measureDriveRepeats(large: Side, small: Side, blocks: number): Promise<DriveRepeats> {
+  const results: DriveBlock[] = []
+  const scheduleLog = toScheduleLog(large.session.events)
+  for (let block = 0; block < blocks; block += 1) {
+    let largeSide: Awaited<ReturnType<typeof driveBlockSide>>
+    let smallSide: Awaited<ReturnType<typeof driveBlockSide>>
+    if (block % 2 === 0) {
+      largeSide = await driveBlockSide(large)
+      smallSide = await driveBlockSide(small)
+    } else {
+      smallSide = await driveBlockSide(small)
+      largeSide = await driveBlockSide(large)
+    }
+    results.push({
+      largeDrive: largeSide.drive,
+      smallDrive: smallSide.drive,
+      largeShare: largeSide.share,
+      smallShare: smallSide.share,
+      largeFloor: largeSide.floor,
+      smallFloor: smallSide.floor,
+      fullFold: timeSync(() => foldLoopLog(large.session.events)),
+      scheduleFold: timeSync(() => foldScheduleLog(scheduleLog)),
+    })
+  }
+  return {
+    at: 0,
+    events: large.session.seq,
+    referenceEvents: small.session.seq,
+    blocks: results,
+    shareRatio: spread(results.map((block) => block.largeShare / block.smallShare)),
+    driveRatio: spread(results.map((block) => block.largeDrive / block.smallDrive)),
+    belowFold: spread(results.map((block) => block.fullFold / block.largeDrive)),
+    belowSchedule: spread(results.map((block) => block.scheduleFold / block.largeDrive)),
+  }
+}
+
+/** Create then delete, each a real tool call that appends and flushes; ms each. */
+async function createDeleteTrial(target: Side): Promise<{ create: number; remove: number }> {
   const { host, fake } = target
+  let id = ''
+  const create = await time(async () => {
+    id = ((await runTool(host, fake.agent, 'loop_create', { prompt: 'Check whether CI is green', time_in_seconds: 3_600 })) as { id: string }).id
+  })
+  const remove = await time(() => runTool(host, fake.agent, 'loop_delete', { id }))
+  return { create, remove }
+}
+
+/** Row 3 at one checkpoint (the context table). */
+async function measureCreateDelete(at: number, target: Side): Promise<CreateDeletePoint> {
   const events = target.session.seq
   const creates: number[] = []
   const deletes: number[] = []
   const samples: number[] = []
   for (let round = 0; round < CREATE_DELETE_ROUNDS; round += 1) {
-    let id = ''
-    const create = await time(async () => {
-      id = ((await runTool(host, fake.agent, 'loop_create', { prompt: 'Check whether CI is green', time_in_seconds: 3_600 })) as { id: string }).id
-    })
-    const remove = await time(() => runTool(host, fake.agent, 'loop_delete', { id }))
+    const { create, remove } = await createDeleteTrial(target)
     creates.push(create)
     deletes.push(remove)
     samples.push(create + remove)
   }
-  return { at, events, createDelete: median(samples), create: median(creates), delete: median(deletes), samples }
+  return { at, events, createDelete: median(samples), create: median(creates), delete: median(deletes) }
+}
+
+/** Row 3's judged repeats against the reference session, alternating which goes first. */
+async function measureCreateDeleteRepeats(large: Side, small: Side, blocks: number): Promise<CreateDeleteRepeats> {
+  const largeMedians: number[] = []
+  const smallMedians: number[] = []
+  const blockMedian = async (target: Side) => {
+    const samples: number[] = []
+    for (let trial = 0; trial < CREATE_DELETE_ROUNDS; trial += 1) {
+      const { create, remove } = await createDeleteTrial(target)
+      samples.push(create + remove)
+    }
+    return median(samples)
+  }
+  for (let block = 0; block < blocks; block += 1) {
+    if (block % 2 === 0) {
+      largeMedians.push(await blockMedian(large))
+      smallMedians.push(await blockMedian(small))
+    } else {
+      smallMedians.push(await blockMedian(small))
+      largeMedians.push(await blockMedian(large))
+    }
+  }
+  return {
+    at: 0,
+    events: large.session.seq,
+    referenceEvents: small.session.seq,
+    ratio: spread(largeMedians.map((value, index) => value / smallMedians[index]!)),
+    large: largeMedians,
+    small: smallMedians,
+  }
 }
 
 /**
- * Run rows 1–3.
+ * Run rows 2 and 3, and leave copies of the grown log for rows 1 and 4.
  * @param sizes - checkpoints.
  * @param log - progress output.
  * @returns the measurements.
  */
 export async function runGrowth(sizes: GrowthSizes, log: (line: string) => void): Promise<GrowthResult> {
-  const withHost = await bootHost({ loop: true, loopConfig: { maxLoopsPerSession: 1_000 }, keepRoot: true })
-  const withoutHost = await bootHost({ loop: false })
-  const noFeedHost = await bootHost({ loop: true, loopConfig: { maxLoopsPerSession: 1_000 }, changeFeed: false })
-  const withSide = await side(withHost, 'grown-with')
-  const withoutSide = await side(withoutHost, 'grown-without')
-  // Warm the JIT on the paths every checkpoint times (tool calls, flushes, folds), so the first
-  // checkpoint is not measured cold; a scratch session of each host, then discarded numbers.
-  const warmWith = await side(withHost, 'warm-with')
-  const warmWithout = await side(withoutHost, 'warm-without')
-  await grow(warmWith, 1_000)
-  await grow(warmWithout, 1_000)
-  await measureDrive(1_000, warmWith)
-  await measureCreateDelete(1_000, warmWith)
-  await appendBatch(warmWith)
-  await appendBatch(warmWithout)
+  const host = await bootHost({ loop: true, loopConfig: { maxLoopsPerSession: 1_000 } })
+  registerFloorTool(host)
+  const grown = await side(host, 'grown')
+  // Warm the JIT on the paths every checkpoint times (tool calls, flushes, folds) on a scratch
+  // session, so the first checkpoint is not measured cold; its numbers are discarded.
+  const warm = await side(host, 'warm')
+  await grow(warm, 1_000)
+  await measureDrive(1_000, warm)
+  await measureCreateDelete(1_000, warm)
+  const reference = await side(host, 'reference')
+  await grow(reference, REFERENCE_EVENTS)
   const checkpoints = [...new Set([...sizes.append, ...sizes.drive, ...sizes.createDelete])].sort((left, right) => left - right)
-  const append: AppendPoint[] = []
+  const [largestDrive, largestCreateDelete] = [Math.max(...sizes.drive), Math.max(...sizes.createDelete)]
   const drive: DrivePoint[] = []
   const createDelete: CreateDeletePoint[] = []
+  const snapshots: Snapshot[] = []
+  let driveRepeats: DriveRepeats | undefined
+  let createDeleteRepeats: CreateDeleteRepeats | undefined
   for (const at of checkpoints) {
-    await grow(withSide, at)
-    await grow(withoutSide, at)
-    log(`  log at ${withSide.session.seq} events (built in ${(withSide.buildMs / 1000).toFixed(1)} s with the plugin, ${(withoutSide.buildMs / 1000).toFixed(1)} s without)`)
+    await grow(grown, at)
+    log(`  log at ${grown.session.seq} events (built in ${(grown.buildMs / 1000).toFixed(1)} s)`)
+    if (sizes.append.includes(at) && at > Math.min(...sizes.append)) {
+      // Flushed by growTo: the file holds exactly the grown log.
+      snapshots.push({ at, root: copyRoot(host.root), sessionId: grown.session.id, events: grown.session.seq })
+    }
     if (sizes.drive.includes(at)) {
-      const point = await measureDrive(at, withSide)
+      const point = await measureDrive(at, grown)
       drive.push(point)
-      log(`  drive ${point.drive.toFixed(3)} ms, idle ${point.idleDrive.toFixed(3)} ms, full fold ${point.fullFold.toFixed(3)} ms, foldScheduleEvents ${point.scheduleFold.toFixed(3)} ms`)
+      log(`  drive ${point.drive.toFixed(3)} ms (floor ${point.floor.toFixed(3)}, plugin ${point.share.toFixed(3)}), idle ${point.idleDrive.toFixed(3)} ms, full fold ${point.fullFold.toFixed(3)} ms, foldScheduleEvents ${point.scheduleFold.toFixed(3)} ms`)
     }
     if (sizes.createDelete.includes(at)) {
-      const point = await measureCreateDelete(at, withSide)
+      const point = await measureCreateDelete(at, grown)
       createDelete.push(point)
       log(`  create+delete ${point.createDelete.toFixed(3)} ms`)
     }
-    if (sizes.append.includes(at)) {
-      const point = await measureAppend(at, withSide, withoutSide, at === checkpoints[0] ? noFeedHost : undefined)
-      append.push(point)
-      log(`  append per 10k: ${point.withPlugin.toFixed(1)} ms with, ${point.withoutPlugin.toFixed(1)} ms without${point.withPluginNoFeed === undefined ? '' : `, ${point.withPluginNoFeed.toFixed(1)} ms with and no change feed`}`)
+    if (at === largestCreateDelete) {
+      createDeleteRepeats = { ...(await measureCreateDeleteRepeats(grown, reference, sizes.blocks)), at }
+      log(`  create+delete at ${at} ÷ at ${REFERENCE_EVENTS}, same heap: median ${createDeleteRepeats.ratio.median.toFixed(2)}× (${createDeleteRepeats.ratio.min.toFixed(2)}–${createDeleteRepeats.ratio.max.toFixed(2)})`)
+    }
+    if (at === largestDrive) {
+      driveRepeats = { ...(await measureDriveRepeats(grown, reference, sizes.blocks)), at }
+      const { shareRatio, driveRatio } = driveRepeats
+      log(`  drive at ${at} ÷ at ${REFERENCE_EVENTS}, same heap: plugin share ${shareRatio.median.toFixed(2)}× (${shareRatio.min.toFixed(2)}–${shareRatio.max.toFixed(2)}), whole drive ${driveRatio.median.toFixed(2)}×`)
     }
   }
-  await withHost.ctx.sessions.flush(withSide.session)
-  const persisted = { root: withHost.root, sessionId: withSide.session.id, events: withSide.session.seq }
-  const buildSeconds = { withPlugin: withSide.buildMs / 1000, withoutPlugin: withoutSide.buildMs / 1000 }
-  await withHost.dispose()
-  await withoutHost.dispose()
-  await noFeedHost.dispose()
-  return { append, drive, createDelete, buildSeconds, persisted }
-}
-
-/** Row 1's flatness for one host, measured in a process of its own. */
-export interface FlatnessResult {
-  readonly loop: boolean
-  readonly first: { readonly at: number; readonly perTenK: number; readonly samples: readonly number[] }
-  readonly last: { readonly at: number; readonly range: readonly [number, number]; readonly perTenK: number; readonly samples: readonly number[] }
-}
-
-/**
- * Row 1's flatness (the last 10k against the first 10k) for one host alone in its own process,
- * so only its own log is in the heap: in {@link runGrowth} both hosts' logs share one heap, which
- * is right for their ratio but makes V8's own cost grow with twice the events.
- * @param loop - with the plugin or without.
- * @param sizes - the first and last size.
- * @param log - progress output.
- * @returns CPU-time medians per 10k.
- */
-export async function runFlatness(loop: boolean, sizes: readonly [number, number], log: (line: string) => void): Promise<FlatnessResult> {
-  const host = await bootHost({ loop, loopConfig: { maxLoopsPerSession: 1_000 } })
-  const [firstAt, lastAt] = sizes
-  const warm = await side(host, 'flat-warm')
-  await grow(warm, firstAt)
-  await appendBatch(warm)
-  const firstSamples: number[] = []
-  for (let round = 0; round < APPEND_ROUNDS; round += 1) {
-    const fresh = await side(host, `flat-first-${round}`)
-    await grow(fresh, firstAt)
-    firstSamples.push(await appendBatch(fresh))
-  }
-  const main = await side(host, 'flat-main')
-  await grow(main, lastAt)
-  const start = main.session.seq
-  const lastSamples: number[] = []
-  for (let round = 0; round < APPEND_ROUNDS; round += 1) lastSamples.push(await appendBatch(main))
-  const result: FlatnessResult = {
-    loop,
-    first: { at: firstAt, perTenK: median(firstSamples), samples: firstSamples },
-    last: { at: lastAt, range: [start, main.session.seq], perTenK: median(lastSamples), samples: lastSamples },
-  }
-  log(`  ${loop ? 'with' : 'without'} the plugin, own process: ${result.first.perTenK.toFixed(1)} ms per 10k at ${firstAt}, ${result.last.perTenK.toFixed(1)} ms at ${lastAt}`)
   await host.dispose()
-  return result
+  return { drive, driveRepeats: driveRepeats!, createDelete, createDeleteRepeats: createDeleteRepeats!, buildSeconds: grown.buildMs / 1000, snapshots }
 }
-

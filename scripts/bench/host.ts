@@ -5,7 +5,7 @@
  * the model boundary is a plain recording function, nothing else is faked.
  * @module scripts/bench/host
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { closeSync, cpSync, fsyncSync, mkdtempSync, openSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from '@deepseek-ai/cordis'
@@ -17,12 +17,13 @@ import * as llmPlugin from '@deepseek-ai/dsh-llm'
 import { CallId } from '@deepseek-ai/dsh-llm'
 import * as deepseekPlugin from '@deepseek-ai/dsh-llm-deepseek'
 import * as sessionPlugin from '@deepseek-ai/dsh-session'
-import { SessionId } from '@deepseek-ai/dsh-session'
+import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import type {} from '@deepseek-ai/dsh-session-persistence'
 import * as jsonlPlugin from '@deepseek-ai/dsh-session-persistence-jsonl'
 import * as projectionPlugin from '@deepseek-ai/dsh-session-projection'
 import * as systemPromptPlugin from '@deepseek-ai/dsh-system-prompt'
 import * as toolsPlugin from '@deepseek-ai/dsh-tools'
+import { defineTool } from '@deepseek-ai/dsh-tools'
 import * as loopPlugin from '../../src/index.ts'
 
 const API_KEY_ENV = 'LOOP_BENCH_DEEPSEEK_KEY'
@@ -64,6 +65,33 @@ export function tempDir(prefix = 'loop-bench-'): string {
   return mkdtempSync(join(tmpdir(), prefix))
 }
 
+/**
+ * A private copy of a persistence root (a session snapshot), so a job that appends to a
+ * resumed log never changes the file another job opens.
+ * @param root - the snapshot.
+ * @returns the copy's root; the caller removes it.
+ */
+export function copyRoot(root: string): string {
+  const copy = tempDir('loop-bench-copy-')
+  cpSync(root, copy, { recursive: true })
+  // Written back now, so no writeback of the copy runs during a timed section.
+  for (const entry of readdirSync(copy, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue
+    const fd = openSync(join(entry.parentPath, entry.name), 'r')
+    fsyncSync(fd)
+    closeSync(fd)
+  }
+  return copy
+}
+
+/**
+ * Let a host without the plugin open a log that holds `loop/change`: the persistence catalog
+ * refuses unknown types, so the baseline adds the type exactly as the plugin does on start.
+ */
+export function allowLoopEvents(): void {
+  ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).add('loop/change')
+}
+
 type PluginModule = Parameters<Context['plugin']>[0]
 
 /**
@@ -94,6 +122,7 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
     await ctx.plugin(module as PluginModule, config as never)
   }
   if (options.changeFeed !== false) ctx.sessionProjections.onChanged(() => {})
+  if (options.loop === false) allowLoopEvents()
   let flushes = 0
   const flushDurations: number[] = []
   const flush = ctx.sessions.flush.bind(ctx.sessions)
@@ -174,10 +203,13 @@ export async function createAgent(host: Host, id: string): Promise<FakeAgent> {
  * Resume a persisted session as a root agent with the fake boundary.
  * @param host - booted host.
  * @param id - session id.
+ * @param onSend - the boundary's first `onSend`.
  * @returns the agent and its boundary.
  */
-export async function resumeAgent(host: Host, id: string): Promise<FakeAgent> {
+export async function resumeAgent(host: Host, id: string, onSend?: (message: unknown) => void): Promise<FakeAgent> {
   const { fake, setup } = boundarySetup()
+  // A runtime may send while the resume is still settling: the boundary must be in place first.
+  if (onSend !== undefined) fake.onSend = onSend
   const handle = await host.ctx.agents.resume({ resumeSessionId: SessionId(id), agentOptions: AGENT_OPTIONS, setup })
   return Object.assign(fake, { agent: handle.agent })
 }
@@ -197,4 +229,31 @@ export async function runTool(host: Host, agent: Agent, name: string, args: unkn
   const result = await host.ctx.tools.execute({ callId: CallId(`bench-call-${callNumber}`), name, arguments: args, signal: new AbortController().signal, agent })
   if (result.isError) throw new Error(`${name} failed: ${result.error.message}`)
   return result.value
+}
+
+/** Name of the bench's own tool: the host floor of a tool call (see {@link registerFloorTool}). */
+export const FLOOR_TOOL = 'bench_flush'
+
+/**
+ * Register the host floor of a drive: a tool that goes through the same tool runtime as
+ * `loop_list` and awaits the same `ctx.sessions.flush` barrier, and does nothing else. A
+ * `loop_list` minus this call, timed back to back in the same session, is the plugin's own
+ * share of a drive (its queue, its fold read, its result); what the host does per call, and
+ * what the heap costs every call, is in both.
+ * @param host - booted host.
+ */
+export function registerFloorTool(host: Host): void {
+  const ctx = host.ctx
+  ctx.tools.register(
+    defineTool({
+      name: FLOOR_TOOL,
+      description: 'Benchmark floor: flush the session and return nothing.',
+      parameters: {},
+      output: { schema: { type: 'array', items: { type: 'string' } }, render: () => [{ type: 'text' as const, text: '[]' }] },
+      async execute(_args, exec): Promise<string[]> {
+        await ctx.sessions.flush(exec.agent!.session)
+        return []
+      },
+    }),
+  )
 }

@@ -42,10 +42,20 @@ export function loopId(index: number): string {
 
 /** Appends one synthetic cycle at a time; remembers its counters across calls. */
 export class LogWriter {
-  private cycle = 0
-  private turn = 0
+  private cycle: number
+  private turn: number
 
-  constructor(private readonly session: Session) {}
+  /**
+   * @param session - the live session to append to.
+   * @param firstCycle - the first cycle's number; a writer on a resumed log starts past every id the log already used.
+   */
+  constructor(
+    private readonly session: Session,
+    firstCycle = 0,
+  ) {
+    this.cycle = firstCycle
+    this.turn = firstCycle
+  }
 
   /** Create the standing loops (once, first). */
   seedStandingLoops(): void {

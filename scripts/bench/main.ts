@@ -1,8 +1,8 @@
 /**
- * `pnpm run bench [-- --quick] [-- --out FILE] [-- --rerender]`: the side-by-side benchmark of issue 9. Runs
+ * `pnpm run bench [-- --quick] [-- --out FILE] [-- --rerender]`: the side-by-side benchmark of issues 9 and 16. Runs
  * each job in its own Node process (clean heap, --expose-gc), one after the
- * other, and writes BENCHMARKS.md from the results. See BENCHMARKS.md for
- * what each row measures.
+ * other, repeating every judged quantity (REPEATS), and writes BENCHMARKS.md
+ * from the results. See BENCHMARKS.md for what each row measures.
  * @module scripts/bench/main
  */
 import { execFileSync, spawn } from 'node:child_process'
@@ -11,11 +11,12 @@ import { cpus, loadavg, platform, release, tmpdir, totalmem } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { DockResult } from './dock.ts'
-import type { FlatnessResult, GrowthResult } from './growth.ts'
-import type { LatenessResult } from './lateness.ts'
+import { GROWTH_SIZES, type GrowthResult } from './growth.ts'
+import { LATENESS_SCENARIOS, isTargetedScenario, type LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
-import { renderReport, type BenchResults, type RunContext } from './report.ts'
-import type { ResumeResult } from './resume.ts'
+import type { OverdueResult } from './overdue.ts'
+import { renderReport, type BenchResults, type JobTiming, type LatenessRuns, type RunContext, type SidePair } from './report.ts'
+import type { SideResult } from './sides.ts'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const PROJECT = resolve(HERE, '..', '..')
@@ -28,20 +29,34 @@ const rerender = args.includes('--rerender')
 const LAST_RUN = join(PROJECT, 'node_modules', '.cache', 'loop-bench', 'last-run.json')
 const outIndex = args.indexOf('--out')
 const outFile = resolve(PROJECT, outIndex === -1 ? 'BENCHMARKS.md' : args[outIndex + 1]!)
-const scratch = mkdtempSync(join(tmpdir(), 'loop-bench-results-'))
+
+/**
+ * Independent repeats of every judged quantity. Sides: pairs of processes (with the plugin, host
+ * alone), alternating which goes first. Lateness: rounds of the targeted scenarios, one process
+ * each, rotating their order. Overdue: pairs of trials, alternating.
+ */
+const REPEATS = quick ? { sides: 1, lateness: 1, overdue: 3 } : { sides: 3, lateness: 3, overdue: 7 }
+const timings: JobTiming[] = []
+/** Copies of the grown log the growth job leaves for the side jobs; removed at the end, whatever happens. */
+const snapshotRoots: string[] = []
+
+let jobNumber = 0
 
 /** Run one job in a child Node with the flags every job needs; resolve with its JSON result. */
-function job<T>(name: string, options: Record<string, unknown>): Promise<T> {
-  const resultFile = join(scratch, `${name}.json`)
+function job<T>(name: string, options: object, label = name): Promise<T> {
+  jobNumber += 1
+  const resultFile = join(scratch, `${jobNumber}-${name}.json`)
   const flags = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc', '--max-old-space-size=8192']
-  console.log(`[bench] ${name}`)
+  console.log(`[bench] ${label}`)
   const started = performance.now()
   return new Promise<T>((resolvePromise, reject) => {
     const child = spawn(process.execPath, [...flags, WORKER, name, JSON.stringify(options), resultFile], { cwd: PROJECT, stdio: 'inherit' })
     child.on('error', reject)
     child.on('exit', (code, signal) => {
       if (code !== 0) return reject(new Error(`bench job ${name} failed (${signal ?? `exit ${code}`})`))
-      console.log(`[bench] ${name} done in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+      const seconds = (performance.now() - started) / 1000
+      timings.push({ name, label, seconds })
+      console.log(`[bench] ${label} done in ${seconds.toFixed(1)} s`)
       resolvePromise(JSON.parse(readFileSync(resultFile, 'utf8')) as T)
     })
   })
@@ -62,16 +77,36 @@ if (rerender) {
   process.exit(0)
 }
 
+const scratch = mkdtempSync(join(tmpdir(), 'loop-bench-results-'))
 const started = performance.now()
 const loadBefore = loadavg()
 try {
   const growth = await job<GrowthResult>('growth', { quick })
-  const flatness = [await job<FlatnessResult>('flatness', { quick, loop: true }), await job<FlatnessResult>('flatness', { quick, loop: false })] as const
-  const resume = await job<ResumeResult>('resume', { root: growth.persisted.root, sessionId: growth.persisted.sessionId, events: growth.persisted.events, rounds: quick ? 3 : 5 })
-  rmSync(growth.persisted.root, { recursive: true, force: true })
-  const lateness = await job<LatenessResult[]>('lateness', { quick })
+  snapshotRoots.push(...growth.snapshots.map((snapshot) => snapshot.root))
+  const sides: SidePair[] = []
+  for (let pair = 0; pair < REPEATS.sides; pair += 1) {
+    const withFirst = pair % 2 === 0
+    const options = (loop: boolean) => ({ loop, snapshots: growth.snapshots, firstAt: (quick ? GROWTH_SIZES.quick : GROWTH_SIZES.full).append[0]! })
+    const runSide = (loop: boolean) => job<SideResult>('side', options(loop), `side ${loop ? 'with the plugin' : 'host alone'} (pair ${pair + 1} of ${REPEATS.sides})`)
+    const first = await runSide(withFirst)
+    const second = await runSide(!withFirst)
+    sides.push(withFirst ? { with: first, without: second, withFirst } : { with: second, without: first, withFirst })
+  }
+  const scenarios = quick ? LATENESS_SCENARIOS.quick : LATENESS_SCENARIOS.full
+  const lateness: LatenessRuns[] = scenarios.map((scenario) => ({ scenario, runs: [] }))
+  const runScenario = async (entry: LatenessRuns, round: number, rounds: number) =>
+    entry.runs.push(await job<LatenessResult>('lateness', { scenario: entry.scenario }, `lateness: ${entry.scenario.label} (${round + 1} of ${rounds})`))
+  for (const entry of lateness.filter(({ scenario }) => !isTargetedScenario(scenario))) await runScenario(entry, 0, 1)
+  const targeted = lateness.filter(({ scenario }) => isTargetedScenario(scenario))
+  for (let round = 0; round < REPEATS.lateness; round += 1) {
+    // Rotate the order, so drift in the machine's state does not always land on the same scenario.
+    for (let turn = 0; turn < targeted.length; turn += 1) await runScenario(targeted[(round + turn) % targeted.length]!, round, REPEATS.lateness)
+  }
+  const overdue = await job<OverdueResult>('overdue', { rounds: REPEATS.overdue })
   const memory = await job<MemoryResult>('memory', quick ? { activeLoops: 1_000, cycles: 20_000 } : { activeLoops: 1_000, cycles: 100_000 })
   const dock = await job<DockResult>('dock', { projectRoot: PROJECT })
+  // A further job (e.g. scripts/bench/start.ts) goes here: `await job<StartResult>('start', { quick })`,
+  // with its entry in worker.ts's JOBS and its field in BenchResults (report.ts).
   const context: RunContext = {
     date: new Date().toISOString(),
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -88,12 +123,14 @@ try {
     loadAfter: loadavg(),
     durationSeconds: (performance.now() - started) / 1000,
     command: `pnpm run bench${quick ? ' -- --quick' : ''}`,
+    jobs: timings,
   }
-  const results: BenchResults = { growth, flatness, resume, lateness, memory, dock }
+  const results: BenchResults = { growth, sides, lateness, overdue, memory, dock }
   mkdirSync(dirname(LAST_RUN), { recursive: true })
   writeFileSync(LAST_RUN, JSON.stringify({ context, results }))
   writeFileSync(outFile, renderReport(context, results))
   console.log(`[bench] wrote ${outFile} in ${context.durationSeconds.toFixed(0)} s`)
 } finally {
   rmSync(scratch, { recursive: true, force: true })
+  for (const root of snapshotRoots) rmSync(root, { recursive: true, force: true })
 }

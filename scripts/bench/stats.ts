@@ -66,3 +66,25 @@ export function cpuTimeSync(body: () => unknown): number {
 export function preciseNow(): number {
   return performance.timeOrigin + performance.now()
 }
+
+/** A quantity measured in independent repeats: its median (what a target is judged on) and its spread. */
+export interface Spread {
+  readonly median: number
+  readonly min: number
+  readonly max: number
+  /** Every repeat's value, in run order. */
+  readonly samples: readonly number[]
+}
+
+/** The {@link Spread} of a non-empty list of repeats. */
+export function spread(samples: readonly number[]): Spread {
+  return { median: median(samples), min: Math.min(...samples), max: Math.max(...samples), samples: [...samples] }
+}
+
+/** Process CPU time (user + system, all threads) of an asynchronous body, in milliseconds. */
+export async function cpuTime(body: () => unknown): Promise<number> {
+  const start = process.cpuUsage()
+  await body()
+  const used = process.cpuUsage(start)
+  return (used.user + used.system) / 1000
+}

@@ -1,54 +1,33 @@
 /**
- * One benchmark job in its own process (clean heap, its own GC state):
+ * One benchmark job in its own process (clean heap, its own GC and JIT state):
  * `node --expose-gc worker.ts <job> <json options> <result file>`.
  * Progress goes to stdout; the result is written as JSON to the result file.
+ * A new job is one entry in {@link JOBS} (and one step in main.ts's plan).
  * @module scripts/bench/worker
  */
 import { writeFileSync } from 'node:fs'
 import { runDock } from './dock.ts'
-import { GROWTH_SIZES, runFlatness, runGrowth } from './growth.ts'
-import { LATENESS_SCENARIOS, runLateness, type LatenessResult } from './lateness.ts'
+import { GROWTH_SIZES, runGrowth } from './growth.ts'
+import { runLateness, type LatenessScenario } from './lateness.ts'
 import { runMemory } from './memory.ts'
-import { runResume } from './resume.ts'
+import { runOverdue } from './overdue.ts'
+import { runSide, type SideOptions } from './sides.ts'
+
+type Log = (line: string) => void
+
+/** Every job by name: its options (JSON from main.ts) to its JSON-serializable result. */
+const JOBS: Record<string, (options: never, log: Log) => Promise<unknown>> = {
+  growth: (options: { quick: boolean }, log) => runGrowth(options.quick ? GROWTH_SIZES.quick : GROWTH_SIZES.full, log),
+  side: (options: SideOptions, log) => runSide(options, log),
+  lateness: (options: { scenario: LatenessScenario }, log) => runLateness(options.scenario, log),
+  overdue: (options: { rounds: number }, log) => runOverdue(options.rounds, log),
+  memory: (options: { activeLoops: number; cycles: number }, log) => runMemory(options.activeLoops, options.cycles, log),
+  dock: (options: { projectRoot: string }, log) => runDock(options.projectRoot, log),
+}
 
 const [job, rawOptions, resultFile] = process.argv.slice(2)
-const options = JSON.parse(rawOptions ?? '{}') as {
-  quick?: boolean
-  root?: string
-  sessionId?: string
-  events?: number
-  rounds?: number
-  activeLoops?: number
-  cycles?: number
-  projectRoot?: string
-  loop?: boolean
-}
-const log = (line: string) => console.log(line)
-
-async function run(): Promise<unknown> {
-  switch (job) {
-    case 'growth':
-      return runGrowth(options.quick === true ? GROWTH_SIZES.quick : GROWTH_SIZES.full, log)
-    case 'flatness': {
-      const sizes = options.quick === true ? GROWTH_SIZES.quick.append : GROWTH_SIZES.full.append
-      return runFlatness(options.loop === true, [sizes[0]!, sizes.at(-1)!], log)
-    }
-    case 'resume':
-      return runResume(options.root!, options.sessionId!, options.events!, options.rounds!, log)
-    case 'lateness': {
-      const results: LatenessResult[] = []
-      for (const scenario of options.quick === true ? LATENESS_SCENARIOS.quick : LATENESS_SCENARIOS.full) results.push(await runLateness(scenario, log))
-      return results
-    }
-    case 'memory':
-      return runMemory(options.activeLoops!, options.cycles!, log)
-    case 'dock':
-      return runDock(options.projectRoot!, log)
-    default:
-      throw new Error(`unknown bench job ${String(job)}`)
-  }
-}
-
-writeFileSync(resultFile!, JSON.stringify(await run()))
+const run = JOBS[job ?? '']
+if (run === undefined) throw new Error(`unknown bench job ${String(job)}`)
+writeFileSync(resultFile!, JSON.stringify(await run(JSON.parse(rawOptions ?? '{}') as never, (line) => console.log(line))))
 // Hosts are disposed; exit even if a library left a handle open.
 process.exit(0)
