@@ -300,27 +300,28 @@ describe('lib/client.js', () => {
 
     const styles = [...document.querySelectorAll<HTMLStyleElement>('style')]
     expect(styles.map((style) => [style.dataset.plugin, style.dataset.pluginCss])).toEqual([
+      ['dsh-plugin-loop', 'dsh-plugin-loop/DisclosureRow.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/HeartbeatRow.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/LoopDock.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/LoopSettingsCard.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/ToolCallRow.module.css'],
     ])
-    const [heartbeat, dock, card, tool] = styles.map((style) => style.textContent) as [string, string, string, string]
+    const [disclosure, heartbeat, dock, card, tool] = styles.map((style) => style.textContent) as [string, string, string, string, string]
     expect(dock).toContain('var(--dsw-specific-tip)')
     expect(dock).toContain('var(--dsw-alias-state-error-primary)')
     expect(dock).toContain('min-height:44px')
-    expect(heartbeat).toContain('var(--dsw-alias-markdown-code-block)')
+    // The heartbeat and tool rows share one disclosure line, whose text wears the code-block background.
+    expect(disclosure).toContain('var(--dsw-alias-markdown-code-block)')
     expect(heartbeat).toContain('max-height:141px')
     // The card wears the host's card tokens; the tool row the conversation's.
     expect(card).toContain('var(--dsw-alias-bg-layer-3)')
     expect(card).toContain('var(--dsw-alias-label-error)')
     expect(tool).toContain('var(--dsw-alias-state-error-primary)')
-    expect(tool).toContain('var(--dsw-alias-markdown-code-block)')
-    for (const css of [dock, heartbeat, card, tool]) expect(css).not.toMatch(/animation|transition/)
+    for (const css of [disclosure, dock, heartbeat, card, tool]) expect(css).not.toMatch(/animation|transition/)
 
     // a second materialization (HMR reload) does not duplicate the styles
     registration!.factory(seedRequire().require)
-    expect(document.querySelectorAll('style')).toHaveLength(4)
+    expect(document.querySelectorAll('style')).toHaveLength(5)
   })
 
   it('registers the dictionaries, the dock between the goal bar and the queue strip, the heartbeat row, the tool rows and the settings card', async () => {
