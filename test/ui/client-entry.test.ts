@@ -214,6 +214,7 @@ async function checkEntry(entry: Entry) {
     }),
   )
   expect(toolView.container.querySelector('[data-loop-tool="loop_create"] button')!.textContent).toBe('↻Create loop·every 5m·Check whether CI is green▾')
+  const toolText = toolView.container.querySelector('pre')!.className
   toolView.unmount()
 
   // The settings card, keyed by the namespace the Plugin configuration tab lists.
@@ -266,6 +267,7 @@ async function checkEntry(entry: Entry) {
   const heartbeat = { content: [{ type: 'text', text: '<heartbeat>\n  <loop_id>loop_a1b2</loop_id>\n  <prompt>Check the build</prompt>\n</heartbeat>' }], source: { kind: 'plugin', plugin: 'loop' } }
   const nodeView = render(React.createElement(node.component, { node: { data: heartbeat }, t: englishSeat, useProjection, ...nodeFace }))
   expect(nodeView.container.querySelector('[data-loop-heartbeat] button')!.textContent).toBe('↻Loop heartbeat·every 1m 30s·Check the build▾')
+  const heartbeatText = nodeView.container.querySelector('pre')!.className
   nodeView.unmount()
 
   // Rendered as the slot renderer would, Delete → Confirm sends exactly `/loop delete <id>`.
@@ -275,7 +277,7 @@ async function checkEntry(entry: Entry) {
   await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
   expect(execute).toHaveBeenLastCalledWith('session-2', '/loop delete loop_a1b2', [])
   expect(execute).toHaveBeenCalledTimes(2)
-  return document.querySelector<HTMLElement>('[data-loop-dock]')!
+  return { dock: document.querySelector<HTMLElement>('[data-loop-dock]')!, texts: { heartbeat: heartbeatText, tool: toolText } }
 }
 
 describe('lib/client.js', () => {
@@ -327,11 +329,21 @@ describe('lib/client.js', () => {
   it('registers the dictionaries, the dock between the goal bar and the queue strip, the heartbeat row, the tool rows and the settings card', async () => {
     const [registration] = loadBundle()
     const exports = registration!.factory(seedRequire().require) as unknown as Entry
-    const root = await checkEntry(exports)
+    const { dock: root, texts } = await checkEntry(exports)
     // the component carries the bundle's scoped class names, which the injected style defines
     const dockClass = root.className
     expect(dockClass).toMatch(/^[\w-]+_dock$/)
     expect(document.querySelector('style[data-plugin-css="dsh-plugin-loop/LoopDock.module.css"]')!.textContent).toContain(`.${dockClass}{`)
+    // Each conversation row's text wears the shared disclosure sheet's code-block background and its own sheet's cap.
+    const sheet = (file: string) => document.querySelector(`style[data-plugin-css="dsh-plugin-loop/${file}"]`)!.textContent!
+    for (const [file, className, cap] of [
+      ['HeartbeatRow.module.css', texts.heartbeat, '141px'],
+      ['ToolCallRow.module.css', texts.tool, '224px'],
+    ] as const) {
+      const [shared, own] = className.split(' ') as [string, string]
+      expect(sheet('DisclosureRow.module.css')).toMatch(new RegExp(`\\.${shared}\\{[^}]*background:var\\(--dsw-alias-markdown-code-block\\)`))
+      expect(sheet(file)).toMatch(new RegExp(`\\.${own}\\{[^}]*max-height:${cap}`))
+    }
   })
 })
 
