@@ -8,8 +8,9 @@
  * The contract is the project's `ui.md`.
  * @module dsh-plugin-loop/ui/HeartbeatRow
  */
-import { useId, useMemo, useState, type ComponentType } from 'react'
+import { useMemo, type ComponentType } from 'react'
 import { readHeartbeat, type Heartbeat } from '../heartbeat.ts'
+import { DisclosurePart, DisclosureRow } from './DisclosureRow.tsx'
 import type { ShadowedRenderer } from './heartbeat.ts'
 import styles from './HeartbeatRow.module.css'
 import { localInterval, type LoopTranslate } from './locales.ts'
@@ -74,36 +75,19 @@ interface HeartbeatLineProps {
 
 /** The compact loop row and its disclosure of the exact heartbeat text. */
 function HeartbeatLine({ heartbeat, interval, t }: HeartbeatLineProps) {
-  const [open, setOpen] = useState(false)
-  const bodyId = useId()
   return (
-    <div className={styles.row} data-loop-heartbeat="">
-      <button type="button" className={styles.toggle} aria-expanded={open} aria-controls={bodyId} onClick={() => setOpen((value) => !value)}>
-        <span className={styles.glyph} aria-hidden="true">
-          ↻
-        </span>
-        <span className={styles.title}>{t('heartbeat.title')}</span>
-        {interval !== undefined && (
-          <>
-            <span className={styles.separator} aria-hidden="true">
-              ·
-            </span>
-            <span className={styles.interval}>{localInterval(t, interval)}</span>
-          </>
-        )}
-        <span className={styles.separator} aria-hidden="true">
-          ·
-        </span>
-        <span className={styles.prompt} title={heartbeat.prompt}>
-          {heartbeat.prompt}
-        </span>
-        <span className={styles.chevron} aria-hidden="true">
-          {open ? '▴' : '▾'}
-        </span>
-      </button>
-      <pre id={bodyId} className={styles.body} hidden={!open} aria-label={t('heartbeat.body')} data-loop-heartbeat-text="">
-        {heartbeat.text}
-      </pre>
-    </div>
+    <DisclosureRow
+      attributes={{ 'data-loop-heartbeat': '' }}
+      title={t('heartbeat.title')}
+      text={heartbeat.text}
+      textLabel={t('heartbeat.body')}
+      textAttributes={{ 'data-loop-heartbeat-text': '' }}
+      classes={{ toggle: styles.toggle, title: styles.title, text: styles.body }}
+    >
+      {interval !== undefined && <DisclosurePart>{localInterval(t, interval)}</DisclosurePart>}
+      <DisclosurePart cut className={styles.prompt} title={heartbeat.prompt}>
+        {heartbeat.prompt}
+      </DisclosurePart>
+    </DisclosureRow>
   )
 }

@@ -8,7 +8,7 @@
  * words for assistive technology. The contract is the project's `ui.md`.
  * @module dsh-plugin-loop/ui/ToolCallRow
  */
-import { Fragment, useId, useState } from 'react'
+import { DisclosurePart, DisclosureRow } from './DisclosureRow.tsx'
 import type { LoopTranslate } from './locales.ts'
 import { LOOP_TOOL_TITLES, firstLine, toolCallArgs, toolCallOutput, toolCallState, toolCallSummary, type LoopToolName, type ToolCallBlockLike } from './tool-call.ts'
 import styles from './ToolCallRow.module.css'
@@ -32,49 +32,19 @@ const STATUS_KEYS = { running: 'tool.running', error: 'tool.failed', stopped: 't
  * @returns the row.
  */
 export function ToolCallRow({ loopTool: tool, block, t }: ToolCallRowProps) {
-  const [open, setOpen] = useState(false)
-  const bodyId = useId()
   const state = toolCallState(block)
   const output = toolCallOutput(block)
   const failure = state === 'error' && output !== null ? firstLine(output) : undefined
   const parts = failure === undefined ? toolCallSummary(t, tool, toolCallArgs(block)) : [failure]
   const status = state === 'ok' ? undefined : t(STATUS_KEYS[state])
   return (
-    <div className={styles.row} data-loop-tool={tool} data-state={state}>
-      <button
-        type="button"
-        className={styles.toggle}
-        aria-expanded={output === null ? undefined : open}
-        aria-controls={output === null ? undefined : bodyId}
-        disabled={output === null}
-        onClick={() => setOpen((value) => !value)}
-      >
-        <span className={styles.glyph} aria-hidden="true">
-          ↻
-        </span>
-        <span className={styles.title}>{t(LOOP_TOOL_TITLES[tool])}</span>
-        {parts.map((part, index) => (
-          <Fragment key={index}>
-            <span className={styles.separator} aria-hidden="true">
-              ·
-            </span>
-            <span className={failure === undefined ? styles.part : `${styles.part} ${styles.failed}`} title={part}>
-              {part}
-            </span>
-          </Fragment>
-        ))}
-        {status === undefined ? null : <span className={styles.status}>{status}</span>}
-        {output === null ? null : (
-          <span className={styles.chevron} aria-hidden="true">
-            {open ? '▴' : '▾'}
-          </span>
-        )}
-      </button>
-      {output === null ? null : (
-        <pre id={bodyId} className={styles.body} hidden={!open} aria-label={t('tool.result')}>
-          {output}
-        </pre>
-      )}
-    </div>
+    <DisclosureRow attributes={{ 'data-loop-tool': tool, 'data-state': state }} title={t(LOOP_TOOL_TITLES[tool])} text={output} textLabel={t('tool.result')} classes={{ text: styles.body }}>
+      {parts.map((part, index) => (
+        <DisclosurePart key={index} cut className={failure === undefined ? styles.part : `${styles.part} ${styles.failed}`} title={part}>
+          {part}
+        </DisclosurePart>
+      ))}
+      {status === undefined ? null : <span className={styles.status}>{status}</span>}
+    </DisclosureRow>
   )
 }

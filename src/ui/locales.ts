@@ -2,7 +2,7 @@
  * The `loop` locale namespace: every word the dock, the heartbeat row and the
  * settings card show, in Simplified Chinese (the key-set source of truth, as
  * DSH's own client packages keep it) and English (checked complete against it by the compiler
- * and by `test/ui.test.tsx`). Placeholders use the host's `{name}` syntax.
+ * and by `test/ui/locales.test.ts`). Placeholders use the host's `{name}` syntax.
  * How a duration splits into units and how a countdown rounds stay in
  * `../format.ts`; only the words are here. Text the model reads (heartbeats,
  * tool and command text) is not translated.

@@ -1,20 +1,20 @@
 // @vitest-environment jsdom
 /**
- * The loop dock in jsdom: every state of the ui.md contract in English and
- * Chinese, a live language switch, complete dictionaries, the exact command
- * lines it sends (once, however fast Confirm is clicked), and proof that
- * rendering and the countdown repaint create no other timer and touch nothing
- * but `useProjection('loop')`, the `t` seat and the command executor.
+ * The loop dock (src/ui/LoopDock.tsx) and its pure rules (src/ui/dock.ts) in
+ * jsdom: every state of the ui.md contract in English and Chinese, a live
+ * language switch, the exact command lines it sends (once, however fast
+ * Confirm is clicked), and proof that rendering and the countdown repaint
+ * create no other timer and touch nothing but `useProjection('loop')`, the
+ * `t` seat and the command executor.
  */
 import { act, cleanup, fireEvent, render, screen, within } from '@testing-library/react'
-import { createElement, useSyncExternalStore } from 'react'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { languageSource, translator, type Language } from './support/ui-locale.ts'
-import type { LoopProjection, LoopRecord } from '../src/types.ts'
-import { readHeartbeat, renderHeartbeat } from '../src/heartbeat.ts'
-import { shadowedContextRenderer, type ChatNodeEntry } from '../src/ui/heartbeat.ts'
-import { ContextNode, type AnyTranslate, type HeartbeatRowProps } from '../src/ui/HeartbeatRow.tsx'
-import { LoopDock } from '../src/ui/LoopDock.tsx'
+import { createElement } from 'react'
+import { describe, expect, it, vi } from 'vitest'
+import { deferred, type Deferred } from '../support/ui-deferred.ts'
+import { languageSource, translator, type Language } from '../support/ui-locale.ts'
+import { A, B, C, D, T0, loop, projectionSource, runAtT0 } from '../support/ui-loops.ts'
+import type { LoopProjection, LoopRecord } from '../../src/types.ts'
+import { LoopDock } from '../../src/ui/LoopDock.tsx'
 import {
   REPAINT_MS,
   deleteCommand,
@@ -24,65 +24,11 @@ import {
   readDeleteReply,
   summaryText,
   thrownDeleteFailure,
-} from '../src/ui/dock.ts'
-import { describeNextDue, formatDuration, formatInterval } from '../src/format.ts'
-import { LOOP_DICTIONARIES, localDue, localDuration, localInterval } from '../src/ui/locales.ts'
-import type { LoopDockProps } from '../src/ui/slot-props.ts'
-
-
-
-const T0 = Date.UTC(2026, 0, 1, 12, 0, 0)
-
-const loop = (id: string, prompt: string, time_in_seconds: number, dueInMs: number): LoopRecord => ({
-  id,
-  prompt,
-  time_in_seconds,
-  next_at: T0 + dueInMs,
-})
-
-const A = loop('loop_aaaa1111', 'Check whether the build is healthy', 30, 8_000)
-const B = loop('loop_bbbb2222', 'Summarize new failures', 90, 20_000)
-const C = loop('loop_cccc3333', 'Look at the open pull requests', 3_600, 5_000)
-const D = loop('loop_dddd4444', 'Tidy the changelog', 5_400, 60_000)
+} from '../../src/ui/dock.ts'
+import { localDue, localInterval } from '../../src/ui/locales.ts'
+import type { LoopDockProps } from '../../src/ui/slot-props.ts'
 
 const SUCCESS = { ok: true, value: { commandId: 'cmd-1', result: { kind: 'success', text: 'Deleted loop_aaaa1111.' } } }
-
-/** A settable projection behind a `useSyncExternalStore` reader, like the host's `useProjection`. */
-function projectionSource(initial: LoopProjection | undefined) {
-  let value = initial
-  const listeners = new Set<() => void>()
-  const keys: unknown[] = []
-  const subscribe = (listener: () => void) => {
-    listeners.add(listener)
-    return () => listeners.delete(listener)
-  }
-  const useProjection = ((key: 'loop', selector?: (projection: LoopProjection | undefined) => unknown) => {
-    keys.push(key)
-    const current = useSyncExternalStore(subscribe, () => value)
-    return selector === undefined ? current : selector(current)
-  }) as LoopDockProps['useProjection']
-  return {
-    keys,
-    useProjection,
-    set(next: LoopProjection | undefined) {
-      act(() => {
-        value = next
-        for (const listener of listeners) listener()
-      })
-    },
-  }
-}
-
-/** A promise the test settles by hand. */
-function deferred() {
-  let resolve!: (value: unknown) => void
-  let reject!: (error: unknown) => void
-  const promise = new Promise<unknown>((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  return { promise, resolve, reject }
-}
 
 /**
  * Render the dock the way the slot renderer does: the standard session kit
@@ -127,7 +73,7 @@ const rowOf = (prompt: string) => rows().find((row) => row.querySelector(`[title
 const cell = (row: HTMLElement, index: number) => row.children[index]!.textContent
 const toggle = () => document.querySelector<HTMLButtonElement>('[data-loop-summary] button')!
 const tick = (ms = REPAINT_MS) => act(() => void vi.advanceTimersByTime(ms))
-const settle = async (pending: ReturnType<typeof deferred>, outcome: { value: unknown } | { error: unknown }) => {
+const settle = async (pending: Deferred, outcome: { value: unknown } | { error: unknown }) => {
   await act(async () => {
     if ('value' in outcome) pending.resolve(outcome.value)
     else pending.reject(outcome.error)
@@ -135,15 +81,8 @@ const settle = async (pending: ReturnType<typeof deferred>, outcome: { value: un
   })
 }
 
-beforeEach(() => {
-  vi.useFakeTimers({ now: T0, toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] })
-})
-
-afterEach(() => {
-  cleanup()
-  vi.useRealTimers()
-  vi.restoreAllMocks()
-})
+// Every test runs on fake timers from T0 and ends unmounted, on real timers, with every spy restored.
+runAtT0()
 
 describe('dock rules (src/ui/dock.ts)', () => {
   it('lays out 0 as nothing, 1 and 2 as rows, 3 and more as a summary', () => {
@@ -154,17 +93,6 @@ describe('dock rules (src/ui/dock.ts)', () => {
     expect(loopsOf(undefined)).toEqual([])
     expect(loopsOf({ loops: 'nope' } as unknown as LoopProjection)).toEqual([])
     expect(loopsOf({ loops: [A] })).toEqual([A])
-  })
-
-  it('says in English exactly what the /loop command replies say (one decomposition and rounding rule in src/format.ts)', () => {
-    const en = translator('en')
-    for (const seconds of [0, 0.5, 1, 59, 60, 61, 90, 3_599, 3_600, 3_661, 86_399, 86_400, 90_061, 31_536_000]) {
-      expect(localDuration(en, seconds)).toBe(formatDuration(seconds))
-      expect(localInterval(en, seconds)).toBe(formatInterval(seconds))
-    }
-    for (const offset of [-90_061_000, -65_500, -1_000, -999, 0, 1, 999, 1_000, 1_001, 59_999, 125_000, 7_200_000]) {
-      expect(localDue(en, T0 + offset, T0)).toEqual(describeNextDue(T0 + offset, T0))
-    }
   })
 
   it('words intervals, countdowns and the summary in both languages', () => {
@@ -720,24 +648,6 @@ describe('side effects', () => {
 })
 
 describe('languages', () => {
-  it('has complete zh and en dictionaries with the same placeholders', () => {
-    const { zh, en } = LOOP_DICTIONARIES
-    // A key missing from either dictionary fails here (and, for en, in the compiler).
-    expect(Object.keys(en).sort()).toEqual(Object.keys(zh).sort())
-    const placeholders = (template: string) => [...template.matchAll(/\{(\w+)\}/g)].map(([, name]) => name).sort()
-    for (const key of Object.keys(zh) as (keyof typeof zh)[]) {
-      expect(placeholders(en[key]), key).toEqual(placeholders(zh[key]))
-      if (key !== 'duration.separator') {
-        expect(zh[key].trim(), key).not.toBe('')
-        expect(en[key].trim(), key).not.toBe('')
-      }
-    }
-    // zh carries no English word; en no Chinese character.
-    const words = (value: string) => value.replace(/\{\w+\}/g, '').replace('/loop', '').replace('DSH', '')
-    for (const value of Object.values(zh)) expect(words(value)).not.toMatch(/[A-Za-z]/)
-    for (const value of Object.values(en)) expect(value).not.toMatch(/[\u3000-\u9fff\uff00-\uffef]/)
-  })
-
   it('shows every dock string in Chinese', async () => {
     const pending = deferred()
     const execute = vi.fn<(line: string) => Promise<unknown>>(() => pending.promise)
@@ -833,186 +743,5 @@ describe('double click on Confirm', () => {
       confirmA.click()
     })
     expect(execute.mock.calls).toEqual([['/loop delete loop_aaaa1111'], ['/loop delete loop_bbbb2222'], ['/loop delete loop_aaaa1111']])
-  })
-})
-
-describe('heartbeat rules (src/ui/heartbeat.ts)', () => {
-  const fromLoop = (text: string, source: unknown = { kind: 'plugin', plugin: 'loop' }) => ({ content: [{ type: 'text', text }], source })
-
-  it.each([
-    'Check whether CI is green',
-    'Compare a < b && c > d, then "quote" it and don\'t stop',
-    'First line\n\tsecond line\n  third',
-    'Already escaped: &amp; &lt;tag&gt; stays literal',
-  ])('reads back the loop id and prompt the runtime wrote: %j', (prompt) => {
-    const text = renderHeartbeat({ id: 'loop_0a1b2c3d', prompt, time_in_seconds: 60, next_at: T0 })
-    expect(readHeartbeat(fromLoop(text))).toEqual({ loopId: 'loop_0a1b2c3d', prompt, text })
-  })
-
-  it('joins text blocks as the model received them', () => {
-    const text = renderHeartbeat({ id: 'loop_1', prompt: 'p', time_in_seconds: 1, next_at: T0 })
-    const data = { content: [{ type: 'text', text: text.slice(0, 20) }, { type: 'text', text: text.slice(20) }], source: { kind: 'plugin', plugin: 'loop' } }
-    expect(readHeartbeat(data)).toEqual({ loopId: 'loop_1', prompt: 'p', text })
-  })
-
-  it('recognizes nothing else', () => {
-    const text = renderHeartbeat({ id: 'loop_1', prompt: 'p', time_in_seconds: 1, next_at: T0 })
-    for (const data of [
-      undefined,
-      'text',
-      { content: [{ type: 'text', text }] },
-      fromLoop(text, { kind: 'user' }),
-      fromLoop(text, { kind: 'plugin', plugin: 'goal' }),
-      { content: text, source: { kind: 'plugin', plugin: 'loop' } },
-      { content: [{ type: 'image', data: 'x' }], source: { kind: 'plugin', plugin: 'loop' } },
-      { content: [null], source: { kind: 'plugin', plugin: 'loop' } },
-      { content: [{ type: 'text', text: 42 }], source: { kind: 'plugin', plugin: 'loop' } },
-      fromLoop(`${text}\n`),
-      fromLoop(text.replace('<prompt>p', '<prompt>a & b')),
-      fromLoop(text.replace('loop_1', 'loop_&x;')),
-      fromLoop('<heartbeat><loop_id>loop_1</loop_id><prompt>p</prompt></heartbeat>'),
-    ]) {
-      expect(readHeartbeat(data)).toBeUndefined()
-    }
-  })
-
-  it('finds the context renderer this entry shadows, when its props can be assembled', () => {
-    const self = () => null
-    const host = () => null
-    const mine: ChatNodeEntry = { component: self, options: { key: 'context', priority: -1 }, locale: 'loop', inject: () => ({}) }
-    const theirs: ChatNodeEntry = { component: host, options: { key: 'context' }, locale: 'conversation' }
-    const user: ChatNodeEntry = { component: host, options: { key: 'user' }, locale: 'conversation' }
-    expect(shadowedContextRenderer([user, mine, theirs], self)).toEqual({ component: host, locale: 'conversation' })
-    expect(shadowedContextRenderer([user, mine], self)).toBeUndefined()
-    const { locale: _locale, ...unlocalized } = theirs
-    expect(shadowedContextRenderer([mine, unlocalized], self)).toBeUndefined()
-    expect(shadowedContextRenderer([mine, { ...theirs, inject: () => ({}) }], self)).toBeUndefined()
-    expect(shadowedContextRenderer([mine, { ...theirs, store: {} }], self)).toBeUndefined()
-    expect(shadowedContextRenderer([mine, { ...theirs, children: {} }], self)).toBeUndefined()
-  })
-})
-
-describe('heartbeat row', () => {
-  const heartbeatOf = (record: LoopRecord) => ({
-    kind: 'context',
-    seq: 12,
-    content: [{ type: 'text', text: renderHeartbeat(record) }],
-    source: { kind: 'plugin', plugin: 'loop' },
-    provenance: { role: 'inject', label: 'loop' },
-    form: null,
-  })
-
-  /** DSH's own context renderer, as this entry finds it in the registry. */
-  const HostContextRow = vi.fn((props: Record<string, unknown>) => createElement('div', { 'data-host-row': '' }, (props.t as AnyTranslate)('message.contextInjection')))
-
-  /** Render one chat node the way the keyed outlet does, with a live language and the loop projection. */
-  function renderNode(data: unknown, loops: readonly LoopRecord[] | undefined, options: { language?: Language; host?: boolean } = {}) {
-    const languages = languageSource(options.language ?? 'en')
-    const source = projectionSource(loops === undefined ? undefined : { loops: [...loops] })
-    let active: Language = options.language ?? 'en'
-    const hostWords: Record<Language, string> = { en: 'Context injection', zh: '上下文注入' }
-    const bindNamespace = vi.fn((ns: string): AnyTranslate => (key) => `${ns}/${key}: ${hostWords[active]}`)
-    const shadowedRenderer = vi.fn(() => (options.host === false ? undefined : { component: HostContextRow, locale: 'conversation' }))
-    const kit = { sessionId: 'session-5e55', useSession: vi.fn(), useTurnData: vi.fn(), renderMessageImages: vi.fn(), cwd: '/work' }
-    const Outlet = () =>
-      createElement(ContextNode, { ...kit, node: { key: 'input-message:m1', kind: 'context', data }, t: languages.useSeat(), useProjection: source.useProjection, shadowedRenderer, bindNamespace } as HeartbeatRowProps)
-    const view = render(createElement(Outlet))
-    return {
-      ...view,
-      kit,
-      bindNamespace,
-      shadowedRenderer,
-      source,
-      setLanguage: (next: Language) =>
-        act(() => {
-          active = next
-          languages.set(next)
-        }),
-    }
-  }
-
-  const toggleOf = () => document.querySelector<HTMLButtonElement>('[data-loop-heartbeat] button')!
-  const textOf = () => document.querySelector<HTMLPreElement>('[data-loop-heartbeat-text]')!
-
-  beforeEach(() => {
-    HostContextRow.mockClear()
-  })
-
-  it('shows a heartbeat as one loop row with its interval and prompt, collapsed', () => {
-    const { shadowedRenderer } = renderNode(heartbeatOf(B), [A, B])
-    const button = toggleOf()
-    expect(button.textContent).toBe('↻Loop heartbeat·every 1m 30s·Summarize new failures▾')
-    expect(button.getAttribute('aria-expanded')).toBe('false')
-    expect(textOf().hidden).toBe(true)
-    expect(button.getAttribute('aria-controls')).toBe(textOf().id)
-    expect(document.querySelector(`[title="${B.prompt}"]`)!.textContent).toBe(B.prompt)
-    expect(HostContextRow).not.toHaveBeenCalled()
-    expect(shadowedRenderer).not.toHaveBeenCalled()
-  })
-
-  it('expands to the exact text the model received, and collapses again', () => {
-    renderNode(heartbeatOf(A), [A])
-    fireEvent.click(toggleOf())
-    expect(toggleOf().getAttribute('aria-expanded')).toBe('true')
-    expect(toggleOf().textContent!.endsWith('▴')).toBe(true)
-    expect(textOf().hidden).toBe(false)
-    expect(textOf().textContent).toBe(`<heartbeat>\n  <loop_id>loop_aaaa1111</loop_id>\n  <prompt>${A.prompt}</prompt>\n</heartbeat>`)
-    expect(screen.getByLabelText('Text the model received')).toBe(textOf())
-    fireEvent.click(toggleOf())
-    expect(textOf().hidden).toBe(true)
-  })
-
-  it('leaves the interval out once the loop is gone or before the projection arrives', () => {
-    const { source } = renderNode(heartbeatOf(A), undefined)
-    expect(toggleOf().textContent).toBe(`↻Loop heartbeat·${A.prompt}▾`)
-    source.set({ loops: [A] })
-    expect(toggleOf().textContent).toBe(`↻Loop heartbeat·every 30s·${A.prompt}▾`)
-    source.set({ loops: [B] })
-    expect(toggleOf().textContent).toBe(`↻Loop heartbeat·${A.prompt}▾`)
-    source.set({ loops: 'broken' } as unknown as LoopProjection)
-    expect(toggleOf().textContent).toBe(`↻Loop heartbeat·${A.prompt}▾`)
-  })
-
-  it('speaks Chinese and follows a language switch live, staying open', () => {
-    const { setLanguage } = renderNode(heartbeatOf(D), [D], { language: 'zh' })
-    expect(toggleOf().textContent).toBe('↻循环触发·每1小时30分钟·Tidy the changelog▾')
-    fireEvent.click(toggleOf())
-    expect(screen.getByLabelText('模型收到的文本')).toBe(textOf())
-    setLanguage('en')
-    expect(toggleOf().textContent).toBe('↻Loop heartbeat·every 1h 30m·Tidy the changelog▴')
-    expect(textOf().hidden).toBe(false)
-  })
-
-  it('hands every other context row to DSH with the props and the conversation seat DSH would give it', () => {
-    const data = { kind: 'context', content: [{ type: 'text', text: 'Skill catalog' }], source: { kind: 'skill-catalog' } }
-    const { kit, bindNamespace, setLanguage } = renderNode(data, [A])
-    expect(document.querySelector('[data-loop-heartbeat]')).toBeNull()
-    expect(document.querySelector('[data-host-row]')!.textContent).toBe('conversation/message.contextInjection: Context injection')
-    expect(bindNamespace).toHaveBeenCalledWith('conversation')
-    const [props] = HostContextRow.mock.calls.at(-1)!
-    expect(Object.keys(props).sort()).toEqual(['cwd', 'node', 'renderMessageImages', 'sessionId', 't', 'useProjection', 'useSession', 'useTurnData'])
-    expect(props).toMatchObject({ ...kit, node: { key: 'input-message:m1', kind: 'context', data } })
-    const before = props.t
-    setLanguage('zh')
-    expect(document.querySelector('[data-host-row]')!.textContent).toBe('conversation/message.contextInjection: 上下文注入')
-    // A new seat after the switch, so DSH's memoized row re-renders.
-    expect(HostContextRow.mock.calls.at(-1)![0].t).not.toBe(before)
-  })
-
-  it('hands a malformed loop message to DSH too', () => {
-    renderNode({ content: [{ type: 'text', text: 'not a heartbeat' }], source: { kind: 'plugin', plugin: 'loop' } }, [A])
-    expect(document.querySelector('[data-host-row]')).not.toBeNull()
-  })
-
-  it('throws for DSH to retire it when there is no DSH renderer to hand a row to', () => {
-    // React reports the render error to the console and to window (jsdom would print it); the throw is the point here.
-    const error = vi.spyOn(console, 'error').mockImplementation(() => undefined)
-    const quiet = (event: ErrorEvent) => event.preventDefault()
-    window.addEventListener('error', quiet)
-    expect(() => renderNode({ content: [], source: { kind: 'user' } }, [A], { host: false })).toThrow(
-      'dsh-plugin-loop: no DSH context renderer to hand non-heartbeat rows to',
-    )
-    window.removeEventListener('error', quiet)
-    error.mockRestore()
   })
 })

@@ -15,17 +15,17 @@ import { join, resolve } from 'node:path'
 import * as React from 'react'
 import * as ReactJsxRuntime from 'react/jsx-runtime'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
-import * as sourceEntry from '../src/ui/index.ts'
-import type { ShadowedRenderer } from '../src/ui/heartbeat.ts'
-import type { HeartbeatRowInjected, HeartbeatRowProps } from '../src/ui/HeartbeatRow.tsx'
-import type { LoopClientContext, LoopSettingsInjected } from '../src/ui/index.ts'
-import { LOOP_DICTIONARIES, type LoopTranslate } from '../src/ui/locales.ts'
-import type { LoopSettingsCardProps } from '../src/ui/LoopSettingsCard.tsx'
-import type { SettingsScopeLike, SettingsScopeSnapshot } from '../src/ui/settings-form.ts'
-import type { LoopDockInjected, LoopDockProps } from '../src/ui/slot-props.ts'
-import type { ToolCallRowInjected, ToolCallRowProps } from '../src/ui/ToolCallRow.tsx'
+import * as sourceEntry from '../../src/ui/index.ts'
+import type { ShadowedRenderer } from '../../src/ui/heartbeat.ts'
+import type { HeartbeatRowInjected, HeartbeatRowProps } from '../../src/ui/HeartbeatRow.tsx'
+import type { LoopClientContext, LoopSettingsInjected } from '../../src/ui/index.ts'
+import { LOOP_DICTIONARIES, type LoopTranslate } from '../../src/ui/locales.ts'
+import type { LoopSettingsCardProps } from '../../src/ui/LoopSettingsCard.tsx'
+import type { SettingsScopeLike, SettingsScopeSnapshot } from '../../src/ui/settings-form.ts'
+import type { LoopDockInjected, LoopDockProps } from '../../src/ui/slot-props.ts'
+import type { ToolCallRowInjected, ToolCallRowProps } from '../../src/ui/ToolCallRow.tsx'
 
-const ROOT = resolve(import.meta.dirname, '..')
+const ROOT = resolve(import.meta.dirname, '../..')
 const SEED: Record<string, unknown> = {
   react: React,
   'react/jsx-runtime': ReactJsxRuntime,
@@ -214,6 +214,7 @@ async function checkEntry(entry: Entry) {
     }),
   )
   expect(toolView.container.querySelector('[data-loop-tool="loop_create"] button')!.textContent).toBe('↻Create loop·every 5m·Check whether CI is green▾')
+  const toolText = toolView.container.querySelector('pre')!.className
   toolView.unmount()
 
   // The settings card, keyed by the namespace the Plugin configuration tab lists.
@@ -266,6 +267,7 @@ async function checkEntry(entry: Entry) {
   const heartbeat = { content: [{ type: 'text', text: '<heartbeat>\n  <loop_id>loop_a1b2</loop_id>\n  <prompt>Check the build</prompt>\n</heartbeat>' }], source: { kind: 'plugin', plugin: 'loop' } }
   const nodeView = render(React.createElement(node.component, { node: { data: heartbeat }, t: englishSeat, useProjection, ...nodeFace }))
   expect(nodeView.container.querySelector('[data-loop-heartbeat] button')!.textContent).toBe('↻Loop heartbeat·every 1m 30s·Check the build▾')
+  const heartbeatText = nodeView.container.querySelector('pre')!.className
   nodeView.unmount()
 
   // Rendered as the slot renderer would, Delete → Confirm sends exactly `/loop delete <id>`.
@@ -275,7 +277,7 @@ async function checkEntry(entry: Entry) {
   await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
   expect(execute).toHaveBeenLastCalledWith('session-2', '/loop delete loop_a1b2', [])
   expect(execute).toHaveBeenCalledTimes(2)
-  return document.querySelector<HTMLElement>('[data-loop-dock]')!
+  return { dock: document.querySelector<HTMLElement>('[data-loop-dock]')!, texts: { heartbeat: heartbeatText, tool: toolText } }
 }
 
 describe('lib/client.js', () => {
@@ -300,37 +302,48 @@ describe('lib/client.js', () => {
 
     const styles = [...document.querySelectorAll<HTMLStyleElement>('style')]
     expect(styles.map((style) => [style.dataset.plugin, style.dataset.pluginCss])).toEqual([
+      ['dsh-plugin-loop', 'dsh-plugin-loop/DisclosureRow.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/HeartbeatRow.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/LoopDock.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/LoopSettingsCard.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/ToolCallRow.module.css'],
     ])
-    const [heartbeat, dock, card, tool] = styles.map((style) => style.textContent) as [string, string, string, string]
+    const [disclosure, heartbeat, dock, card, tool] = styles.map((style) => style.textContent) as [string, string, string, string, string]
     expect(dock).toContain('var(--dsw-specific-tip)')
     expect(dock).toContain('var(--dsw-alias-state-error-primary)')
     expect(dock).toContain('min-height:44px')
-    expect(heartbeat).toContain('var(--dsw-alias-markdown-code-block)')
+    // The heartbeat and tool rows share one disclosure line, whose text wears the code-block background.
+    expect(disclosure).toContain('var(--dsw-alias-markdown-code-block)')
     expect(heartbeat).toContain('max-height:141px')
     // The card wears the host's card tokens; the tool row the conversation's.
     expect(card).toContain('var(--dsw-alias-bg-layer-3)')
     expect(card).toContain('var(--dsw-alias-label-error)')
     expect(tool).toContain('var(--dsw-alias-state-error-primary)')
-    expect(tool).toContain('var(--dsw-alias-markdown-code-block)')
-    for (const css of [dock, heartbeat, card, tool]) expect(css).not.toMatch(/animation|transition/)
+    for (const css of [disclosure, dock, heartbeat, card, tool]) expect(css).not.toMatch(/animation|transition/)
 
     // a second materialization (HMR reload) does not duplicate the styles
     registration!.factory(seedRequire().require)
-    expect(document.querySelectorAll('style')).toHaveLength(4)
+    expect(document.querySelectorAll('style')).toHaveLength(5)
   })
 
   it('registers the dictionaries, the dock between the goal bar and the queue strip, the heartbeat row, the tool rows and the settings card', async () => {
     const [registration] = loadBundle()
     const exports = registration!.factory(seedRequire().require) as unknown as Entry
-    const root = await checkEntry(exports)
+    const { dock: root, texts } = await checkEntry(exports)
     // the component carries the bundle's scoped class names, which the injected style defines
     const dockClass = root.className
     expect(dockClass).toMatch(/^[\w-]+_dock$/)
     expect(document.querySelector('style[data-plugin-css="dsh-plugin-loop/LoopDock.module.css"]')!.textContent).toContain(`.${dockClass}{`)
+    // Each conversation row's text wears the shared disclosure sheet's code-block background and its own sheet's cap.
+    const sheet = (file: string) => document.querySelector(`style[data-plugin-css="dsh-plugin-loop/${file}"]`)!.textContent!
+    for (const [file, className, cap] of [
+      ['HeartbeatRow.module.css', texts.heartbeat, '141px'],
+      ['ToolCallRow.module.css', texts.tool, '224px'],
+    ] as const) {
+      const [shared, own] = className.split(' ') as [string, string]
+      expect(sheet('DisclosureRow.module.css')).toMatch(new RegExp(`\\.${shared}\\{[^}]*background:var\\(--dsw-alias-markdown-code-block\\)`))
+      expect(sheet(file)).toMatch(new RegExp(`\\.${own}\\{[^}]*max-height:${cap}`))
+    }
   })
 })
 
