@@ -15,25 +15,30 @@ export interface LoopConfig {
   readonly maxLoopsPerSession: number
   /** Longest prompt, in characters; a longer one is refused, never cut. */
   readonly maxPromptLength: number
+  /** Whether a long-lived host brings back, at start, every session holding an active loop. */
+  readonly resumeOnStart: boolean
 }
 
 /** Defaults: room for a real workflow, far from a runaway. */
-export const DEFAULT_LOOP_CONFIG: LoopConfig = Object.freeze({ maxLoopsPerSession: 20, maxPromptLength: 4000 })
+export const DEFAULT_LOOP_CONFIG: LoopConfig = Object.freeze({ maxLoopsPerSession: 20, maxPromptLength: 4000, resumeOnStart: true })
 
 /** Schemastery schema DSH validates the row's `config:` with, and the settings section resolves through. */
 export const Config: z<LoopConfig> = z
   .object({
     maxLoopsPerSession: z.natural().min(1).max(1000).default(DEFAULT_LOOP_CONFIG.maxLoopsPerSession),
     maxPromptLength: z.natural().min(1).max(100_000).default(DEFAULT_LOOP_CONFIG.maxPromptLength),
+    resumeOnStart: z.boolean().default(DEFAULT_LOOP_CONFIG.resumeOnStart),
   })
   .i18n({
     en: {
       maxLoopsPerSession: 'Maximum active loops per session. Creating one more is refused until one is deleted.',
       maxPromptLength: 'Maximum prompt length in characters. A longer prompt is refused; every heartbeat repeats the prompt.',
+      resumeOnStart: 'When DSH web starts, bring back every session holding an active loop, so loops keep running across a restart. Each such session is read in full and stays live; every overdue loop fires once.',
     },
     zh: {
       maxLoopsPerSession: '每个会话最多可同时存在的循环数。达到上限后，需先删除一个才能再创建。',
       maxPromptLength: '提示词的最大长度（字符）。超出的提示词会被拒绝；每次心跳都会重复发送提示词。',
+      resumeOnStart: 'DSH web 启动时，恢复所有包含活动循环的会话，使循环在重启后继续运行。每个这样的会话都会被完整读取并保持活动；每个已逾期的循环会触发一次。',
     },
   }) as z<LoopConfig>
 
