@@ -19,6 +19,16 @@ import { Lease, LEASE_REFRESH_MS } from './lease.ts'
 import { describeHolder, describeRevival, describeSkip, planRevival, type Skipped } from './revive-plan.ts'
 import { SessionHints } from './session-hints.ts'
 
+/**
+ * One line of the start-up report on the host's terminal. DSH rc.8 registers no
+ * exporter for `ctx.logger`, so its lines reach no one; DSH's own web app reports
+ * to the terminal with `console.error` (`web-app: could not open …`), and so does this.
+ * @param line - the line, without the `loop: ` prefix.
+ */
+export function report(line: string): void {
+  console.error(`loop: ${line}`)
+}
+
 /** How many sessions are read and brought live at once: the start stays responsive. */
 export const REVIVE_CONCURRENCY = 4
 /** How often a host that does not hold the lease checks whether it can take over. */
@@ -92,14 +102,13 @@ interface CheckpointedLoops {
  * @returns disposer: stops polling and refreshing, releases the lease; brought-back sessions stay live (the host owns them).
  */
 export function startRevival(ctx: Context, options: RevivalOptions): () => Promise<void> {
-  const logger = ctx.logger('loop')
   const abort = new AbortController()
   let timer: ReturnType<typeof setTimeout> | undefined
   let holding = false
 
   const later = (delay: number, step: () => Promise<void>): void => {
     if (abort.signal.aborted) return
-    timer = setTimeout(() => void step().catch((error: unknown) => logger.warn(`resume on start: ${describeError(error)}`)), delay)
+    timer = setTimeout(() => void step().catch((error: unknown) => report(`resume on start: ${describeError(error)}`)), delay)
     // A one-second poll must never keep a process alive that is otherwise done.
     timer.unref()
   }
@@ -107,15 +116,18 @@ export function startRevival(ctx: Context, options: RevivalOptions): () => Promi
   const refresh = async (): Promise<void> => {
     if (await options.lease.refresh()) return later(LEASE_REFRESH_MS, refresh)
     holding = false
-    logger.warn('the loop lease on this DSH_HOME was taken over by another process; this one keeps the sessions it already brought back')
+    report('the loop lease on this DSH_HOME was taken over by another process; this one keeps the sessions it already brought back')
   }
 
-  const claim = async (announce: boolean): Promise<void> => {
+  let announced = false
+  const claim = async (): Promise<void> => {
     const outcome = await options.lease.acquire()
     if (abort.signal.aborted) return
     if (!outcome.held) {
-      if (announce && outcome.holder !== undefined) logger.info(describeHolder(outcome.holder))
-      return later(LEASE_POLL_MS, () => claim(false))
+      // Said once; the holder may be mid-takeover (no readable record yet) on the first look.
+      if (!announced && outcome.holder !== undefined) report(describeHolder(outcome.holder))
+      announced ||= outcome.holder !== undefined
+      return later(LEASE_POLL_MS, claim)
     }
     holding = true
     later(LEASE_REFRESH_MS, refresh)
@@ -131,13 +143,13 @@ export function startRevival(ctx: Context, options: RevivalOptions): () => Promi
     if (ctx.get('headlessStartup') !== undefined) return
     if (hostServices(ctx) === undefined) return
     if (!options.enabled()) {
-      logger.info('resumeOnStart is off: no session is brought back at start; sessions holding loops come back when opened')
+      report('resumeOnStart is off: no session is brought back at start; sessions holding loops come back when opened')
       return
     }
-    await claim(true)
+    await claim()
   }
 
-  const started = begin().catch((error: unknown) => logger.warn(`resume on start failed: ${describeError(error)}`))
+  const started = begin().catch((error: unknown) => report(`resume on start failed: ${describeError(error)}`))
   return async () => {
     abort.abort()
     clearTimeout(timer)
@@ -179,7 +191,6 @@ export async function reviveSessions(
   hints: SessionHints,
   signal: AbortSignal,
 ): Promise<{ readonly revived: string[]; readonly skipped: Skipped[] }> {
-  const logger = ctx.logger('loop')
   const headers = await services.persistence.list(signal)
   const hinted = await hints.read()
   const archived = new Set<string>((ctx.get('workspaceRegistry') as { archivedSessionIds?: readonly string[] } | undefined)?.archivedSessionIds ?? [])
@@ -188,7 +199,7 @@ export async function reviveSessions(
   const revived: string[] = []
   const skip = (entry: Skipped, detail?: string): void => {
     skipped.push(entry)
-    logger.info(describeSkip(entry, detail))
+    report(describeSkip(entry, detail))
   }
   const listed = new Set<string>(headers.map((header) => header.id))
   for (const entry of plan.skipped) {
@@ -205,7 +216,7 @@ export async function reviveSessions(
     }
   }
   await Promise.all(Array.from({ length: REVIVE_CONCURRENCY }, worker))
-  logger.info(describeRevival(revived.length, skipped))
+  report(describeRevival(revived.length, skipped))
   return { revived, skipped }
 }
 

@@ -105,7 +105,8 @@ describe('resume on start', () => {
       await waitForDurableBeats(r.home, second, loopB, counts.b)
       expect(r.web.output()).toContain('brought back 2 sessions holding active loops')
       // The first heartbeat after the restart reaches the model from the same agent composition as before it.
-      const after = heartbeatRequests(r.model, loopA, 'RESUME_A', requestsBefore)[0]
+      // The user message is logged before the model is called: wait for the request itself.
+      const after = await waitFor('the first heartbeat request after the restart', () => heartbeatRequests(r.model, loopA, 'RESUME_A', requestsBefore)[0])
       expect(agentShape(after)).toEqual(agentShape(before))
       // The loop-less session was never resumed: not one byte of its log changed.
       expect(readFileSync(logFile(r.home, plain)).equals(plainBytes), `${signal}: ${plain} changed`).toBe(true)
