@@ -95,7 +95,11 @@ export function describeSkip(skip: Skipped, detail?: string): string {
 export function describeRevival(revived: number, skipped: readonly Skipped[]): string {
   const counts = new Map<SkipReason, number>()
   for (const { reason } of skipped) counts.set(reason, (counts.get(reason) ?? 0) + 1)
-  const reasons = [...counts].map(([reason, count]) => `${SKIP_WORDS[reason]}: ${count}`).join(', ')
+  // A fixed order, whatever order the concurrent reads finished in.
+  const reasons = (Object.keys(SKIP_WORDS) as SkipReason[])
+    .filter((reason) => counts.has(reason))
+    .map((reason) => `${SKIP_WORDS[reason]}: ${counts.get(reason)}`)
+    .join(', ')
   const noun = revived === 1 ? 'session' : 'sessions'
   return `brought back ${revived} ${noun} holding active loops; skipped ${skipped.length}${reasons === '' ? '' : ` (${reasons})`}`
 }

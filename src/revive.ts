@@ -191,6 +191,8 @@ export async function reviveSessions(
   hints: SessionHints,
   signal: AbortSignal,
 ): Promise<{ readonly revived: string[]; readonly skipped: Skipped[] }> {
+  // A hint written after this instant (a create racing the start) is never dropped as stale.
+  const listedAt = Date.now()
   const headers = await services.persistence.list(signal)
   const hinted = await hints.read()
   const archived = new Set<string>((ctx.get('workspaceRegistry') as { archivedSessionIds?: readonly string[] } | undefined)?.archivedSessionIds ?? [])
@@ -205,7 +207,7 @@ export async function reviveSessions(
   for (const entry of plan.skipped) {
     skip(entry)
     // A hint naming no stored session can never be right again.
-    if (!listed.has(entry.id)) await hints.drop(entry.id, Date.now())
+    if (!listed.has(entry.id)) await hints.drop(entry.id, listedAt)
   }
   const queue = [...plan.candidates]
   const worker = async (): Promise<void> => {

@@ -18,6 +18,9 @@ interface HintRecord {
   readonly touchedAt: number
 }
 
+/** A hint younger than this, measured from the read that found no loop, is kept: see {@link SessionHints.drop}. */
+export const HINT_DROP_MARGIN_MS = 60_000
+
 /** Suffix of hint files; temporary files end otherwise and are never read. */
 const HINT_SUFFIX = '.json'
 
@@ -114,15 +117,17 @@ export class SessionHints {
   }
 
   /**
-   * Drop a session's hint, unless it was rewritten at or after `readSince`
-   * (a create in another process raced the read that found no loop).
+   * Drop a session's hint, unless it was written less than {@link HINT_DROP_MARGIN_MS}
+   * before `readSince`: a create racing the read that found no loop (its flush
+   * still pending, or in another process) keeps its hint. File times are also
+   * coarser than `Date.now()` (a kernel tick), which the margin covers too.
    * @param sessionId - the session.
    * @param readSince - epoch ms when the read that found no loop began.
    */
   async drop(sessionId: string, readSince: number): Promise<void> {
     const file = this.file(sessionId)
     try {
-      if ((await stat(file)).mtimeMs < readSince) await unlink(file)
+      if ((await stat(file)).mtimeMs < readSince - HINT_DROP_MARGIN_MS) await unlink(file)
     } catch {
       // Already gone, or not removable: a hint that stays costs one read at the next start, its harmless direction.
     }

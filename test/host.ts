@@ -21,6 +21,9 @@ import * as settingsFilePlugin from '@deepseek-ai/dsh-settings-file'
 import * as projectionPlugin from '@deepseek-ai/dsh-session-projection'
 import * as systemPromptPlugin from '@deepseek-ai/dsh-system-prompt'
 import * as toolsPlugin from '@deepseek-ai/dsh-tools'
+import { defineTool } from '@deepseek-ai/dsh-tools'
+import { createApiRemoteAgentResolver } from '@deepseek-ai/dsh-api-remotes'
+import TypertRegistry from '@deepseek-ai/dsh-typert-registry'
 import { CallId } from '@deepseek-ai/dsh-llm'
 import type {} from '@deepseek-ai/dsh-session-persistence'
 import { vi, type Mock } from 'vitest'
@@ -48,6 +51,48 @@ export interface HostOptions {
   readonly loopConfig?: Record<string, unknown>
   /** Provide DSH's one-shot service, as `dsh --profile headless "task"` does. */
   readonly oneShot?: boolean
+  /**
+   * A DSH home (`dshHomePath`, as dsh-app-boot provides it) and the host's own
+   * agent resolver (`createApiRemoteAgentResolver` behind the Typert lookup
+   * `agent`, as DSH web's api proxy composes it), so the start-up path runs.
+   */
+  readonly home?: string
+}
+
+/** The tool the resolver's setup registers, standing in for an agent preset's tools. */
+export const PRESET_TOOL = 'preset_probe'
+
+/** Fake boundaries of the agents the host's resolver brought live, by session id. */
+export const resolvedFakes = new Map<string, FakeAgent>()
+
+const probeTool = defineTool({
+  name: PRESET_TOOL,
+  description: 'A tool only the preset mounts.',
+  parameters: {},
+  output: { schema: { type: 'string' }, render: () => [] },
+  execute: async () => 'probe',
+})
+
+/** Mount what DSH web composes for cold sessions: a home, the Typert registry and the host's resolver. */
+async function mountHostResolver(ctx: Context, home: string): Promise<void> {
+  ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
+  await ctx.plugin(TypertRegistry as unknown as PluginModule)
+  await ctx.plugin({
+    name: 'test-host-resolver',
+    inject: ['agents', 'sessions', 'sessionPersistence'],
+    apply: (resolverCtx: Context) => {
+      createApiRemoteAgentResolver(resolverCtx, {
+        agentOptions: () => AGENT_OPTIONS,
+        // What DSH web's setup does in kind: mount the session's preset (here one tool) before publication.
+        setup: () => (agentCtx: Context) => {
+          const boundary = installBoundary(agentCtx.agent!)
+          agentCtx.tools.register(probeTool)
+          const agent = agentCtx.agent!
+          resolvedFakes.set(agent.id, { agent, handle: { agent } as AgentHandle, ...boundary })
+        },
+      })
+    },
+  } as unknown as PluginModule)
 }
 
 /** A booted host. */
@@ -85,12 +130,13 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
   if (options.settingsPath !== undefined) plugins.push([settingsFilePlugin, { path: options.settingsPath, watch: false }])
   plugins.push([commandsPlugin], [agentLoopPlugin, { agents: [] }])
   if (options.oneShot === true) ctx.provide('headlessStartup', { task: 'one task' })
-  if (options.loop !== false) plugins.push([loopPlugin, options.loopConfig])
   for (const [plugin, config] of plugins) {
     // Service packages export their class as default; function plugins are the namespace itself.
     const module = (plugin as { default?: unknown }).default ?? plugin
     await ctx.plugin(module as PluginModule, config as never)
   }
+  if (options.home !== undefined) await mountHostResolver(ctx, options.home)
+  if (options.loop !== false) await ctx.plugin(loopPlugin as PluginModule, options.loopConfig as never)
   trackFlushes(ctx)
   return { ctx, root, dispose: () => ctx.fiber.dispose() }
 }
