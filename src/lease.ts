@@ -9,7 +9,7 @@
  * @module dsh-plugin-loop/lease
  */
 import { randomBytes } from 'node:crypto'
-import { link, mkdir, readFile, rmdir, stat, unlink } from 'node:fs/promises'
+import { link, mkdir, readFile, rm, stat, unlink } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { isLeaseStale, parseLease, type LeaseRecord } from './revive-plan.ts'
@@ -94,37 +94,39 @@ export class Lease {
 
   /** Remove the lease if this process holds it (a clean stop hands over at once). */
   async release(): Promise<void> {
-    const current = await this.read().catch(() => undefined)
-    if (current?.token === this.record.token) await unlink(this.path).catch(() => undefined)
+    try {
+      if ((await this.read())?.token === this.record.token) await unlink(this.path)
+    } catch {
+      // Stopping anyway: a lease left behind is taken over once its process is gone or it expired.
+    }
   }
 
   private stale(record: LeaseRecord): boolean {
     return isLeaseStale(record, this.clock(), LEASE_TTL_MS, { host: this.record.host, pidAlive: isProcessAlive(record.pid) })
   }
 
-  /** A complete lease appears at once or not at all: `link` of a written temporary file fails if one exists. */
+  /**
+   * A complete lease appears at once or not at all: `link` of a written temporary
+   * file fails if one exists. Any failed link (the file exists, or a filesystem
+   * without hard links) falls through to the read and, if free, the locked takeover.
+   */
   private async create(): Promise<boolean> {
     const temporary = `${this.path}.${randomBytes(4).toString('hex')}.tmp`
     await writeDurably(temporary, this.text())
-    try {
-      await link(temporary, this.path)
-      return true
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false
-      throw error
-    } finally {
-      await unlink(temporary).catch(() => undefined)
-    }
+    const created = await link(temporary, this.path).then(
+      () => true,
+      () => false,
+    )
+    await rm(temporary, { force: true })
+    return created
   }
 
-  /** An unparseable lease file is treated as stale once it is older than the time to live. */
+  /** An unparseable lease file is treated as stale once it is older than the time to live (a vanished one at once). */
   private async unreadableLongEnough(): Promise<boolean> {
-    try {
-      return this.clock() - (await stat(this.path)).mtimeMs > LEASE_TTL_MS
-    } catch (error) {
-      if (isMissing(error)) return true
-      throw error
-    }
+    return stat(this.path).then(
+      (file) => this.clock() - file.mtimeMs > LEASE_TTL_MS,
+      () => true,
+    )
   }
 
   /**
@@ -134,12 +136,13 @@ export class Lease {
    */
   private async takeOver(seen: LeaseRecord | undefined): Promise<boolean> {
     const lock = `${this.path}.takeover`
-    try {
-      await mkdir(lock)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      const age = this.clock() - (await stat(lock)).mtimeMs
-      if (age > LEASE_TTL_MS) await rmdir(lock).catch(() => undefined)
+    const locked = await mkdir(lock).then(
+      () => true,
+      () => false,
+    )
+    if (!locked) {
+      // Another taker holds the lock, or one was killed holding it: cleared once older than the time to live.
+      if (this.clock() - (await stat(lock)).mtimeMs > LEASE_TTL_MS) await rm(lock, { recursive: true, force: true })
       return false
     }
     try {
@@ -149,7 +152,7 @@ export class Lease {
       await writeDurably(this.path, this.text())
       return true
     } finally {
-      await rmdir(lock).catch(() => undefined)
+      await rm(lock, { recursive: true, force: true })
     }
   }
 }

@@ -72,7 +72,7 @@ export function planRevival(input: RevivalInput): RevivalPlan {
     else ranked.push({ id: session.id, rank: input.hinted.get(session.id) ?? session.createdAt })
   }
   for (const id of input.hinted.keys()) if (!listed.has(id)) skipped.push({ id, reason: 'missing' })
-  ranked.sort((a, b) => b.rank - a.rank || (a.id < b.id ? -1 : 1))
+  ranked.sort((a, b) => b.rank - a.rank || Number(a.id > b.id) - Number(a.id < b.id))
   return { candidates: ranked.map((entry) => entry.id), skipped }
 }
 

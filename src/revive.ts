@@ -105,11 +105,18 @@ export function startRevival(ctx: Context, options: RevivalOptions): () => Promi
   const abort = new AbortController()
   let timer: ReturnType<typeof setTimeout> | undefined
   let holding = false
+  let announced = false
+  /** The step in flight (the first claim, a poll or a refresh): the disposer waits for it. */
+  let current: Promise<void> = Promise.resolve()
+
+  const run = (step: () => Promise<void>): void => {
+    current = step().catch((error: unknown) => report(`resume on start: ${describeError(error)}`))
+  }
 
   const later = (delay: number, step: () => Promise<void>): void => {
     if (abort.signal.aborted) return
-    timer = setTimeout(() => void step().catch((error: unknown) => report(`resume on start: ${describeError(error)}`)), delay)
-    // A one-second poll must never keep a process alive that is otherwise done.
+    timer = setTimeout(() => run(step), delay)
+    // A poll must never keep a process alive that is otherwise done.
     timer.unref()
   }
 
@@ -119,41 +126,40 @@ export function startRevival(ctx: Context, options: RevivalOptions): () => Promi
     report('the loop lease on this DSH_HOME was taken over by another process; this one keeps the sessions it already brought back')
   }
 
-  let announced = false
-  const claim = async (): Promise<void> => {
+  const claim = (services: HostServices) => async (): Promise<void> => {
     const outcome = await options.lease.acquire()
+    // Set before the abort check, so a disposer racing the acquire still releases what it took.
+    holding = outcome.held
     if (abort.signal.aborted) return
     if (!outcome.held) {
-      // Said once; the holder may be mid-takeover (no readable record yet) on the first look.
+      // Said once; on the first look the holder may be mid-takeover (no readable record yet).
       if (!announced && outcome.holder !== undefined) report(describeHolder(outcome.holder))
       announced ||= outcome.holder !== undefined
-      return later(LEASE_POLL_MS, claim)
+      return later(LEASE_POLL_MS, claim(services))
     }
-    holding = true
     later(LEASE_REFRESH_MS, refresh)
-    const services = hostServices(ctx)
-    if (services !== undefined) await reviveSessions(ctx, services, options.hints, abort.signal)
+    await reviveSessions(ctx, services, options.hints, abort.signal)
   }
 
   const begin = async (): Promise<void> => {
     // Waiting inside `apply` would deadlock: the loader settles only when every plugin's apply has returned.
     await ctx.get('loader')?.await()
-    if (abort.signal.aborted) return
     // A one-shot run brings nothing back: it exits when its own task ends.
     if (ctx.get('headlessStartup') !== undefined) return
-    if (hostServices(ctx) === undefined) return
+    const services = hostServices(ctx)
+    if (services === undefined) return
     if (!options.enabled()) {
       report('resumeOnStart is off: no session is brought back at start; sessions holding loops come back when opened')
       return
     }
-    await claim()
+    await claim(services)()
   }
 
-  const started = begin().catch((error: unknown) => report(`resume on start failed: ${describeError(error)}`))
+  run(begin)
   return async () => {
     abort.abort()
     clearTimeout(timer)
-    await started
+    await current
     if (holding) await options.lease.release()
   }
 }
@@ -222,6 +228,15 @@ export async function reviveSessions(
   return { revived, skipped }
 }
 
+/**
+ * A failed lookup's own words: DSH web's resolver throws a `TypertLookupFailure`
+ * whose message is generic and whose `failure` carries the cause (`{ code, message }`).
+ */
+function describeLookupError(error: unknown): string {
+  const failure = (error as { failure?: { code?: unknown; message?: unknown } }).failure
+  return typeof failure?.message === 'string' ? `${String(failure.code)}: ${failure.message}` : describeError(error)
+}
+
 /** One candidate: read it, and bring it live only if it holds an active loop. */
 async function reviveOne(
   ctx: Context,
@@ -250,6 +265,6 @@ async function reviveOne(
     const agent = await ctx.agents.withoutInitiator(() => services.lookup.resolve(id))
     return agent === undefined ? { reason: 'unresolved' } : 'revived'
   } catch (error) {
-    return { reason: 'unresolved', detail: describeError(error) }
+    return { reason: 'unresolved', detail: describeLookupError(error) }
   }
 }

@@ -9,7 +9,7 @@
  * @module dsh-plugin-loop/session-hints
  */
 import { randomBytes } from 'node:crypto'
-import { mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises'
+import { mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 
 /** The hint file's content. */
@@ -52,7 +52,7 @@ export async function writeDurably(path: string, text: string): Promise<void> {
   try {
     await rename(temporary, path)
   } catch (error) {
-    await unlink(temporary).catch(() => undefined)
+    await rm(temporary, { force: true })
     throw error
   }
   await syncDirectory(dir)

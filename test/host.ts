@@ -24,6 +24,11 @@ import * as toolsPlugin from '@deepseek-ai/dsh-tools'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import { createApiRemoteAgentResolver } from '@deepseek-ai/dsh-api-remotes'
 import TypertRegistry from '@deepseek-ai/dsh-typert-registry'
+import * as storageDomainPlugin from '@deepseek-ai/dsh-storage-domain'
+import * as storageJsonPlugin from '@deepseek-ai/dsh-storage-json'
+import StoragePlugin from '@deepseek-ai/dsh-storage'
+import ProjectionCachePlugin from '@deepseek-ai/dsh-session-projection-cache'
+import WorkspacePlugin from '@deepseek-ai/dsh-workspace'
 import { CallId } from '@deepseek-ai/dsh-llm'
 import type {} from '@deepseek-ai/dsh-session-persistence'
 import { vi, type Mock } from 'vitest'
@@ -57,7 +62,12 @@ export interface HostOptions {
    * `agent`, as DSH web's api proxy composes it), so the start-up path runs.
    */
   readonly home?: string
+  /** With a home: compose the host resolver (default true); without it only dsh-agent's own lookup (live agents) answers. */
+  readonly resolver?: boolean
 }
+
+/** A session id the resolver's setup refuses, as DSH web's does when a session's preset is no longer supplied. */
+export const REFUSED_SESSION_PREFIX = 'session-refused'
 
 /** The tool the resolver's setup registers, standing in for an agent preset's tools. */
 export const PRESET_TOOL = 'preset_probe'
@@ -73,10 +83,21 @@ const probeTool = defineTool({
   execute: async () => 'probe',
 })
 
-/** Mount what DSH web composes for cold sessions: a home, the Typert registry and the host's resolver. */
-async function mountHostResolver(ctx: Context, home: string): Promise<void> {
+/**
+ * Mount what DSH web composes around cold sessions, in its order (dsh-web-app's
+ * patch): a home, storage with the JSON domain backend under `storages/`, the
+ * workspace registry (archive), the projection cache (checkpoints), the Typert
+ * registry and, unless `resolver` is false, the host's own agent resolver.
+ */
+async function mountWebComposition(ctx: Context, home: string, resolver: boolean): Promise<void> {
   ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
+  await ctx.plugin(StoragePlugin as unknown as PluginModule)
+  await ctx.plugin(storageJsonPlugin as unknown as PluginModule, { root: join(home, 'storages') } as never)
+  await ctx.plugin(storageDomainPlugin as unknown as PluginModule, { backend: 'json' } as never)
+  await ctx.plugin(WorkspacePlugin as unknown as PluginModule)
+  await ctx.plugin(ProjectionCachePlugin as unknown as PluginModule, { writeEveryEvents: 200, writeIntervalMs: 5000 } as never)
   await ctx.plugin(TypertRegistry as unknown as PluginModule)
+  if (!resolver) return
   await ctx.plugin({
     name: 'test-host-resolver',
     inject: ['agents', 'sessions', 'sessionPersistence'],
@@ -84,11 +105,14 @@ async function mountHostResolver(ctx: Context, home: string): Promise<void> {
       createApiRemoteAgentResolver(resolverCtx, {
         agentOptions: () => AGENT_OPTIONS,
         // What DSH web's setup does in kind: mount the session's preset (here one tool) before publication.
-        setup: () => (agentCtx: Context) => {
-          const boundary = installBoundary(agentCtx.agent!)
-          agentCtx.tools.register(probeTool)
-          const agent = agentCtx.agent!
-          resolvedFakes.set(agent.id, { agent, handle: { agent } as AgentHandle, ...boundary })
+        setup: ({ meta }) => {
+          if (meta.id.startsWith(REFUSED_SESSION_PREFIX)) throw new Error(`agent preset of ${meta.id} is no longer supplied`)
+          return (agentCtx: Context) => {
+            const agent = agentCtx.agent!
+            const boundary = installBoundary(agent)
+            agentCtx.tools.register(probeTool)
+            resolvedFakes.set(agent.id, { agent, handle: { agent } as AgentHandle, ...boundary })
+          }
         },
       })
     },
@@ -135,7 +159,7 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
     const module = (plugin as { default?: unknown }).default ?? plugin
     await ctx.plugin(module as PluginModule, config as never)
   }
-  if (options.home !== undefined) await mountHostResolver(ctx, options.home)
+  if (options.home !== undefined) await mountWebComposition(ctx, options.home, options.resolver !== false)
   if (options.loop !== false) await ctx.plugin(loopPlugin as PluginModule, options.loopConfig as never)
   trackFlushes(ctx)
   return { ctx, root, dispose: () => ctx.fiber.dispose() }

@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it, vi } from 'vitest'
@@ -221,8 +222,10 @@ describe('resume on start in a real host with the host resolver', () => {
     const stale = await createFakeAgent(first, 'session-stale')
     const plain = await createFakeAgent(first, 'session-plain')
     const corrupt = await createFakeAgent(first, 'session-corrupt')
+    const archived = await createFakeAgent(first, 'session-archived')
+    const refused = await createFakeAgent(first, 'session-refused-preset')
     const sub = await first.ctx.agents.create({ sessionId: SessionId('session-sub'), meta: { cwd: root, origin: 'subagent' }, agentOptions: { provider: 'deepseek-official', model: 'deepseek-chat' } })
-    for (const fake of [withLoops, second, stale]) {
+    for (const fake of [withLoops, second, stale, archived, refused]) {
       expect((await runTool(first, fake.agent, 'loop_create', { prompt: `P ${fake.agent.id}`, time_in_seconds: 1 })).isError).toBe(false)
     }
     const created = await runTool(first, stale.agent, 'loop_list', {})
@@ -240,12 +243,26 @@ describe('resume on start in a real host with the host resolver', () => {
     await runCommand(first, plain.agent, '/loop list')
     await first.ctx.sessions.flush(plain.agent.session)
     await first.ctx.sessions.flush(plain.agent.session)
+    // Archived through DSH web's own workspace registry.
+    await first.ctx.workspaceRegistry.archiveSession(SessionId('session-archived'))
+    // The checkpoint DSH writes at a turn end (or every 5 s) of a live session.
+    await first.ctx.sessionProjectionCache.write(second.agent.session)
     await first.dispose()
+    // A missing hint (an earlier build wrote none): the loops are still found through the projection checkpoint.
+    await rm(join(hints.dir, 'session-second.json'))
     // Hints older than the drop margin, as after any real downtime.
     const aged = (Date.now() - HINT_DROP_MARGIN_MS - 5_000) / 1000
     for (const name of readdirSync(hints.dir)) utimesSync(join(hints.dir, name), aged, aged)
     const plainBytes = readFileSync(logFileOf(root, 'session-plain'))
-    expect([...(await hints.read()).keys()].sort()).toEqual(['session-corrupt', 'session-gone', 'session-loops', 'session-second', 'session-stale', 'session-sub'])
+    expect([...(await hints.read()).keys()].sort()).toEqual([
+      'session-archived',
+      'session-corrupt',
+      'session-gone',
+      'session-loops',
+      'session-refused-preset',
+      'session-stale',
+      'session-sub',
+    ])
     // Overdue at the next start.
     await new Promise((resolve) => setTimeout(resolve, 1_100))
 
@@ -255,12 +272,16 @@ describe('resume on start in a real host with the host resolver', () => {
     const fiber = next.ctx.plugin(loopPlugin)
     await fiber
     const summary = await until('the summary', () => lines.find((line) => line.startsWith('brought back')))
-    expect(summary).toBe('brought back 2 sessions holding active loops; skipped 4 (owned by a subagent: 1, its session directory is gone: 1, its log cannot be read: 1, no active loop: 1)')
+    expect(summary).toBe(
+      'brought back 2 sessions holding active loops; skipped 6 (archived in DSH web: 1, owned by a subagent: 1, its session directory is gone: 1, its log cannot be read: 1, no active loop: 1, the host could not bring it live: 1)',
+    )
     expect(lines.filter((line) => line.startsWith('session '))).toEqual(
       expect.arrayContaining([
         'session "session-gone" not brought back: its session directory is gone',
         'session "session-sub" not brought back: owned by a subagent',
         'session "session-stale" not brought back: no active loop',
+        'session "session-archived" not brought back: archived in DSH web',
+        expect.stringMatching(/^session "session-refused-preset" not brought back: the host could not bring it live \(internal: resume failed for session "session-refused-preset": Error: agent preset of session-refused-preset is no longer supplied\)$/),
         expect.stringMatching(/^session "session-corrupt" not brought back: its log cannot be read \(.*loop_00000000/),
       ]),
     )
@@ -276,14 +297,16 @@ describe('resume on start in a real host with the host resolver', () => {
     // Untouched: no resume, not one byte changed; the stale and orphan hints are gone.
     expect(next.ctx.agents.get(SessionId('session-plain'))).toBeUndefined()
     expect(readFileSync(logFileOf(root, 'session-plain')).equals(plainBytes)).toBe(true)
-    expect([...(await hints.read()).keys()].sort()).toEqual(['session-corrupt', 'session-loops', 'session-second', 'session-sub'])
+    expect([...(await hints.read()).keys()].sort()).toEqual(['session-archived', 'session-corrupt', 'session-loops', 'session-refused-preset', 'session-sub'])
 
     // The host owns them: unloading the plugin leaves them live, and a reload finds them live and brings nothing twice.
     await fiber.dispose()
     expect(next.ctx.agents.get(SessionId('session-loops'))).toBe(resolvedFakes.get('session-loops')!.agent)
     lines.length = 0
     await next.ctx.plugin(loopPlugin)
-    expect(await until('the second summary', () => lines.find((line) => line.startsWith('brought back')))).toBe('brought back 2 sessions holding active loops; skipped 2 (owned by a subagent: 1, its log cannot be read: 1)')
+    expect(await until('the second summary', () => lines.find((line) => line.startsWith('brought back')))).toBe(
+      'brought back 2 sessions holding active loops; skipped 4 (archived in DSH web: 1, owned by a subagent: 1, its log cannot be read: 1, the host could not bring it live: 1)',
+    )
     expect(next.ctx.agents.roots().filter((agent) => agent.id === SessionId('session-loops'))).toHaveLength(1)
   })
 
