@@ -64,6 +64,8 @@ export interface HostOptions {
   readonly home?: string
   /** With a home: compose the host resolver (default true); without it only dsh-agent's own lookup (live agents) answers. */
   readonly resolver?: boolean
+  /** With a home: also mount storage, the workspace registry and the projection cache, as DSH web does (default true). */
+  readonly webStores?: boolean
 }
 
 /** A session id the resolver's setup refuses, as DSH web's does when a session's preset is no longer supplied. */
@@ -89,13 +91,15 @@ const probeTool = defineTool({
  * workspace registry (archive), the projection cache (checkpoints), the Typert
  * registry and, unless `resolver` is false, the host's own agent resolver.
  */
-async function mountWebComposition(ctx: Context, home: string, resolver: boolean): Promise<void> {
+async function mountWebComposition(ctx: Context, home: string, resolver: boolean, stores: boolean): Promise<void> {
   ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
-  await ctx.plugin(StoragePlugin as unknown as PluginModule)
-  await ctx.plugin(storageJsonPlugin as unknown as PluginModule, { root: join(home, 'storages') } as never)
-  await ctx.plugin(storageDomainPlugin as unknown as PluginModule, { backend: 'json' } as never)
-  await ctx.plugin(WorkspacePlugin as unknown as PluginModule)
-  await ctx.plugin(ProjectionCachePlugin as unknown as PluginModule, { writeEveryEvents: 200, writeIntervalMs: 5000 } as never)
+  if (stores) {
+    await ctx.plugin(StoragePlugin as unknown as PluginModule)
+    await ctx.plugin(storageJsonPlugin as unknown as PluginModule, { root: join(home, 'storages') } as never)
+    await ctx.plugin(storageDomainPlugin as unknown as PluginModule, { backend: 'json' } as never)
+    await ctx.plugin(WorkspacePlugin as unknown as PluginModule)
+    await ctx.plugin(ProjectionCachePlugin as unknown as PluginModule, { writeEveryEvents: 200, writeIntervalMs: 5000 } as never)
+  }
   await ctx.plugin(TypertRegistry as unknown as PluginModule)
   if (!resolver) return
   await ctx.plugin({
@@ -159,7 +163,7 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
     const module = (plugin as { default?: unknown }).default ?? plugin
     await ctx.plugin(module as PluginModule, config as never)
   }
-  if (options.home !== undefined) await mountWebComposition(ctx, options.home, options.resolver !== false)
+  if (options.home !== undefined) await mountWebComposition(ctx, options.home, options.resolver !== false, options.webStores !== false)
   if (options.loop !== false) await ctx.plugin(loopPlugin as PluginModule, options.loopConfig as never)
   trackFlushes(ctx)
   return { ctx, root, dispose: () => ctx.fiber.dispose() }

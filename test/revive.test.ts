@@ -5,7 +5,7 @@
  * lease (stale from a killed process, expiry, takeover), and the pure rules.
  */
 import { spawn } from 'node:child_process'
-import { mkdirSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SessionId } from '@deepseek-ai/dsh-session'
@@ -16,6 +16,10 @@ import { noteSessionHint } from '../src/revive.ts'
 import { HINT_DROP_MARGIN_MS, SessionHints } from '../src/session-hints.ts'
 import * as loopPlugin from '../src/index.ts'
 import { PRESET_TOOL, bootHost, createFakeAgent, resolvedFakes, runCommand, runTool, tempDir, type Host } from './host.ts'
+
+// Captured before any test fakes the clock: real waits let file I/O finish.
+const realSetTimeout = globalThis.setTimeout
+const realSleep = (ms: number) => new Promise<void>((resolve) => realSetTimeout(resolve, ms))
 
 const hosts: Host[] = []
 afterEach(async () => {
@@ -40,7 +44,7 @@ async function until<T>(what: string, check: () => T | undefined, timeoutMs = 15
     const value = check()
     if (value !== undefined) return value
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await realSleep(20)
   }
 }
 
@@ -338,5 +342,211 @@ describe('resume on start in a real host with the host resolver', () => {
     await new Promise((resolve) => setTimeout(resolve, 200))
     expect(oneShot.ctx.agents.roots()).toEqual([])
     expect(lines).toHaveLength(1)
+  })
+})
+
+describe('resume on start: the other hosts and the background steps', () => {
+  it('a home without the host resolver: the create still writes its hint durably before it returns, and nothing is brought back', async () => {
+    const lines = captureReport()
+    const home = tempDir('loop-home-')
+    const host = await bootHost({ loop: false })
+    hosts.push(host)
+    host.ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
+    await host.ctx.plugin(loopPlugin)
+    const fake = await createFakeAgent(host, 'session-hinted')
+    const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'P', time_in_seconds: 60 })
+    expect(created.isError).toBe(false)
+    expect(JSON.parse(readFileSync(join(home, 'storages', 'loop', 'sessions', 'session-hinted.json'), 'utf8'))).toEqual({ sessionId: 'session-hinted', touchedAt: expect.any(Number) })
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(lines).toEqual([])
+  })
+
+  it('a hint that cannot be written refuses the create: nothing is appended', async () => {
+    const home = tempDir('loop-home-')
+    mkdirSync(join(home, 'storages'), { recursive: true })
+    writeFileSync(join(home, 'storages', 'loop'), 'a file where the directory should be')
+    const lines = captureReport()
+    const host = await bootHost({ home })
+    hosts.push(host)
+    const fake = await createFakeAgent(host, 'session-unhinted')
+    const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'P', time_in_seconds: 60 })
+    expect(created).toMatchObject({ isError: true, error: { message: expect.stringMatching(/^loop_create could not record this session for the next DSH start/), info: { code: 'persistence_failed' } } })
+    expect(fake.agent.session.events.filter((event) => event.type === 'loop/change')).toEqual([])
+    // The start-up path failed too, and said so.
+    expect(await until('the failure line', () => lines.find((line) => line.startsWith('resume on start: ')))).toMatch(/EEXIST|ENOTDIR/)
+  })
+
+  it('without a resolver the lookup answers only live agents: a cold session is "could not bring it live"; a throwing lookup policy is reported', async () => {
+    const root = tempDir()
+    const home = tempDir('loop-home-')
+    const seed = await bootHost({ root, home })
+    for (const id of ['session-cold', 'session-throws']) {
+      const fake = await createFakeAgent(seed, id)
+      expect((await runTool(seed, fake.agent, 'loop_create', { prompt: 'P', time_in_seconds: 60 })).isError).toBe(false)
+    }
+    await seed.dispose()
+    const lines = captureReport()
+    const host = await bootHost({ root, home, resolver: false, loop: false })
+    hosts.push(host)
+    host.ctx.typert.lookups.configure('agent', async (sessionId) => {
+      if (sessionId === 'session-throws') throw new Error('lookup policy exploded')
+      return undefined as never
+    })
+    await host.ctx.plugin(loopPlugin)
+    expect(await until('the summary', () => lines.find((line) => line.startsWith('brought back')))).toBe(
+      'brought back 0 sessions holding active loops; skipped 2 (the host could not bring it live: 2)',
+    )
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        'session "session-cold" not brought back: the host could not bring it live',
+        'session "session-throws" not brought back: the host could not bring it live (lookup policy exploded)',
+      ]),
+    )
+  })
+
+  it('a host without persistence brings nothing back and says nothing', async () => {
+    const lines = captureReport()
+    const host = await bootHost({ home: tempDir('loop-home-'), persistence: false })
+    hosts.push(host)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(lines).toEqual([])
+  })
+
+  it('the holder refreshes its lease; the other polls, takes over after a release, and a holder whose lease was taken says so', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const root = tempDir()
+      const home = tempDir('loop-home-')
+      const leaseFile = join(home, 'storages', 'loop', 'lease.json')
+      const lines = captureReport()
+      const holder = await bootHost({ root, home, loop: false })
+      hosts.push(holder)
+      const holderFiber = holder.ctx.plugin(loopPlugin)
+      await holderFiber
+      const waitLine = async (what: string, check: (line: string) => boolean) => {
+        for (let round = 0; round < 500; round += 1) {
+          const found = lines.find(check)
+          if (found !== undefined) return found
+          await vi.advanceTimersByTimeAsync(0)
+          await realSleep(10)
+        }
+        throw new Error(`no line for ${what}: ${lines.join(' | ')}`)
+      }
+      await waitLine('holder summary', (line) => line.startsWith('brought back 0'))
+      const firstRefresh = parseLease(readFileSync(leaseFile, 'utf8'))!
+      await vi.advanceTimersByTimeAsync(10_000)
+      await until('a refresh', () => (parseLease(readFileSync(leaseFile, 'utf8'))!.refreshedAt > firstRefresh.refreshedAt ? true : undefined))
+
+      const other = await bootHost({ root, home, loop: false })
+      hosts.push(other)
+      const otherFiber = other.ctx.plugin(loopPlugin)
+      await otherFiber
+      await waitLine('holder line', (line) => line.includes('holds the loop lease'))
+      lines.length = 0
+      await vi.advanceTimersByTimeAsync(5_000)
+      // A clean stop of the holder releases the lease; the next poll of the other takes it.
+      await holderFiber.dispose()
+      await vi.advanceTimersByTimeAsync(5_000)
+      await waitLine('takeover summary', (line) => line.startsWith('brought back 0'))
+      expect(lines.filter((line) => line.includes('holds the loop lease'))).toEqual([])
+
+      // Someone else rewrote the lease: the next refresh says this host lost it, and stops refreshing.
+      writeFileSync(leaseFile, JSON.stringify({ ...parseLease(readFileSync(leaseFile, 'utf8'))!, token: 'someone-else' }))
+      await vi.advanceTimersByTimeAsync(10_000)
+      expect(await waitLine('lost line', (line) => line.startsWith('the loop lease'))).toBe(
+        'the loop lease on this DSH_HOME was taken over by another process; this one keeps the sessions it already brought back',
+      )
+      await otherFiber.dispose()
+      // It no longer holds the lease, so it leaves the other's record alone.
+      expect(parseLease(readFileSync(leaseFile, 'utf8'))!.token).toBe('someone-else')
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+})
+
+describe('resume on start: disposal and partial hosts', () => {
+  it('a plugin unloaded while its first acquire is in flight still releases the lease it took', async () => {
+    const home = tempDir('loop-home-')
+    const host = await bootHost({ home, loop: false })
+    hosts.push(host)
+    const fiber = host.ctx.plugin(loopPlugin)
+    await fiber
+    await fiber.dispose()
+    expect(await new Lease(join(home, 'storages', 'loop')).read()).toBeUndefined()
+  })
+
+  it('a refresh in flight when the plugin unloads schedules nothing more', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const lines = captureReport()
+      const home = tempDir('loop-home-')
+      const host = await bootHost({ home, loop: false })
+      hosts.push(host)
+      const fiber = host.ctx.plugin(loopPlugin)
+      await fiber
+      for (let round = 0; round < 500 && !lines.some((line) => line.startsWith('brought back')); round += 1) await realSleep(10)
+      await vi.advanceTimersByTimeAsync(10_000)
+      await fiber.dispose()
+      expect(vi.getTimerCount()).toBe(0)
+      expect(await new Lease(join(home, 'storages', 'loop')).read()).toBeUndefined()
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it('a lease being written by another host (unreadable, fresh) names no holder; without the web stores nothing is archived or checkpointed', async () => {
+    const root = tempDir()
+    const home = tempDir('loop-home-')
+    const seed = await bootHost({ root, home })
+    const fake = await createFakeAgent(seed, 'session-bare')
+    expect((await runTool(seed, fake.agent, 'loop_create', { prompt: 'P', time_in_seconds: 60 })).isError).toBe(false)
+    await seed.dispose()
+    writeFileSync(join(home, 'storages', 'loop', 'lease.json'), '')
+    const lines = captureReport()
+    const blocked = await bootHost({ root, home, webStores: false })
+    hosts.push(blocked)
+    await realSleep(100)
+    expect(lines).toEqual([])
+    await rm(join(home, 'storages', 'loop', 'lease.json'))
+    const bare = await bootHost({ root, home, webStores: false })
+    hosts.push(bare)
+    expect(await until('the summary', () => lines.find((line) => line.startsWith('brought back')))).toBe('brought back 1 session holding active loops; skipped 0')
+  })
+
+  it('a dangling symlink where the lease should be is replaced', async () => {
+    const dir = join(tempDir(), 'loop')
+    mkdirSync(dir, { recursive: true })
+    symlinkSync(join(dir, 'nowhere'), join(dir, 'lease.json'))
+    const lease = new Lease(dir)
+    expect(await lease.acquire()).toEqual({ held: true })
+    expect((await lease.read())?.pid).toBe(process.pid)
+  })
+})
+
+describe('lease and hint races', () => {
+  it('a takeover that finds the lease changed under its lock yields; a release that cannot read is quiet', async () => {
+    const dir = join(tempDir(), 'loop')
+    mkdirSync(dir, { recursive: true })
+    const stale = { token: 'stale', host: 'elsewhere', pid: 1, startedAt: 1, refreshedAt: 1 }
+    const fresh = { ...stale, token: 'fresh', refreshedAt: Date.now() }
+    writeFileSync(join(dir, 'lease.json'), JSON.stringify(stale))
+    const lease = new Lease(dir)
+    const read = vi.spyOn(lease, 'read')
+    read.mockResolvedValueOnce(stale).mockResolvedValueOnce(fresh).mockResolvedValueOnce(fresh)
+    expect(await lease.acquire()).toEqual({ held: false, holder: fresh })
+    read.mockRestore()
+    expect(parseLease(readFileSync(join(dir, 'lease.json'), 'utf8'))).toEqual(stale)
+
+    const broken = join(tempDir(), 'loop')
+    mkdirSync(join(broken, 'lease.json'), { recursive: true })
+    await expect(new Lease(broken).release()).resolves.toBeUndefined()
+  })
+
+  it('a hint whose rename fails leaves no temporary file behind', async () => {
+    const hints = new SessionHints(join(tempDir(), 'sessions'))
+    mkdirSync(join(hints.dir, 'blocked.json', 'inside'), { recursive: true })
+    await expect(hints.note('blocked', 1)).rejects.toMatchObject({ code: expect.stringMatching(/EISDIR|ENOTEMPTY|EEXIST/) })
+    expect(readdirSync(hints.dir)).toEqual(['blocked.json'])
   })
 })
