@@ -16,6 +16,7 @@ import { LoopSettingsCard, type LoopSettingsCardProps } from '../src/ui/LoopSett
 import {
   LOOP_SETTING_FIELDS,
   LOOP_SETTING_RANGES,
+  LOOP_SETTING_TOGGLES,
   LoopSettingsForm,
   parseDraft,
   type LoopSettingsCardState,
@@ -50,9 +51,9 @@ function deferred() {
  * and the user layer; a write the schema refuses leaves the user layer as it
  * was (the host's recovery read), `hold` parks writes until released.
  */
-function sectionScope(options: { base?: Record<string, number>; user?: Record<string, number>; status?: SettingsScopeSnapshot['status']; writable?: boolean } = {}) {
+function sectionScope(options: { base?: Record<string, number | boolean>; user?: Record<string, number | boolean>; status?: SettingsScopeSnapshot['status']; writable?: boolean } = {}) {
   const base = options.base ?? { ...DEFAULT_LOOP_CONFIG }
-  let user: Record<string, number> | undefined = options.user
+  let user: Record<string, number | boolean> | undefined = options.user
   let status = options.status ?? 'ready'
   const listeners = new Set<() => void>()
   const resolve = (): SettingsScopeSnapshot => ({
@@ -70,7 +71,7 @@ function sectionScope(options: { base?: Record<string, number>; user?: Record<st
   const writes: [string, string, unknown?][] = []
   let hold: Promise<void> | undefined
   let throwing = false
-  const commit = async (next: Record<string, number> | undefined) => {
+  const commit = async (next: Record<string, number | boolean> | undefined) => {
     if (hold !== undefined) await hold
     if (throwing) throw new Error('settings.update: transport closed')
     try {
@@ -89,7 +90,7 @@ function sectionScope(options: { base?: Record<string, number>; user?: Record<st
     },
     set: async (field, value) => {
       writes.push(['set', field, value])
-      await commit({ ...user, [field]: value as number })
+      await commit({ ...user, [field]: value as number | boolean })
     },
     unset: async (field) => {
       writes.push(['unset', field])
@@ -106,7 +107,7 @@ function sectionScope(options: { base?: Record<string, number>; user?: Record<st
       return user
     },
     /** An external change of the section (another window, a hand edit of settings.yaml). */
-    change(next: { user?: Record<string, number>; status?: SettingsScopeSnapshot['status'] }) {
+    change(next: { user?: Record<string, number | boolean>; status?: SettingsScopeSnapshot['status'] }) {
       if (next.status !== undefined) status = next.status
       if ('user' in next) user = next.user
       act(() => publish())
@@ -134,6 +135,8 @@ function renderCard(form: LoopSettingsForm, language: Language = 'en') {
       useLoopSettings: <S,>(selector: (state: LoopSettingsCardState) => S) => selector(useSyncExternalStore(form.subscribe, form.getSnapshot)),
       edit: form.edit,
       resetField: form.resetField,
+      toggle: form.toggle,
+      resetToggle: form.resetToggle,
       save: form.save,
       discard: form.discard,
     }
@@ -174,7 +177,13 @@ describe('settings form', () => {
         expect(parseDraft(String(value), LOOP_SETTING_RANGES[field]), `${field}=${value}`).toBeUndefined()
       }
     }
-    expect(LOOP_SETTING_FIELDS).toEqual(Object.keys(DEFAULT_LOOP_CONFIG))
+    // Every setting of the schema is on the card: the bounds as fields, the switch as a checkbox.
+    expect([...LOOP_SETTING_FIELDS, ...LOOP_SETTING_TOGGLES]).toEqual(Object.keys(DEFAULT_LOOP_CONFIG))
+    for (const toggle of LOOP_SETTING_TOGGLES) {
+      expect(resolveSection({})[toggle]).toBe(true)
+      expect(resolveSection({ [toggle]: false })[toggle]).toBe(false)
+      expect(() => resolveSection({ [toggle]: 'no' })).toThrow()
+    }
   })
 
   it('shows the effective values, and marks a field overridden by its presence in the user layer, not by its value', () => {
@@ -191,6 +200,7 @@ describe('settings form', () => {
         maxLoopsPerSession: { text: '20', overridden: false, invalid: false },
         maxPromptLength: { text: '4000', overridden: true, invalid: false },
       },
+      toggles: { resumeOnStart: { checked: true, overridden: false } },
     })
     expect(form.getSnapshot()).toBe(form.getSnapshot())
   })
@@ -358,6 +368,40 @@ describe('settings card', () => {
     fireEvent.click(button('Discard'))
     expect(input('Active loops per session').value).toBe('1')
     expect(within(card()!).getByText('Overridden')).toBeTruthy()
+  })
+
+  it('switches resume on start off and back: a checkbox with its hint, saved as a boolean, reset to the composition value', async () => {
+    const host = sectionScope()
+    const form = new LoopSettingsForm(host.scope)
+    renderCard(form)
+    fireEvent.click(header())
+    const box = () => screen.getByRole('checkbox', { name: 'Resume loops on start' }) as HTMLInputElement
+    expect(box().checked).toBe(true)
+    expect(document.getElementById(box().getAttribute('aria-describedby')!)!.textContent).toBe(
+      'When DSH web starts, bring back every session holding an active loop, so loops keep running across a restart. Each such session is read in full and stays live; every overdue loop fires once, and each heartbeat is a model turn.',
+    )
+    fireEvent.click(box())
+    expect(box().checked).toBe(false)
+    expect(form.getSnapshot().toggles.resumeOnStart).toEqual({ checked: false, overridden: true })
+    expect(header().textContent).toBe('LoopsRecurring prompts created with /loop or by the model.Unsaved')
+    await act(async () => fireEvent.click(button('Save')))
+    expect(host.writes).toEqual([['set', 'resumeOnStart', false]])
+    expect(host.user).toEqual({ resumeOnStart: false })
+    expect(form.getSnapshot()).toMatchObject({ dirty: false, toggles: { resumeOnStart: { checked: false, overridden: true } } })
+    // Checking it again writes true (an explicit override, like any stored field); Reset clears it.
+    fireEvent.click(box())
+    expect(form.getSnapshot()).toMatchObject({ dirty: true, toggles: { resumeOnStart: { checked: true, overridden: true } } })
+    fireEvent.click(button('Discard'))
+    fireEvent.click(button('Reset to default'))
+    expect(form.getSnapshot()).toMatchObject({ dirty: true, toggles: { resumeOnStart: { checked: true, overridden: false } } })
+    await act(async () => fireEvent.click(button('Save')))
+    expect(host.writes).toEqual([['set', 'resumeOnStart', false], ['unset', 'resumeOnStart']])
+    expect(host.user).toBeUndefined()
+    // Staging the value it already has, or a reset of nothing stored, writes nothing.
+    fireEvent.click(box())
+    fireEvent.click(box())
+    form.resetToggle('resumeOnStart')
+    expect(form.getSnapshot()).toMatchObject({ dirty: false, toggles: { resumeOnStart: { checked: true, overridden: false } } })
   })
 
   it('says when the host did not accept the values, and is read-only where the deployment is', async () => {
