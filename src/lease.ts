@@ -13,7 +13,7 @@ import { link, mkdir, readFile, rm, stat, unlink } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { isLeaseStale, parseLease, type LeaseRecord } from './revive-plan.ts'
-import { isMissing, writeDurably } from './session-hints.ts'
+import { isMissing, writeAtomically } from './session-hints.ts'
 
 /** A lease not refreshed for this long is stale, whatever its pid. */
 export const LEASE_TTL_MS = 30_000
@@ -88,7 +88,7 @@ export class Lease {
   async refresh(): Promise<boolean> {
     const current = await this.read()
     if (current?.token !== this.record.token) return false
-    await writeDurably(this.path, this.text())
+    await writeAtomically(this.path, this.text(), false)
     return true
   }
 
@@ -112,7 +112,7 @@ export class Lease {
    */
   private async create(): Promise<boolean> {
     const temporary = `${this.path}.${randomBytes(4).toString('hex')}.tmp`
-    await writeDurably(temporary, this.text())
+    await writeAtomically(temporary, this.text(), false)
     const created = await link(temporary, this.path).then(
       () => true,
       () => false,
@@ -149,7 +149,7 @@ export class Lease {
       const current = await this.read()
       // Someone else took it over (or released and re-created it) since we looked.
       if (current?.token !== seen?.token) return false
-      await writeDurably(this.path, this.text())
+      await writeAtomically(this.path, this.text(), false)
       return true
     } finally {
       await rm(lock, { recursive: true, force: true })

@@ -199,8 +199,14 @@ export async function reviveSessions(
 ): Promise<{ readonly revived: string[]; readonly skipped: Skipped[] }> {
   // A hint written after this instant (a create racing the start) is never dropped as stale.
   const listedAt = Date.now()
-  const headers = await services.persistence.list(signal)
   const hinted = await hints.read()
+  // No hint and the checkpoint scan done once: nothing can hold a loop, so not even the headers are listed.
+  const scan = !(await hints.scanned())
+  if (hinted.size === 0 && !scan) {
+    report(describeRevival(0, []))
+    return { revived: [], skipped: [] }
+  }
+  const headers = await services.persistence.list(signal)
   const archived = new Set<string>((ctx.get('workspaceRegistry') as { archivedSessionIds?: readonly string[] } | undefined)?.archivedSessionIds ?? [])
   const plan = planRevival({ sessions: headers, hinted, checkpointed: checkpointedSessions(ctx, headers), archived })
   const skipped: Skipped[] = []
@@ -224,6 +230,8 @@ export async function reviveSessions(
     }
   }
   await Promise.all(Array.from({ length: REVIVE_CONCURRENCY }, worker))
+  // Sessions from before hints existed were found through their checkpoints just now; later ones always have a hint.
+  if (scan) await hints.markScanned()
   report(describeRevival(revived.length, skipped))
   return { revived, skipped }
 }

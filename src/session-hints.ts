@@ -35,17 +35,19 @@ async function syncDirectory(dir: string): Promise<void> {
 }
 
 /**
- * Write a file atomically and durably: a temporary file, fsync, rename, fsync of the directory.
+ * Write a file atomically (a temporary file, then rename) and, unless `sync` is
+ * false, durably (fsync of the file before and of the directory after the rename).
  * @param path - the target.
  * @param text - the content.
+ * @param sync - whether it must survive a crash (hints must; the lease need not: a lost one is a free one).
  */
-export async function writeDurably(path: string, text: string): Promise<void> {
+export async function writeAtomically(path: string, text: string, sync = true): Promise<void> {
   const dir = join(path, '..')
   const temporary = `${path}.${randomBytes(4).toString('hex')}.tmp`
   const handle = await open(temporary, 'w')
   try {
     await handle.writeFile(text)
-    await handle.sync()
+    if (sync) await handle.sync()
   } finally {
     await handle.close()
   }
@@ -55,7 +57,7 @@ export async function writeDurably(path: string, text: string): Promise<void> {
     await rm(temporary, { force: true })
     throw error
   }
-  await syncDirectory(dir)
+  if (sync) await syncDirectory(dir)
 }
 
 /** Whether an error is a missing file or directory. */
@@ -81,7 +83,7 @@ export class SessionHints {
   async note(sessionId: string, now: number): Promise<void> {
     await mkdir(this.dir, { recursive: true })
     const record: HintRecord = { sessionId, touchedAt: now }
-    await writeDurably(this.file(sessionId), JSON.stringify(record))
+    await writeAtomically(this.file(sessionId), JSON.stringify(record))
   }
 
   /**
@@ -114,6 +116,28 @@ export class SessionHints {
       // A torn or foreign file still names the session: being read once costs less than missing it.
       return 0
     }
+  }
+
+  /** The marker of the one checkpoint scan (next to the hint directory). */
+  private get scanMarker(): string {
+    return join(this.dir, '..', 'checkpoint-scan.done')
+  }
+
+  /**
+   * Whether the one scan of every header for projection checkpoints showing loops
+   * (sessions whose loops an earlier build created without a hint) has been done on this home.
+   */
+  async scanned(): Promise<boolean> {
+    return stat(this.scanMarker).then(
+      () => true,
+      () => false,
+    )
+  }
+
+  /** Record that the checkpoint scan was done: from now on a start with no hint lists nothing. */
+  async markScanned(): Promise<void> {
+    await mkdir(this.dir, { recursive: true })
+    await writeAtomically(this.scanMarker, `${new Date().toISOString()}\n`)
   }
 
   /**

@@ -524,6 +524,25 @@ describe('resume on start: disposal and partial hosts', () => {
   })
 })
 
+describe('resume on start: what a start with nothing to bring back reads', () => {
+  it('once the checkpoint scan is done, a start with no hint does not even list the headers', async () => {
+    const root = tempDir()
+    const home = tempDir('loop-home-')
+    const lines = captureReport()
+    const first = await bootHost({ root, home })
+    await until('the first summary', () => lines.find((line) => line.startsWith('brought back')))
+    await first.dispose()
+    expect(await new SessionHints(join(home, 'storages', 'loop', 'sessions')).scanned()).toBe(true)
+    lines.length = 0
+    const next = await bootHost({ root, home, loop: false })
+    hosts.push(next)
+    const list = vi.spyOn(next.ctx.sessionPersistence, 'list')
+    await next.ctx.plugin(loopPlugin)
+    expect(await until('the summary', () => lines.find((line) => line.startsWith('brought back')))).toBe('brought back 0 sessions holding active loops; skipped 0')
+    expect(list).not.toHaveBeenCalled()
+  })
+})
+
 describe('lease and hint races', () => {
   it('a takeover that finds the lease changed under its lock yields; a release that cannot read is quiet', async () => {
     const dir = join(tempDir(), 'loop')
