@@ -25,14 +25,14 @@ import { SessionHints } from './session-hints.ts'
  * to the terminal with `console.error` (`web-app: could not open …`), and so does this.
  * @param line - the line, without the `loop: ` prefix.
  */
-export function report(line: string): void {
+function report(line: string): void {
   console.error(`loop: ${line}`)
 }
 
 /** How many sessions are read and brought live at once: the start stays responsive. */
 export const REVIVE_CONCURRENCY = 4
 /** How often a host that does not hold the lease checks whether it can take over. */
-export const LEASE_POLL_MS = 5_000
+const LEASE_POLL_MS = 5_000
 
 /** The plugin's files in one DSH home. */
 export interface LoopHomeFiles {
@@ -191,7 +191,7 @@ function checkpointedSessions(ctx: Context, headers: readonly SessionHeader[]): 
  * @param signal - aborted when the plugin unloads: no further session is started.
  * @returns how many were brought back, and every skip.
  */
-export async function reviveSessions(
+async function reviveSessions(
   ctx: Context,
   services: HostServices,
   hints: SessionHints,
