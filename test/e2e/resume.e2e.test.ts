@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect } from 'vitest'
 import {
+  call,
   createSession,
   lastUserText,
   messageText,
@@ -83,6 +84,13 @@ describe('resume on start', () => {
     const first = await createSession(r.url)
     const second = await createSession(r.url)
     const plain = await createSession(r.url)
+    // The first session runs another model than the deployment default: a resume without the host's setup would not.
+    const models = await call<{ current: { provider: string; model: string }; groups: { id: string; models: { id: string }[] }[] }>(r.url, 'session.models', { sessionId: first })
+    const other = models.groups.flatMap((group) => group.models.map((model) => ({ provider: group.id, model: model.id }))).find((choice) => choice.model !== models.current.model)
+    expect(other, JSON.stringify(models)).toBeDefined()
+    await call(r.url, 'session.selectModel', { sessionId: first, ...other })
+    // Selecting also saves the default: put it back through the loop-less session.
+    await call(r.url, 'session.selectModel', { sessionId: plain, provider: models.current.provider, model: models.current.model })
     const loopA = await createLoop(r.url, first, 2, 'RESUME_A')
     const loopB = await createLoop(r.url, second, 2, 'RESUME_B')
     await prompt(r.url, plain, 'PLAIN_PROMPT')
@@ -92,6 +100,7 @@ describe('resume on start', () => {
     expect(before).toBeDefined()
     // A session brought live by a plain resume would have no tools at all: the preset's tools must be there.
     expect(agentShape(before).tools).toEqual(expect.arrayContaining(['loop_create', 'loop_delete', 'loop_list']))
+    expect(agentShape(before).model).toBe(other!.model)
 
     for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
       await r.stop(signal)
