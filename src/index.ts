@@ -10,6 +10,7 @@ import { Config, DEFAULT_LOOP_CONFIG, watchLoopConfig, type LoopConfig } from '.
 import { LoopRuntime } from './loop.ts'
 import { registerLoopEventType } from './persistence.ts'
 import { registerLoopProjection } from './projection.ts'
+import { loopHomeFiles, noteSessionHint, startRevival } from './revive.ts'
 import { registerLoopTools } from './tools.ts'
 
 export type * from './types.ts'
@@ -46,6 +47,8 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   registerLoopProjection(ctx)
   registerLoopCommand(ctx)
 
+  // Absent where DSH provides no home (an in-process host without app-boot): no hints, no start-up path.
+  const home = loopHomeFiles(ctx)
   const cleanups = new Map<Agent, () => Promise<void>>()
   /** Runtimes by session, so the one append feed reaches its session's runtime in O(1). */
   const runtimes = new Map<Session, LoopRuntime>()
@@ -56,7 +59,8 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     const oneShot = ctx.get(ONE_SHOT_SERVICE) !== undefined
     const runtime = new LoopRuntime(ctx, agent, { oneShot })
     const cleanup = agent.ctx.effect(() => {
-      const disposeTools = registerLoopTools(agent.ctx, runtime, { config: currentConfig, oneShot })
+      const beforeCreate = home === undefined ? undefined : () => noteSessionHint(home.hints, agent.session.id)
+      const disposeTools = registerLoopTools(agent.ctx, runtime, { config: currentConfig, oneShot, beforeCreate })
       runtimes.set(agent.session, runtime)
       runtime.start()
       return async () => {
@@ -77,7 +81,9 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     const stopCreated = ctx.on('agent/created', ({ agent }) => adopt(agent))
     // Agents already live (a hot reload, a late install) get no agent/created.
     for (const agent of ctx.agents.roots()) adopt(agent)
+    const stopRevival = home === undefined ? undefined : startRevival(ctx, { ...home, enabled: () => currentConfig().resumeOnStart })
     return async () => {
+      await stopRevival?.()
       stopCreated()
       stopClaimed()
       stopFeed()

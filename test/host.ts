@@ -21,6 +21,14 @@ import * as settingsFilePlugin from '@deepseek-ai/dsh-settings-file'
 import * as projectionPlugin from '@deepseek-ai/dsh-session-projection'
 import * as systemPromptPlugin from '@deepseek-ai/dsh-system-prompt'
 import * as toolsPlugin from '@deepseek-ai/dsh-tools'
+import { defineTool } from '@deepseek-ai/dsh-tools'
+import { createApiRemoteAgentResolver } from '@deepseek-ai/dsh-api-remotes'
+import TypertRegistry from '@deepseek-ai/dsh-typert-registry'
+import * as storageDomainPlugin from '@deepseek-ai/dsh-storage-domain'
+import * as storageJsonPlugin from '@deepseek-ai/dsh-storage-json'
+import StoragePlugin from '@deepseek-ai/dsh-storage'
+import ProjectionCachePlugin from '@deepseek-ai/dsh-session-projection-cache'
+import WorkspacePlugin from '@deepseek-ai/dsh-workspace'
 import { CallId } from '@deepseek-ai/dsh-llm'
 import type {} from '@deepseek-ai/dsh-session-persistence'
 import { vi, type Mock } from 'vitest'
@@ -50,6 +58,71 @@ export interface HostOptions {
   readonly loopConfig?: Record<string, unknown>
   /** Provide DSH's one-shot service, as `dsh --profile headless "task"` does. */
   readonly oneShot?: boolean
+  /**
+   * A DSH home (`dshHomePath`, as dsh-app-boot provides it) and the host's own
+   * agent resolver (`createApiRemoteAgentResolver` behind the Typert lookup
+   * `agent`, as DSH web's api proxy composes it), so the start-up path runs.
+   */
+  readonly home?: string
+  /** With a home: compose the host resolver (default true); without it only dsh-agent's own lookup (live agents) answers. */
+  readonly resolver?: boolean
+  /** With a home: also mount storage, the workspace registry and the projection cache, as DSH web does (default true). */
+  readonly webStores?: boolean
+}
+
+/** A session id the resolver's setup refuses, as DSH web's does when a session's preset is no longer supplied. */
+export const REFUSED_SESSION_PREFIX = 'session-refused'
+
+/** The tool the resolver's setup registers, standing in for an agent preset's tools. */
+export const PRESET_TOOL = 'preset_probe'
+
+/** Fake boundaries of the agents the host's resolver brought live, by session id. */
+export const resolvedFakes = new Map<string, FakeAgent>()
+
+const probeTool = defineTool({
+  name: PRESET_TOOL,
+  description: 'A tool only the preset mounts.',
+  parameters: {},
+  output: { schema: { type: 'string' }, render: () => [] },
+  execute: async () => 'probe',
+})
+
+/**
+ * Mount what DSH web composes around cold sessions, in its order (dsh-web-app's
+ * patch): a home, storage with the JSON domain backend under `storages/`, the
+ * workspace registry (archive), the projection cache (checkpoints), the Typert
+ * registry and, unless `resolver` is false, the host's own agent resolver.
+ */
+async function mountWebComposition(ctx: Context, home: string, resolver: boolean, stores: boolean): Promise<void> {
+  ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
+  if (stores) {
+    await ctx.plugin(StoragePlugin as unknown as PluginModule)
+    await ctx.plugin(storageJsonPlugin as unknown as PluginModule, { root: join(home, 'storages') } as never)
+    await ctx.plugin(storageDomainPlugin as unknown as PluginModule, { backend: 'json' } as never)
+    await ctx.plugin(WorkspacePlugin as unknown as PluginModule)
+    await ctx.plugin(ProjectionCachePlugin as unknown as PluginModule, { writeEveryEvents: 200, writeIntervalMs: 5000 } as never)
+  }
+  await ctx.plugin(TypertRegistry as unknown as PluginModule)
+  if (!resolver) return
+  await ctx.plugin({
+    name: 'test-host-resolver',
+    inject: ['agents', 'sessions', 'sessionPersistence'],
+    apply: (resolverCtx: Context) => {
+      createApiRemoteAgentResolver(resolverCtx, {
+        agentOptions: () => AGENT_OPTIONS,
+        // What DSH web's setup does in kind: mount the session's preset (here one tool) before publication.
+        setup: ({ meta }) => {
+          if (meta.id.startsWith(REFUSED_SESSION_PREFIX)) throw new Error(`agent preset of ${meta.id} is no longer supplied`)
+          return (agentCtx: Context) => {
+            const agent = agentCtx.agent!
+            const boundary = installBoundary(agent)
+            agentCtx.tools.register(probeTool)
+            resolvedFakes.set(agent.id, { agent, handle: { agent } as AgentHandle, ...boundary })
+          }
+        },
+      })
+    },
+  } as unknown as PluginModule)
 }
 
 /** A booted host. */
@@ -87,12 +160,13 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
   if (options.settingsPath !== undefined) plugins.push([settingsFilePlugin, { path: options.settingsPath, watch: options.settingsWatch === true }])
   plugins.push([commandsPlugin], [agentLoopPlugin, { agents: [] }])
   if (options.oneShot === true) ctx.provide('headlessStartup', { task: 'one task' })
-  if (options.loop !== false) plugins.push([loopPlugin, options.loopConfig])
   for (const [plugin, config] of plugins) {
     // Service packages export their class as default; function plugins are the namespace itself.
     const module = (plugin as { default?: unknown }).default ?? plugin
     await ctx.plugin(module as PluginModule, config as never)
   }
+  if (options.home !== undefined) await mountWebComposition(ctx, options.home, options.resolver !== false, options.webStores !== false)
+  if (options.loop !== false) await ctx.plugin(loopPlugin as PluginModule, options.loopConfig as never)
   trackFlushes(ctx)
   return { ctx, root, dispose: () => ctx.fiber.dispose() }
 }

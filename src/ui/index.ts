@@ -173,6 +173,8 @@ export function apply(ctx: LoopClientContext): void {
             hooks: { loopSettings: form },
             edit: form.edit,
             resetField: form.resetField,
+            toggle: form.toggle,
+            resetToggle: form.resetToggle,
             save: form.save,
             discard: form.discard,
           }),

@@ -13,6 +13,9 @@ interface LoopRecord {
   readonly next_at: number
 }
 
+/** The `loop` settings section that turns resume on start off. */
+const RESUME_OFF = 'loop:\n  resumeOnStart: false\n'
+
 /** How long DSH stays down: a 1 s loop misses at least five intervals. */
 const DOWNTIME_MS = 5_000
 /** How long the resumed session is observed. */
@@ -22,7 +25,8 @@ describe('restart with loops active', () => {
   test.for(['SIGTERM', 'SIGKILL'] as const)(
     '5. after %s: the loops come back with their ids and prompts, fire again, the history loads, and the downtime is not replayed',
     async (signal, { rig }) => {
-      const r = await rig()
+      // The reopen path, timed from the reopen: with resume on start the session would come back at boot (resume.e2e.test.ts).
+      const r = await rig({}, { settings: RESUME_OFF })
       const sessionId = await createSession(r.url)
       const fast = await createLoop(r.url, sessionId, 1, 'RESTART_FAST')
       await waitForHeartbeats(r.url, sessionId, { [fast]: 2 })

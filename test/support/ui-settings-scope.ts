@@ -20,9 +20,9 @@ const resolveSection = LOOP_SETTINGS_SECTION as unknown as (section: object) => 
  * and the user layer; a write the schema refuses leaves the user layer as it
  * was (the host's recovery read), `hold` parks writes until released.
  */
-export function sectionScope(options: { base?: Record<string, number>; user?: Record<string, number>; status?: SettingsScopeSnapshot['status']; writable?: boolean } = {}) {
+export function sectionScope(options: { base?: Record<string, number | boolean>; user?: Record<string, number | boolean>; status?: SettingsScopeSnapshot['status']; writable?: boolean } = {}) {
   const base = options.base ?? { ...DEFAULT_LOOP_CONFIG }
-  let user: Record<string, number> | undefined = options.user
+  let user: Record<string, number | boolean> | undefined = options.user
   let status = options.status ?? 'ready'
   const listeners = new Set<() => void>()
   const resolve = (): SettingsScopeSnapshot => ({
@@ -40,7 +40,7 @@ export function sectionScope(options: { base?: Record<string, number>; user?: Re
   const writes: [string, string, unknown?][] = []
   let hold: Promise<void> | undefined
   let throwing = false
-  const commit = async (next: Record<string, number> | undefined) => {
+  const commit = async (next: Record<string, number | boolean> | undefined) => {
     if (hold !== undefined) await hold
     if (throwing) throw new Error('settings.update: transport closed')
     user = next
@@ -54,7 +54,7 @@ export function sectionScope(options: { base?: Record<string, number>; user?: Re
     },
     set: async (field, value) => {
       writes.push(['set', field, value])
-      await commit({ ...user, [field]: value as number })
+      await commit({ ...user, [field]: value as number | boolean })
     },
     unset: async (field) => {
       writes.push(['unset', field])
@@ -71,7 +71,7 @@ export function sectionScope(options: { base?: Record<string, number>; user?: Re
       return user
     },
     /** An external change of the section (another window, a hand edit of settings.yaml). */
-    change(next: { user?: Record<string, number>; status?: SettingsScopeSnapshot['status'] }) {
+    change(next: { user?: Record<string, number | boolean>; status?: SettingsScopeSnapshot['status'] }) {
       if (next.status !== undefined) status = next.status
       if ('user' in next) user = next.user
       act(() => publish())

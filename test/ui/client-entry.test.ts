@@ -222,7 +222,7 @@ async function checkEntry(entry: Entry) {
   const card = registered[5] as { options: CardOptions; component: CardComponent }
   expect(card.options).toEqual({ name: 'settings.plugin.item', key: 'loop', locale: 'loop', inject: expect.any(Function) })
   const face = card.options.inject()
-  expect(Object.keys(face).sort()).toEqual(['discard', 'edit', 'hooks', 'resetField', 'save'])
+  expect(Object.keys(face).sort()).toEqual(['discard', 'edit', 'hooks', 'resetField', 'resetToggle', 'save', 'toggle'])
   // As the slot renderer binds `hooks.loopSettings` into `useLoopSettings`.
   const store = face.hooks.loopSettings
   const { hooks: _hooks, ...actions } = face

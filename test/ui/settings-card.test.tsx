@@ -25,6 +25,8 @@ function renderCard(form: LoopSettingsForm, language: Language = 'en') {
       useLoopSettings: <S,>(selector: (state: LoopSettingsCardState) => S) => selector(useSyncExternalStore(form.subscribe, form.getSnapshot)),
       edit: form.edit,
       resetField: form.resetField,
+      toggle: form.toggle,
+      resetToggle: form.resetToggle,
       save: form.save,
       discard: form.discard,
     }
@@ -162,6 +164,40 @@ describe('settings card', () => {
       ['set', 'maxPromptLength', 700],
     ])
     expect(form.getSnapshot()).toMatchObject({ dirty: false, fields: { maxLoopsPerSession: { text: '6' }, maxPromptLength: { text: '700' } } })
+  })
+
+  it('switches resume on start off and back: a checkbox with its hint, saved as a boolean, reset to the composition value', async () => {
+    const host = sectionScope()
+    const form = new LoopSettingsForm(host.scope)
+    renderCard(form)
+    fireEvent.click(header())
+    const box = () => screen.getByRole('checkbox', { name: 'Resume loops on start' }) as HTMLInputElement
+    expect(box().checked).toBe(true)
+    expect(document.getElementById(box().getAttribute('aria-describedby')!)!.textContent).toBe(
+      'When DSH web starts, bring back every session holding an active loop, so loops keep running across a restart. Each such session is read in full and stays live; every overdue loop fires once, and each heartbeat is a model turn.',
+    )
+    fireEvent.click(box())
+    expect(box().checked).toBe(false)
+    expect(form.getSnapshot().toggles.resumeOnStart).toEqual({ checked: false, overridden: true })
+    expect(header().textContent).toBe('LoopsRecurring prompts created with /loop or by the model.Unsaved')
+    await act(async () => fireEvent.click(button('Save')))
+    expect(host.writes).toEqual([['set', 'resumeOnStart', false]])
+    expect(host.user).toEqual({ resumeOnStart: false })
+    expect(form.getSnapshot()).toMatchObject({ dirty: false, toggles: { resumeOnStart: { checked: false, overridden: true } } })
+    // Checking it again writes true (an explicit override, like any stored field); Reset clears it.
+    fireEvent.click(box())
+    expect(form.getSnapshot()).toMatchObject({ dirty: true, toggles: { resumeOnStart: { checked: true, overridden: true } } })
+    fireEvent.click(button('Discard'))
+    fireEvent.click(button('Reset to default'))
+    expect(form.getSnapshot()).toMatchObject({ dirty: true, toggles: { resumeOnStart: { checked: true, overridden: false } } })
+    await act(async () => fireEvent.click(button('Save')))
+    expect(host.writes).toEqual([['set', 'resumeOnStart', false], ['unset', 'resumeOnStart']])
+    expect(host.user).toBeUndefined()
+    // Staging the value it already has, or a reset of nothing stored, writes nothing.
+    fireEvent.click(box())
+    fireEvent.click(box())
+    form.resetToggle('resumeOnStart')
+    expect(form.getSnapshot()).toMatchObject({ dirty: false, toggles: { resumeOnStart: { checked: true, overridden: false } } })
   })
 
   it('says when the host did not accept the values, and is read-only where the deployment is', async () => {

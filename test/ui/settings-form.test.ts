@@ -11,7 +11,7 @@ import { act, cleanup } from '@testing-library/react'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { sectionScope } from '../support/ui-settings-scope.ts'
 import { Config, DEFAULT_LOOP_CONFIG, type LoopConfig } from '../../src/config.ts'
-import { LOOP_SETTING_FIELDS, LOOP_SETTING_RANGES, LoopSettingsForm, parseDraft, type LoopSettingsCardState } from '../../src/ui/settings-form.ts'
+import { LOOP_SETTING_FIELDS, LOOP_SETTING_RANGES, LOOP_SETTING_TOGGLES, LoopSettingsForm, parseDraft, type LoopSettingsCardState } from '../../src/ui/settings-form.ts'
 
 /** The row's strict `Config` schema over a partial section (schemastery fills the defaults). */
 const resolveRow = Config as unknown as (section: object) => LoopConfig
@@ -42,7 +42,13 @@ describe('settings form', () => {
         expect(parseDraft(String(value), LOOP_SETTING_RANGES[field]), `${field}=${value}`).toBeUndefined()
       }
     }
-    expect(LOOP_SETTING_FIELDS).toEqual(Object.keys(DEFAULT_LOOP_CONFIG))
+    // Every setting of the schema is on the card: the bounds as fields, the switch as a checkbox.
+    expect([...LOOP_SETTING_FIELDS, ...LOOP_SETTING_TOGGLES]).toEqual(Object.keys(DEFAULT_LOOP_CONFIG))
+    for (const toggle of LOOP_SETTING_TOGGLES) {
+      expect(Config({} as never)[toggle]).toBe(true)
+      expect(Config({ [toggle]: false } as never)[toggle]).toBe(false)
+      expect(() => Config({ [toggle]: 'no' } as never)).toThrow()
+    }
   })
 
   it('shows the effective values, and marks a field overridden by its presence in the user layer, not by its value', () => {
@@ -59,6 +65,7 @@ describe('settings form', () => {
         maxLoopsPerSession: { text: '20', overridden: false, invalid: false, invalidStored: false },
         maxPromptLength: { text: '4000', overridden: true, invalid: false, invalidStored: false },
       },
+      toggles: { resumeOnStart: { checked: true, overridden: false } },
     })
     expect(form.getSnapshot()).toBe(form.getSnapshot())
   })

@@ -1,0 +1,248 @@
+/**
+ * Resume on start (SPEC.md, "Resume on start"): what the start-up path costs a
+ * long-lived host. Three figures, ratios taken within one run:
+ *
+ * - idle start: a host over a home with 200 stored sessions and no loops, from
+ *   boot until the plugin's start-up path has finished (it lists the headers and
+ *   reads the hint directory, never a log), against the same host without the
+ *   plugin (target: at most 5 % more);
+ * - revival: 20 sessions holding loops, from the plugin's load until all 20 are
+ *   live, against the host bringing the same 20 live through its own resolver
+ *   with the same concurrency, the plugin loaded with `resumeOnStart: false` so
+ *   both sides pay for the loop runtimes and only the start-up path differs
+ *   (target: within 1.2×);
+ * - memory: heap each brought-back session holds once live.
+ *
+ * The host is the bench's real in-process host (scripts/bench/host.ts) plus what
+ * DSH web composes around cold sessions: `dshHomePath`, the Typert registry and
+ * the host's own `createApiRemoteAgentResolver` behind the lookup `agent`.
+ * @module scripts/bench/start
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Context } from '@deepseek-ai/cordis'
+import type { AgentStatus } from '@deepseek-ai/dsh-agent'
+import { createApiRemoteAgentResolver } from '@deepseek-ai/dsh-api-remotes'
+import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
+import TypertRegistry from '@deepseek-ai/dsh-typert-registry'
+import * as loopPlugin from '../../src/index.ts'
+import { REVIVE_CONCURRENCY } from '../../src/revive.ts'
+import { bootHost, createAgent, runTool, type Host } from './host.ts'
+import { collectGarbage, median, preciseNow } from './stats.ts'
+
+/** Options of {@link benchStart}. */
+export interface StartBenchOptions {
+  /** Trials per measured start (alternating with and without), default 5. */
+  readonly trials?: number
+  /** Stored sessions without loops in the idle-start home, default 200. */
+  readonly idleSessions?: number
+  /** Sessions holding loops in the revival home, default 20. */
+  readonly loopSessions?: number
+  /** `/loop list` commands run in each stored session (two events each), default 10. */
+  readonly commandsPerSession?: number
+}
+
+/** What {@link benchStart} measured; times are medians in ms. */
+export interface StartBenchResult {
+  readonly idleSessions: number
+  /** Boot until the start-up path finished, with the plugin. */
+  readonly idleStartWith: number
+  /** The same boot without the plugin. */
+  readonly idleStartWithout: number
+  /** `idleStartWith / idleStartWithout` (target ≤ 1.05). */
+  readonly idleStartRatio: number
+  /** `idleStartWith - idleStartWithout`, ms: what the plugin adds in absolute terms (a real `dsh web` boots in 1.6–2.6 s). */
+  readonly idleStartAdded: number
+  readonly loopSessions: number
+  /** Plugin load until every session holding loops is live. */
+  readonly reviveWith: number
+  /** The host's resolver bringing the same sessions live, same concurrency. */
+  readonly reviveHostResolver: number
+  /** `reviveWith / reviveHostResolver` (target ≤ 1.2). */
+  readonly reviveRatio: number
+  /** Heap held per brought-back session once live, bytes (after a full GC). */
+  readonly heapPerSessionBytes: number
+  readonly samples: {
+    readonly idleStartWith: readonly number[]
+    readonly idleStartWithout: readonly number[]
+    readonly reviveWith: readonly number[]
+    readonly reviveHostResolver: readonly number[]
+  }
+}
+
+type PluginModule = Parameters<Context['plugin']>[0]
+
+/** Agent options of every bench agent; the provider is never reached. */
+const AGENT_OPTIONS = { provider: 'deepseek-official', model: 'deepseek-chat' } as const
+
+/** Mount what DSH web composes around cold sessions: a home, the Typert registry and the host's resolver. */
+async function mountWebResolver(ctx: Context, home: string): Promise<void> {
+  ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
+  await ctx.plugin(TypertRegistry as unknown as PluginModule)
+  await ctx.plugin({
+    name: 'bench-host-resolver',
+    inject: ['agents', 'sessions', 'sessionPersistence'],
+    apply: (resolverCtx: Context) => {
+      createApiRemoteAgentResolver(resolverCtx, {
+        agentOptions: () => AGENT_OPTIONS,
+        // The model boundary stays fake: a brought-back session must never reach a provider.
+        setup: () => (agentCtx: Context) => {
+          const agent = agentCtx.agent!
+          const idle: AgentStatus = 'idle'
+          for (const method of ['send', 'steer', 'followup']) Object.defineProperty(agent, method, { value: () => {}, configurable: true })
+          Object.defineProperty(agent, 'status', { get: () => idle, configurable: true })
+        },
+      })
+    },
+  } as unknown as PluginModule)
+}
+
+/** Boot the web-like host on a stored home, with or without the plugin. */
+async function bootWebHost(root: string, home: string, withPlugin: boolean): Promise<Host> {
+  const host = await bootHost({ root, loop: false, changeFeed: false })
+  await mountWebResolver(host.ctx, home)
+  if (withPlugin) await host.ctx.plugin(loopPlugin as unknown as PluginModule, {} as never)
+  return host
+}
+
+/** Wait until the plugin printed its start-up summary (it reports on the terminal, SPEC.md). */
+function summaryWatch(): { readonly done: Promise<void>; restore(): void } {
+  const original = console.error
+  let finish: () => void = () => {}
+  const done = new Promise<void>((resolve) => (finish = resolve))
+  console.error = (...args: unknown[]) => {
+    if (typeof args[0] === 'string' && args[0].startsWith('loop: brought back')) finish()
+    else if (!(typeof args[0] === 'string' && args[0].startsWith('loop: '))) original(...args)
+  }
+  return { done, restore: () => (console.error = original) }
+}
+
+/** Store `count` sessions (each with `commands` `/loop list` runs) and, for the first `withLoops`, one hour-long loop. */
+async function storeSessions(root: string, home: string, count: number, withLoops: number, commands: number): Promise<string[]> {
+  const host = await bootHost({ root, loop: false, changeFeed: false })
+  host.ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
+  await host.ctx.plugin(loopPlugin as unknown as PluginModule, {} as never)
+  const ids: string[] = []
+  for (let index = 0; index < count; index += 1) {
+    const id = `session-bench-${String(index).padStart(4, '0')}`
+    const fake = await createAgent(host, id)
+    for (let command = 0; command < commands; command += 1) await host.ctx.commands.execute(fake.agent, '/loop list', [], new AbortController().signal)
+    if (index < withLoops) await runTool(host, fake.agent, 'loop_create', { prompt: `watch ${index}`, time_in_seconds: 3_600 })
+    await host.ctx.sessions.flush(fake.agent.session)
+    ids.push(id)
+  }
+  await host.dispose()
+  return ids
+}
+
+/** A fresh directory. */
+function freshDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), prefix))
+}
+
+/**
+ * Measure the start-up path (see the module comment).
+ * @param options - sizes and trials.
+ * @returns medians, ratios, samples and heap per session.
+ */
+export async function benchStart(options: StartBenchOptions = {}): Promise<StartBenchResult> {
+  const trials = options.trials ?? 5
+  const idleSessions = options.idleSessions ?? 200
+  const loopSessions = options.loopSessions ?? 20
+  const commands = options.commandsPerSession ?? 10
+  // A host without the plugin must still read logs holding loop/change (SPEC.md, "Event catalog").
+  ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).add('loop/change')
+  const dirs: string[] = []
+  const dir = (prefix: string) => {
+    const made = freshDir(prefix)
+    dirs.push(made)
+    return made
+  }
+  try {
+    // Idle start: 200 sessions, no loops; the hint directory is empty, so nothing is read.
+    const idleRoot = dir('loop-bench-start-idle-')
+    const idleHome = dir('loop-bench-start-home-')
+    await storeSessions(idleRoot, idleHome, idleSessions, 0, commands)
+    const idleWith: number[] = []
+    const idleWithout: number[] = []
+    // One untimed boot of each, so module loading and JIT warm-up fall on neither side.
+    for (const withPlugin of [true, false]) await (await bootWebHost(idleRoot, idleHome, withPlugin)).dispose()
+    for (let trial = 0; trial < trials; trial += 1) {
+      for (const withPlugin of trial % 2 === 0 ? [true, false] : [false, true]) {
+        collectGarbage()
+        const watch = summaryWatch()
+        const started = preciseNow()
+        const host = await bootWebHost(idleRoot, idleHome, withPlugin)
+        if (withPlugin) await watch.done
+        const elapsed = preciseNow() - started
+        watch.restore()
+        await host.dispose()
+        ;(withPlugin ? idleWith : idleWithout).push(elapsed)
+      }
+    }
+
+    // Revival: a fresh copy of the home per trial would cost a rebuild; the same stored sessions are
+    // brought live in a fresh host each trial (nothing fires: the loops are an hour away).
+    const loopRoot = dir('loop-bench-start-loops-')
+    const loopHome = dir('loop-bench-start-home-')
+    const ids = (await storeSessions(loopRoot, loopHome, loopSessions, loopSessions, commands)).map((id) => SessionId(id))
+    const reviveWith: number[] = []
+    const reviveResolver: number[] = []
+    let heapPerSession = 0
+    for (let trial = 0; trial < trials; trial += 1) {
+      for (const withPlugin of trial % 2 === 0 ? [true, false] : [false, true]) {
+        // Both sides run the plugin's runtimes; the baseline has the start-up path off and opens the sessions itself.
+        const host = await bootWebHost(loopRoot, loopHome, false)
+        const quiet = summaryWatch()
+        if (!withPlugin) await host.ctx.plugin(loopPlugin as unknown as PluginModule, { resumeOnStart: false } as never)
+        quiet.restore()
+        collectGarbage()
+        const heapBefore = process.memoryUsage().heapUsed
+        const started = preciseNow()
+        if (withPlugin) {
+          const watch = summaryWatch()
+          await host.ctx.plugin(loopPlugin as unknown as PluginModule, {} as never)
+          await watch.done
+          watch.restore()
+        } else {
+          const lookup = host.ctx.typert.lookups.get('agent')!
+          const queue = [...ids]
+          await Promise.all(
+            Array.from({ length: REVIVE_CONCURRENCY }, async () => {
+              for (let id = queue.shift(); id !== undefined; id = queue.shift()) await lookup.resolve(id)
+            }),
+          )
+        }
+        const elapsed = preciseNow() - started
+        const live = ids.filter((id) => host.ctx.agents.get(id) !== undefined).length
+        if (live !== ids.length) throw new Error(`only ${live} of ${ids.length} sessions came live (${withPlugin ? 'plugin' : 'host resolver'})`)
+        if (withPlugin) {
+          collectGarbage()
+          heapPerSession = Math.max(heapPerSession, (process.memoryUsage().heapUsed - heapBefore) / ids.length)
+        }
+        await host.dispose()
+        ;(withPlugin ? reviveWith : reviveResolver).push(elapsed)
+      }
+    }
+    const idleStartWith = median(idleWith)
+    const idleStartWithout = median(idleWithout)
+    const reviveWithMedian = median(reviveWith)
+    const reviveResolverMedian = median(reviveResolver)
+    return {
+      idleSessions,
+      idleStartWith,
+      idleStartWithout,
+      idleStartRatio: idleStartWith / idleStartWithout,
+      idleStartAdded: idleStartWith - idleStartWithout,
+      loopSessions,
+      reviveWith: reviveWithMedian,
+      reviveHostResolver: reviveResolverMedian,
+      reviveRatio: reviveWithMedian / reviveResolverMedian,
+      heapPerSessionBytes: Math.round(heapPerSession),
+      samples: { idleStartWith: idleWith, idleStartWithout: idleWithout, reviveWith, reviveHostResolver: reviveResolver },
+    }
+  } finally {
+    for (const made of dirs) rmSync(made, { recursive: true, force: true })
+  }
+}
