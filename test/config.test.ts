@@ -23,10 +23,10 @@ const TOO_MANY = (active: number, limit: number) =>
 const ONBOARDING = 'ui-onboarding:\n  welcomeNoticeVersion: 2026-08-13.1\n'
 
 describe('resolveLoopSettings', () => {
-  const lastValid = { maxLoopsPerSession: 7, maxPromptLength: 99 }
+  const lastValid = { maxLoopsPerSession: 7, maxPromptLength: 99, resumeOnStart: false }
 
   it('applies every valid field and resolves an absent or empty one to its default', () => {
-    expect(resolveLoopSettings({ maxLoopsPerSession: 1000, maxPromptLength: 1 }, lastValid)).toEqual({ config: { maxLoopsPerSession: 1000, maxPromptLength: 1 }, invalid: [] })
+    expect(resolveLoopSettings({ maxLoopsPerSession: 1000, maxPromptLength: 1 }, lastValid)).toEqual({ config: { maxLoopsPerSession: 1000, maxPromptLength: 1, resumeOnStart: true }, invalid: [] })
     expect(resolveLoopSettings({ maxLoopsPerSession: null }, lastValid)).toEqual({ config: DEFAULT_LOOP_CONFIG, invalid: [] })
     expect(resolveLoopSettings(undefined, lastValid)).toEqual({ config: DEFAULT_LOOP_CONFIG, invalid: [] })
   })
@@ -34,15 +34,16 @@ describe('resolveLoopSettings', () => {
   it('keeps the last valid value of each invalid field and names it', () => {
     for (const value of [0, 1001, 5000, -1, 2.5, '5', true, [3], { n: 3 }]) {
       expect(resolveLoopSettings({ maxLoopsPerSession: value, maxPromptLength: 50 }, lastValid), JSON.stringify(value)).toEqual({
-        config: { maxLoopsPerSession: 7, maxPromptLength: 50 },
+        config: { maxLoopsPerSession: 7, maxPromptLength: 50, resumeOnStart: true },
         invalid: [{ field: 'maxLoopsPerSession', value, accepts: 'a whole number from 1 to 1000', kept: 7 }],
       })
     }
-    expect(resolveLoopSettings({ maxLoopsPerSession: 0, maxPromptLength: 100_001 }, lastValid)).toEqual({
+    expect(resolveLoopSettings({ maxLoopsPerSession: 0, maxPromptLength: 100_001, resumeOnStart: 'no' }, lastValid)).toEqual({
       config: lastValid,
       invalid: [
         { field: 'maxLoopsPerSession', value: 0, accepts: 'a whole number from 1 to 1000', kept: 7 },
         { field: 'maxPromptLength', value: 100_001, accepts: 'a whole number from 1 to 100000', kept: 99 },
+        { field: 'resumeOnStart', value: 'no', accepts: 'true or false', kept: false },
       ],
     })
   })
@@ -94,7 +95,7 @@ describe('an invalid loop section in the settings document', () => {
     ])
     // The namespace is served (the Settings card's source), holding the stored value as it is.
     expect(settings.describe().find((entry) => entry.ns === 'loop')?.user).toEqual({ maxLoopsPerSession: 0 })
-    expect(loopValue()).toEqual({ maxLoopsPerSession: 0, maxPromptLength: 4000 })
+    expect(loopValue()).toEqual({ maxLoopsPerSession: 0, maxPromptLength: 4000, resumeOnStart: true })
 
     const fake = await createFakeAgent(host, 'ses-invalid-start')
     expect((await runTool(host, fake.agent, 'loop_create', { prompt: 'a', time_in_seconds: 60 })).isError).toBe(false)
