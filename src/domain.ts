@@ -421,19 +421,23 @@ export interface DeliveryContext {
 /** How one due occurrence is handled. */
 export type Delivery =
   | { readonly kind: 'send'; readonly target: 'next-step' | 'next-turn' }
+  | { readonly kind: 'replace'; readonly target: 'next-turn' }
   | { readonly kind: 'coalesce' }
 
 /**
- * The delivery rule. At most one undelivered heartbeat per loop: while one waits,
- * the occurrence only advances the schedule. At most one heartbeat per loop per
- * turn: a loop the open turn already took waits for the next turn, so every turn
- * ends. Otherwise adaptive: the next step while running, a new turn while idle.
+ * The delivery rule. At most one undelivered heartbeat per loop: while one waits
+ * for a running agent, the occurrence only advances the schedule. A heartbeat left
+ * waiting in an idle agent's inbox (a Stop that kept the inbox, a turn that ended
+ * in an error, a restart) has nothing to deliver it, so it is replaced by a fresh
+ * one that wakes the agent. At most one heartbeat per loop per turn: a loop the
+ * open turn already took waits for the next turn, so every turn ends. Otherwise
+ * adaptive: the next step while running, a new turn while idle.
  * @param loopId - the due loop.
  * @param context - inbox and turn facts derived from the session.
- * @returns send (with its inbox target) or coalesce.
+ * @returns send (with its inbox target), replace the stale waiting heartbeat, or coalesce.
  */
 export function chooseDelivery(loopId: string, context: DeliveryContext): Delivery {
-  if (context.waiting.has(loopId)) return { kind: 'coalesce' }
+  if (context.waiting.has(loopId)) return context.running ? { kind: 'coalesce' } : { kind: 'replace', target: 'next-turn' }
   if (!context.running || context.inOpenTurn.has(loopId)) return { kind: 'send', target: 'next-turn' }
   return { kind: 'send', target: 'next-step' }
 }

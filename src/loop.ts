@@ -5,8 +5,8 @@
  * @module dsh-plugin-loop/loop
  */
 import type { Context } from '@deepseek-ai/cordis'
-import type { Agent } from '@deepseek-ai/dsh-agent'
-import { createUserMessage } from '@deepseek-ai/dsh-llm'
+import type { Agent, PreStepDecision } from '@deepseek-ai/dsh-agent'
+import { createUserMessage, type MessageId } from '@deepseek-ai/dsh-llm'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import {
   LOOP_CHANGE_EVENT,
@@ -129,6 +129,30 @@ export class LoopRuntime {
     if (heartbeat !== undefined) this.inOpenTurn.add(heartbeat.loopId)
   }
 
+  /**
+   * Keep heartbeats of loops that are no longer active out of a step DSH is about
+   * to enter. DSH claims a step's input before its pre-step hooks run; a delete
+   * decided in between cannot take the message out of the inbox any more, so it
+   * is dropped here instead. Any other message, and every heartbeat of an active
+   * loop, passes unchanged; so does everything while the fold is faulted.
+   * @param decision - what the inner pre-step hooks decided.
+   * @returns the same decision, or a copy without the deleted loops' heartbeats.
+   */
+  admitStep(decision: PreStepDecision): PreStepDecision {
+    if (decision.kind === 'reject') return decision
+    let loops: TrackedLoopFold['loops']
+    try {
+      loops = this.sync().loops
+    } catch {
+      return decision
+    }
+    const messages = decision.messages.filter((message) => {
+      const heartbeat = readHeartbeat(message)
+      return heartbeat === undefined || Object.hasOwn(loops, heartbeat.loopId)
+    })
+    return messages.length === decision.messages.length ? decision : { ...decision, messages }
+  }
+
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
   requestDrive(): void {
     if (this.options.oneShot || this.stopping || this.fault !== undefined || !this.isLive()) return
@@ -154,6 +178,8 @@ export class LoopRuntime {
       const { result, change } = operation(this.sync())
       if (change === undefined) return result
       this.assertRunnable(label, signal)
+      // A deleted loop's waiting heartbeat leaves the inbox first, durably, in the same flush as the delete.
+      if (change.operation === 'delete') this.withdrawHeartbeats(this.waitingHeartbeats().get(change.id))
       this.agent.session.append(LOOP_CHANGE_EVENT, change)
       try {
         await flushSession(this.ctx, this.agent.session)
@@ -326,14 +352,22 @@ export class LoopRuntime {
     this.retryDelay = Math.min(this.retryDelay * 2, MAX_RETRY_DELAY_MS)
   }
 
-  /** Loops with a heartbeat waiting, unconsumed, in the agent's inbox (replayed by DSH from the log). */
-  private waitingHeartbeats(): Set<string> {
-    const waiting = new Set<string>()
+  /** Each loop's heartbeats waiting, unconsumed, in the agent's inbox (replayed by DSH from the log), by message id. */
+  private waitingHeartbeats(): Map<string, MessageId[]> {
+    const waiting = new Map<string, MessageId[]>()
     for (const message of [...this.agent.inbox.nextStep, ...this.agent.inbox.nextTurn]) {
       const heartbeat = readHeartbeat(message)
-      if (heartbeat !== undefined) waiting.add(heartbeat.loopId)
+      if (heartbeat === undefined) continue
+      const ids = waiting.get(heartbeat.loopId)
+      if (ids === undefined) waiting.set(heartbeat.loopId, [message.id])
+      else ids.push(message.id)
     }
     return waiting
+  }
+
+  /** Remove waiting heartbeats from the inbox; DSH logs each removal as a durable cancellation splice. */
+  private withdrawHeartbeats(ids: readonly MessageId[] | undefined): void {
+    for (const id of ids ?? []) this.agent.inbox.remove(id)
   }
 
   /**
@@ -381,13 +415,19 @@ export class LoopRuntime {
       this.logger.info(`session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`)
       change = dispatchChange(loop.id, rescheduledNextAt(loop, now))
     } else {
+      const waiting = this.waitingHeartbeats()
       const delivery = chooseDelivery(loop.id, {
         running: this.agent.status === 'running',
-        waiting: this.waitingHeartbeats(),
+        waiting: new Set(waiting.keys()),
         inOpenTurn: this.inOpenTurn,
       })
-      if (delivery.kind === 'send') {
+      if (delivery.kind !== 'coalesce') {
         try {
+          if (delivery.kind === 'replace') {
+            // Nothing would deliver it (an idle agent does not wake by itself): the fresh heartbeat takes its place and wakes it.
+            this.logger.info(`session "${this.agent.id}": the heartbeat of ${loop.id} waited in the inbox of an idle agent; replacing it with one that wakes the agent`)
+            this.withdrawHeartbeats(waiting.get(loop.id))
+          }
           const message = createUserMessage({
             content: [{ type: 'text', text: renderHeartbeat(loop) }],
             source: { kind: 'plugin', plugin: 'loop' },

@@ -326,7 +326,7 @@ describe('delivery rule', () => {
     ['idle', { running: false, waiting: none, inOpenTurn: none }, { kind: 'send', target: 'next-turn' }],
     ['running, not yet in this turn', { running: true, waiting: none, inOpenTurn: none }, { kind: 'send', target: 'next-step' }],
     ['running, already in this turn', { running: true, waiting: none, inOpenTurn: only }, { kind: 'send', target: 'next-turn' }],
-    ['a heartbeat still waiting (idle)', { running: false, waiting: only, inOpenTurn: none }, { kind: 'coalesce' }],
+    ['a heartbeat left waiting in an idle inbox', { running: false, waiting: only, inOpenTurn: none }, { kind: 'replace', target: 'next-turn' }],
     ['a heartbeat still waiting (running)', { running: true, waiting: only, inOpenTurn: only }, { kind: 'coalesce' }],
   ])('%s', (_name, context, expected) => {
     expect(chooseDelivery('loop_a', context)).toEqual(expected)
