@@ -157,7 +157,7 @@ it('a turn that ends in an error with a heartbeat waiting: the next occurrence r
   await until('the turn to end in an error', () => agent.session.events.some((event) => event.type === 'turn/end' && (event.data as { reason: { kind: string } }).reason.kind === 'error'))
   const failedAt = agent.session.events.length
   await until('a heartbeat delivered after the failed turn', () => deliveredOf(agent.session.events.slice(failedAt), id).length > 0, 10_000)
-  expect(agent.session.events.slice(failedAt).some((event) => event.type === 'assistant/message')).toBe(true)
+  await until('the model to answer it', () => agent.session.events.slice(failedAt).some((event) => event.type === 'assistant/message'), 10_000)
   expect(mostWaiting(agent.session.events, id)).toBe(1)
   await runCommand(host, agent, `/loop delete ${id}`)
 }, 30_000)

@@ -35,7 +35,7 @@ function replayInbox(log: readonly HistoryEvent[], loopId: string): { pending: P
   let most = 0
   for (const event of log) {
     if (event.type !== 'agent/inbox/spliced') continue
-    const data = event.data as { target: string; start: number; removedCount?: number; inserted: { id: string }[] }
+    const data = event.data as { target: string; start: number; removedCount?: number; inserted: ({ id: string } & Parameters<typeof loopIdOf>[0])[] }
     const inserted = data.inserted.map((message) => ({ id: message.id, target: data.target, loopId: loopIdOf(message) }))
     lists[data.target]!.splice(data.start, data.removedCount ?? 0, ...inserted)
     most = Math.max(most, [...lists['next-step']!, ...lists['next-turn']!].filter((message) => message.loopId === loopId).length)
@@ -71,7 +71,7 @@ describe('a heartbeat waiting in the inbox', () => {
       // next-step: a long user task is running when the loop falls due. next-turn: the turn a
       // heartbeat opened already took this loop, so the next heartbeat waits for the next turn.
       if (target === 'next-step') await prompt(r.url, sessionId, 'Start the long task')
-      const before = await waitingHeartbeat(r.url, sessionId, id, target)
+      await waitingHeartbeat(r.url, sessionId, id, target)
       await stop(r.url, sessionId)
       const stoppedAt = Date.now()
       await sleep(AFTER_STOP_MS)
