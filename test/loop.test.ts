@@ -106,6 +106,62 @@ describe('delivery', () => {
     expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
   })
 
+  it('handles every loop due now in one drive (a group commit): next_at order, each dispatch right after its send, one flush before and one after', async () => {
+    const a = await create('A', 4)
+    const b = await create('B', 2)
+    const c = await create('C', 3)
+    await settle()
+    vi.setSystemTime(NOW + 10_000) // asleep: all three are overdue, due in the order B, C, A
+    const steps: string[] = []
+    // The timer still waits for B's 2 s; when it fires, all three are due.
+    const realFlush = host.ctx.sessions.flush
+    const flush = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
+      steps.push('flush')
+      return realFlush(session)
+    })
+    const names = new Map([[a, 'A'], [b, 'B'], [c, 'C']])
+    fake.send.mockImplementation((message) => {
+      steps.push(`send ${/<prompt>(\w)<\/prompt>/.exec((message.content[0] as { text: string }).text)![1]}`)
+    })
+    const session = fake.agent.session
+    const realAppend = session.append.bind(session) as (type: string, data: unknown) => ReturnType<typeof session.append>
+    const append = vi.spyOn(session, 'append').mockImplementation(((type: string, data: unknown) => {
+      steps.push(`append ${names.get((data as { id: string }).id)}`)
+      return realAppend(type, data)
+    }) as typeof session.append)
+    await advance(2000)
+    flush.mockRestore()
+    append.mockRestore()
+    expect(steps).toEqual(['flush', 'send B', 'append B', 'send C', 'append C', 'send A', 'append A', 'flush'])
+    expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
+  })
+
+  it('decides each loop of a batch on the inbox as the batch left it: a heartbeat its own wake-up claimed no longer waits', async () => {
+    const first = await create('first', 2)
+    const second = await create('second', 3)
+    await settle()
+    // Two stale heartbeats of the second loop wait in the idle agent's inbox (a log from another build).
+    const stale = () => createUserMessage({ content: [{ type: 'text', text: heartbeat(second, 'second') }], source: { kind: 'plugin', plugin: 'loop' } })
+    fake.agent.inbox.append('next-step', stale())
+    fake.agent.inbox.append('next-turn', stale())
+    // Like DSH: a waking send to an idle agent starts a turn that claims at once (all next-step input and the first queued turn).
+    fake.send.mockImplementation((message, target) => {
+      fake.agent.inbox.append(target, message)
+      if (fake.agent.status === 'idle') {
+        fake.setStatus('running')
+        fake.agent.inbox.claim('next-turn', 1)
+      }
+    })
+    vi.setSystemTime(NOW + 3000) // when the timer (2 s) fires, both are due: first (at 2 s), then second (3 s)
+    await advance(2000)
+    // The first's wake-up claimed both stale heartbeats into the open turn: the second goes to the next turn, not coalesced.
+    expect(fake.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target])).toEqual([
+      [heartbeat(first, 'first'), 'next-turn'],
+      [heartbeat(second, 'second'), 'next-turn'],
+    ])
+    expect(fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([heartbeat(first, 'first'), heartbeat(second, 'second')])
+  })
+
   it('escapes the id and prompt inside the heartbeat', async () => {
     const id = await create(`Is "main" <green> & 'ok'?`, 1)
     await advance(1000)
