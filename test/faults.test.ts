@@ -574,6 +574,26 @@ describe('the clock jumps', () => {
     await expectConsistent()
   })
 
+  it('backwards by two days while the log refuses the correction: nothing is sent, the retry reschedules it once', async () => {
+    const id = await create('hourly', 3600)
+    await advance(600_000, 60_000)
+    const jumpedTo = NOW + 600_000 - 2 * 86_400_000
+    vi.setSystemTime(jumpedTo)
+    const refusal = failNextLoopAppend(fake.agent.session)
+    // The first attempt comes within a minute (the timer's longest wait) and is refused; the retry a second later.
+    await advance(62_000, 1000)
+    expect(refusal.mock.calls.filter(([type]) => type === 'loop/change')).toHaveLength(2)
+    refusal.mockRestore()
+    expect(sent).toEqual([])
+    const log = await durable()
+    expect(log).toHaveLength(2)
+    const [, correction] = log as { operation: string; id: string; next_at: number }[]
+    expect(correction).toEqual(dispatchRecord(id, correction!.next_at))
+    // Rescheduled by the retry, about a second after the refused attempt: one interval from then.
+    expect(correction!.next_at - 3_600_000 - jumpedTo).toBeLessThanOrEqual(62_000)
+    expect(correction!.next_at - 3_600_000).toBeGreaterThan(jumpedTo)
+  })
+
   it('backwards by two days: the loop is rescheduled durably within a minute, without a send, and fires at its new time, not early', async () => {
     const id = await create('hourly', 3600)
     await advance(600_000, 60_000)
