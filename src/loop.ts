@@ -440,8 +440,8 @@ export class LoopRuntime {
    * Handle a drive's batch synchronously, in order: correct every skewed schedule,
    * then deliver every due loop by the delivery rule, each with its dispatch
    * appended right after its send. Stops at the first send the inbox refuses or
-   * append the log refuses (the rest is left to the retry), and when the agent
-   * stops being the live root (a send that disposed it).
+   * append the log refuses (the rest is left to the retry), and once this runtime
+   * is being disposed or its agent is no longer the live root (checked before every send).
    * @returns the loops whose dispatch was appended, and why the batch stopped early.
    */
   private handleBatch(plan: DrivePlan, now: number): { readonly handled: readonly string[]; readonly failure?: string } {
