@@ -78,9 +78,9 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     // did not see can change the step's input between this check and DSH logging it.
     const stopPreStep = ctx.on(
       'agent/pre-step',
-      async ({ agent }, next) => {
+      async ({ agent, messages }, next) => {
         const decision = await next()
-        return runtimes.get(agent.session)?.admitStep(decision) ?? decision
+        return runtimes.get(agent.session)?.admitStep(messages, decision) ?? decision
       },
       { prepend: true },
     )

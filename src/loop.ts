@@ -143,11 +143,15 @@ export class LoopRuntime {
    * to enter. DSH claims a step's input before its pre-step hooks run; a delete
    * decided in between cannot take the message out of the inbox any more, so it
    * is dropped here instead. Any other message, and every heartbeat of an active
-   * loop, passes unchanged; so does everything while the fold is faulted.
+   * loop, passes unchanged; so does everything while the fold is faulted. When
+   * nothing of the claimed input is left, the step has no input at all (what
+   * hooks added for it, such as DSH's runtime-context snapshot, goes too), so DSH
+   * ends the turn as if nothing had been claimed instead of calling the model.
+   * @param claimed - the messages DSH took out of the inbox for this step.
    * @param decision - what the inner pre-step hooks decided.
    * @returns the same decision, or a copy without the deleted loops' heartbeats.
    */
-  admitStep(decision: PreStepDecision): PreStepDecision {
+  admitStep(claimed: readonly unknown[], decision: PreStepDecision): PreStepDecision {
     if (decision.kind === 'reject') return decision
     let loops: TrackedLoopFold['loops']
     try {
@@ -159,7 +163,8 @@ export class LoopRuntime {
       const heartbeat = readHeartbeat(message)
       return heartbeat === undefined || Object.hasOwn(loops, heartbeat.loopId)
     })
-    return messages.length === decision.messages.length ? decision : { ...decision, messages }
+    if (messages.length === decision.messages.length) return decision
+    return { ...decision, messages: claimed.some((message) => messages.includes(message as never)) ? messages : [] }
   }
 
   /** Ask for a drive; requests landing while one runs coalesce into one more. */

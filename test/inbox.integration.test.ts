@@ -231,7 +231,13 @@ it('a delete decided after DSH claimed the heartbeat for a step, before the step
   release()
   await agent.whenIdle()
   expect(deliveredOf(agent.session.events, id)).toEqual([])
-  expect(modelSaw(id)).toBe(false)
+  // The turn the heartbeat opened ends without a step: no model request at all (not even one with only DSH's context).
+  expect(server!.requests).toEqual([])
+  const turn = agent.session.events.filter((event) => event.type.startsWith('turn/') || event.type.startsWith('step/')).map((event) => [event.type, event.data])
+  expect(turn).toEqual([
+    ['turn/start', { turn: 1 }],
+    ['turn/end', { turn: 1, reason: { kind: 'completed' } }],
+  ])
 }, 30_000)
 
 it('a child agent (no loops of its own) enters its steps untouched', async () => {

@@ -769,16 +769,20 @@ describe('admitting a step', () => {
     const agent = await createFakeAgent(bare, 'ses-admit')
     agent.agent.session.append('loop/change', createChange({ id: 'loop_live', prompt: 'loop_live', time_in_seconds: 60, next_at: Date.now() + 60_000 }))
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
-    const kept = { kind: 'enter' as const, messages: [user, beat('loop_live')] }
-    expect(runtime.admitStep(kept)).toBe(kept)
     const live = beat('loop_live')
-    expect(runtime.admitStep({ kind: 'enter', messages: [beat('loop_gone'), user, live] })).toEqual({ kind: 'enter', messages: [user, live] })
+    const kept = { kind: 'enter' as const, messages: [user, live] }
+    expect(runtime.admitStep([user, live], kept)).toBe(kept)
+    const gone = beat('loop_gone')
+    expect(runtime.admitStep([gone, user, live], { kind: 'enter', messages: [gone, user, live] })).toEqual({ kind: 'enter', messages: [user, live] })
+    // Only the deleted loop's heartbeat was claimed: what a hook added for the step (a context snapshot) goes with it.
+    const snapshot = createUserMessage({ content: [{ type: 'text', text: 'Current runtime context.' }], source: { kind: 'plugin', plugin: 'runtime-context' } })
+    expect(runtime.admitStep([gone], { kind: 'enter', messages: [gone, snapshot] })).toEqual({ kind: 'enter', messages: [] })
     const rejected = { kind: 'reject' as const }
-    expect(runtime.admitStep(rejected)).toBe(rejected)
+    expect(runtime.admitStep([gone], rejected)).toBe(rejected)
     // A corrupt log: nothing is known about the loops, so the step passes unchanged.
     agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
-    const unknown = { kind: 'enter' as const, messages: [beat('loop_gone')] }
-    expect(runtime.admitStep(unknown)).toBe(unknown)
+    const unknown = { kind: 'enter' as const, messages: [gone] }
+    expect(runtime.admitStep([gone], unknown)).toBe(unknown)
     await runtime.dispose()
     await stopFakeHost(bare)
   })
