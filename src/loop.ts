@@ -159,12 +159,14 @@ export class LoopRuntime {
     } catch {
       return decision
     }
-    const messages = decision.messages.filter((message) => {
+    const dropped = (message: unknown): boolean => {
       const heartbeat = readHeartbeat(message)
-      return heartbeat === undefined || Object.hasOwn(loops, heartbeat.loopId)
-    })
+      return heartbeat !== undefined && !Object.hasOwn(loops, heartbeat.loopId)
+    }
+    const messages = decision.messages.filter((message) => !dropped(message))
     if (messages.length === decision.messages.length) return decision
-    return { ...decision, messages: claimed.some((message) => messages.includes(message as never)) ? messages : [] }
+    // Decided on the claimed batch itself: a hook may have replaced a claimed message with an edited copy.
+    return { ...decision, messages: claimed.some(dropped) && claimed.every(dropped) ? [] : messages }
   }
 
   /** Ask for a drive; requests landing while one runs coalesce into one more. */

@@ -777,6 +777,8 @@ describe('admitting a step', () => {
     // Only the deleted loop's heartbeat was claimed: what a hook added for the step (a context snapshot) goes with it.
     const snapshot = createUserMessage({ content: [{ type: 'text', text: 'Current runtime context.' }], source: { kind: 'plugin', plugin: 'runtime-context' } })
     expect(runtime.admitStep([gone], { kind: 'enter', messages: [gone, snapshot] })).toEqual({ kind: 'enter', messages: [] })
+    // Nothing claimed (a step after tool calls): a deleted loop's heartbeat a hook added is dropped, the step still runs.
+    expect(runtime.admitStep([], { kind: 'enter', messages: [gone, user] })).toEqual({ kind: 'enter', messages: [user] })
     const rejected = { kind: 'reject' as const }
     expect(runtime.admitStep([gone], rejected)).toBe(rejected)
     // A corrupt log: nothing is known about the loops, so the step passes unchanged.
