@@ -144,7 +144,7 @@ export class LoopRuntime {
    * decided in between cannot take the message out of the inbox any more, so it
    * is dropped here instead. Any other message, and every heartbeat of an active
    * loop, passes unchanged; so does everything while the fold is faulted. When
-   * nothing of the claimed input is left, the step has no input at all (what
+   * every claimed message is such a heartbeat, the step has no input at all (what
    * hooks added for it, such as DSH's runtime-context snapshot, goes too), so DSH
    * ends the turn as if nothing had been claimed instead of calling the model.
    * @param claimed - the messages DSH took out of the inbox for this step.
