@@ -105,7 +105,7 @@ it('Stop keeping the inbox while a next-step heartbeat waits: the next occurrenc
   expect(deliveredOf(events, id).some((event) => (event.data as { id: string }).id === stale!.id)).toBe(false)
   expect(turnStarts(events)).toBeGreaterThanOrEqual(2)
   expect(mostWaiting(events, id)).toBe(1)
-  expect(modelSaw(id)).toBe(true)
+  await until('a model request carrying the heartbeat', () => modelSaw(id), 10_000)
   await runCommand(host, agent, `/loop delete ${id}`)
 }, 30_000)
 
