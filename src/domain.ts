@@ -408,32 +408,35 @@ export function dispatchChange(id: string, nextAt: number): LoopChange {
   return { version: 1, operation: 'dispatch', id, next_at: nextAt }
 }
 
-/** What the session itself says about one agent's heartbeats at a decision instant. */
-export interface DeliveryContext {
+/** What the session itself says about one loop's heartbeats at the instant it is due. */
+export interface DeliveryFacts {
   /** Whether the agent is running (a turn or a step is in progress). */
   readonly running: boolean
-  /** Loops with a heartbeat still waiting, unconsumed, in the agent's inbox. */
-  readonly waiting: ReadonlySet<string>
-  /** Loops whose heartbeat is already a user message of the open turn. */
-  readonly inOpenTurn: ReadonlySet<string>
+  /** Whether a heartbeat of this loop is still waiting, unconsumed, in the agent's inbox. */
+  readonly waiting: boolean
+  /** Whether a heartbeat of this loop is already a user message of the open turn. */
+  readonly inOpenTurn: boolean
 }
 
 /** How one due occurrence is handled. */
 export type Delivery =
   | { readonly kind: 'send'; readonly target: 'next-step' | 'next-turn' }
+  | { readonly kind: 'replace'; readonly target: 'next-turn' }
   | { readonly kind: 'coalesce' }
 
 /**
- * The delivery rule. At most one undelivered heartbeat per loop: while one waits,
- * the occurrence only advances the schedule. At most one heartbeat per loop per
- * turn: a loop the open turn already took waits for the next turn, so every turn
- * ends. Otherwise adaptive: the next step while running, a new turn while idle.
- * @param loopId - the due loop.
- * @param context - inbox and turn facts derived from the session.
- * @returns send (with its inbox target) or coalesce.
+ * The delivery rule. At most one undelivered heartbeat per loop: while one waits
+ * for a running agent, the occurrence only advances the schedule. A heartbeat left
+ * waiting in an idle agent's inbox (a Stop that kept the inbox, a turn that ended
+ * in an error, a crash) has nothing to deliver it, so it is replaced by a fresh
+ * one that wakes the agent. At most one heartbeat per loop per turn: a loop the
+ * open turn already took waits for the next turn, so every turn ends. Otherwise
+ * adaptive: the next step while running, a new turn while idle.
+ * @param facts - inbox and turn facts derived from the session for the due loop.
+ * @returns send (with its inbox target), replace the stale waiting heartbeat, or coalesce.
  */
-export function chooseDelivery(loopId: string, context: DeliveryContext): Delivery {
-  if (context.waiting.has(loopId)) return { kind: 'coalesce' }
-  if (!context.running || context.inOpenTurn.has(loopId)) return { kind: 'send', target: 'next-turn' }
+export function chooseDelivery(facts: DeliveryFacts): Delivery {
+  if (facts.waiting) return facts.running ? { kind: 'coalesce' } : { kind: 'replace', target: 'next-turn' }
+  if (!facts.running || facts.inOpenTurn) return { kind: 'send', target: 'next-turn' }
   return { kind: 'send', target: 'next-step' }
 }

@@ -78,6 +78,16 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     // DSH takes a message out of the inbox before it logs it as the step's user message;
     // in between, the claim is the only sign that the open turn already has that heartbeat.
     const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message }) => runtimes.get(agent.session)?.noteClaimed(message))
+    // Outermost (prepend) and after every inner hook (`await next()`), so nothing this plugin
+    // did not see can change the step's input between this check and DSH logging it.
+    const stopPreStep = ctx.on(
+      'agent/pre-step',
+      async ({ agent, messages }, next) => {
+        const decision = await next()
+        return runtimes.get(agent.session)?.admitStep(messages, decision) ?? decision
+      },
+      { prepend: true },
+    )
     const stopCreated = ctx.on('agent/created', ({ agent }) => adopt(agent))
     // Agents already live (a hot reload, a late install) get no agent/created.
     for (const agent of ctx.agents.roots()) adopt(agent)
@@ -85,6 +95,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     return async () => {
       await stopRevival?.()
       stopCreated()
+      stopPreStep()
       stopClaimed()
       stopFeed()
       const pending = [...cleanups.values()]

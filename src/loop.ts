@@ -5,8 +5,8 @@
  * @module dsh-plugin-loop/loop
  */
 import type { Context } from '@deepseek-ai/cordis'
-import type { Agent } from '@deepseek-ai/dsh-agent'
-import { createUserMessage } from '@deepseek-ai/dsh-llm'
+import type { Agent, PreStepDecision } from '@deepseek-ai/dsh-agent'
+import { createUserMessage, type MessageId } from '@deepseek-ai/dsh-llm'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import {
   LOOP_CHANGE_EVENT,
@@ -22,7 +22,7 @@ import { LoopError } from './errors.ts'
 import { readHeartbeat, renderHeartbeat } from './heartbeat.ts'
 import { describeError } from './format.ts'
 import { flushSession } from './persistence.ts'
-import { earliestNextAt, findClockSkewedLoop, findDueLoop, nextOccurrence, rescheduledNextAt } from './timing.ts'
+import { clockSkewedLoops, dueLoops, earliestNextAt, nextOccurrence, rescheduledNextAt } from './timing.ts'
 import type { LoopChange, LoopRecord } from './types.ts'
 
 /**
@@ -83,6 +83,8 @@ export class LoopRuntime {
   private folded: number
   /** Loops whose heartbeat is a user message of the open turn (cleared at every turn boundary). */
   private readonly inOpenTurn = new Set<string>()
+  /** While a batch runs: each loop's heartbeats still waiting in the inbox, by message id. */
+  private batchWaiting: Map<string, MessageId[]> | undefined
 
   /**
    * @param ctx - plugin context carrying `sessions` and `agents`.
@@ -126,7 +128,45 @@ export class LoopRuntime {
    */
   noteClaimed(message: unknown): void {
     const heartbeat = readHeartbeat(message)
-    if (heartbeat !== undefined) this.inOpenTurn.add(heartbeat.loopId)
+    if (heartbeat === undefined) return
+    this.inOpenTurn.add(heartbeat.loopId)
+    // A batch's own wake-up can claim a heartbeat it still counts as waiting.
+    const ids = this.batchWaiting?.get(heartbeat.loopId)
+    if (ids === undefined) return
+    const rest = ids.filter((id) => id !== (message as { id: unknown }).id)
+    if (rest.length === 0) this.batchWaiting!.delete(heartbeat.loopId)
+    else this.batchWaiting!.set(heartbeat.loopId, rest)
+  }
+
+  /**
+   * Keep heartbeats of loops that are no longer active out of a step DSH is about
+   * to enter. DSH claims a step's input before its pre-step hooks run; a delete
+   * decided in between cannot take the message out of the inbox any more, so it
+   * is dropped here instead. Any other message, and every heartbeat of an active
+   * loop, passes unchanged; so does everything while the fold is faulted. When
+   * every claimed message is such a heartbeat, the step has no input at all (what
+   * hooks added for it, such as DSH's runtime-context snapshot, goes too), so DSH
+   * ends the turn as if nothing had been claimed instead of calling the model.
+   * @param claimed - the messages DSH took out of the inbox for this step.
+   * @param decision - what the inner pre-step hooks decided.
+   * @returns the same decision, or a copy without the deleted loops' heartbeats.
+   */
+  admitStep(claimed: readonly unknown[], decision: PreStepDecision): PreStepDecision {
+    if (decision.kind === 'reject') return decision
+    let loops: TrackedLoopFold['loops']
+    try {
+      loops = this.sync().loops
+    } catch {
+      return decision
+    }
+    const dropped = (message: unknown): boolean => {
+      const heartbeat = readHeartbeat(message)
+      return heartbeat !== undefined && !Object.hasOwn(loops, heartbeat.loopId)
+    }
+    const messages = decision.messages.filter((message) => !dropped(message))
+    if (messages.length === decision.messages.length) return decision
+    // Decided on the claimed batch itself: a hook may have replaced a claimed message with an edited copy.
+    return { ...decision, messages: claimed.some(dropped) && claimed.every(dropped) ? [] : messages }
   }
 
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
@@ -154,6 +194,8 @@ export class LoopRuntime {
       const { result, change } = operation(this.sync())
       if (change === undefined) return result
       this.assertRunnable(label, signal)
+      // A deleted loop's waiting heartbeat leaves the inbox first, durably, in the same flush as the delete.
+      if (change.operation === 'delete') this.withdrawHeartbeats(this.waitingHeartbeats().get(change.id))
       this.agent.session.append(LOOP_CHANGE_EVENT, change)
       try {
         await flushSession(this.ctx, this.agent.session)
@@ -326,32 +368,38 @@ export class LoopRuntime {
     this.retryDelay = Math.min(this.retryDelay * 2, MAX_RETRY_DELAY_MS)
   }
 
-  /** Loops with a heartbeat waiting, unconsumed, in the agent's inbox (replayed by DSH from the log). */
-  private waitingHeartbeats(): Set<string> {
-    const waiting = new Set<string>()
+  /** Each loop's heartbeats waiting, unconsumed, in the agent's inbox (replayed by DSH from the log), by message id. */
+  private waitingHeartbeats(): Map<string, MessageId[]> {
+    const waiting = new Map<string, MessageId[]>()
     for (const message of [...this.agent.inbox.nextStep, ...this.agent.inbox.nextTurn]) {
       const heartbeat = readHeartbeat(message)
-      if (heartbeat !== undefined) waiting.add(heartbeat.loopId)
+      if (heartbeat === undefined) continue
+      const ids = waiting.get(heartbeat.loopId)
+      if (ids === undefined) waiting.set(heartbeat.loopId, [message.id])
+      else ids.push(message.id)
     }
     return waiting
   }
 
+  /** Remove waiting heartbeats from the inbox; DSH logs each removal as a durable cancellation splice. */
+  private withdrawHeartbeats(ids: readonly MessageId[] | undefined): void {
+    for (const id of ids ?? []) this.agent.inbox.remove(id)
+  }
+
   /**
-   * What is to be done now: a schedule to correct, else the first due occurrence.
+   * What is to be done now: every schedule to correct and every due occurrence.
    * With nothing to do it arms the timer for the earliest occurrence (nothing
    * without loops) and returns undefined; so does a faulted fold.
    */
-  private nextAction(now: number): { readonly kind: 'correct' | 'due'; readonly loop: LoopRecord } | undefined {
+  private plan(now: number): DrivePlan | undefined {
     let loops: LoopRecord[]
     try {
       loops = activeLoops(this.sync())
     } catch {
       return undefined
     }
-    const skewed = findClockSkewedLoop(loops, now)
-    if (skewed !== undefined) return { kind: 'correct', loop: skewed }
-    const due = findDueLoop(loops, now)
-    if (due !== undefined) return { kind: 'due', loop: due }
+    const plan = { skewed: clockSkewedLoops(loops, now), due: dueLoops(loops, now) }
+    if (plan.skewed.length > 0 || plan.due.length > 0) return plan
     this.retryDelay = FIRST_RETRY_DELAY_MS
     const target = earliestNextAt(loops)
     if (target !== undefined) this.arm(target, now)
@@ -359,12 +407,14 @@ export class LoopRuntime {
   }
 
   /**
-   * One drive: decide over the folded state; only when something is to be done
-   * flush, decide again over the durable state, act once, save, and drive again.
+   * One drive, a group commit: decide over the folded state; only when something
+   * is to be done flush once, decide again over the durable state, handle every
+   * loop due now and append its dispatch, make the whole batch durable with one
+   * flush, and drive again.
    */
   private async driveOnce(): Promise<void> {
     this.clearTimer()
-    if (this.stopping || !this.isLive() || this.nextAction(Date.now()) === undefined) return
+    if (this.stopping || !this.isLive() || this.plan(Date.now()) === undefined) return
     try {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {
@@ -373,48 +423,95 @@ export class LoopRuntime {
     }
     if (this.stopping || !this.isLive()) return
     const now = Date.now()
-    const action = this.nextAction(now)
-    if (action === undefined) return
-    const { loop } = action
-    let change: LoopChange
-    if (action.kind === 'correct') {
-      this.logger.info(`session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`)
-      change = dispatchChange(loop.id, rescheduledNextAt(loop, now))
-    } else {
-      const delivery = chooseDelivery(loop.id, {
-        running: this.agent.status === 'running',
-        waiting: this.waitingHeartbeats(),
-        inOpenTurn: this.inOpenTurn,
-      })
-      if (delivery.kind === 'send') {
-        try {
-          const message = createUserMessage({
-            content: [{ type: 'text', text: renderHeartbeat(loop) }],
-            source: { kind: 'plugin', plugin: 'loop' },
-          })
-          this.agent.send(message, delivery.target, true)
-        } catch (error) {
-          this.retryLater(`heartbeat for ${loop.id} was not admitted: ${describeError(error)}`)
-          return
-        }
+    const plan = this.plan(now)
+    if (plan === undefined) return
+    const { handled, failure } = this.handleBatch(plan, now)
+    if (handled.length > 0) {
+      try {
+        await flushSession(this.ctx, this.agent.session)
+      } catch (error) {
+        // The advances are only in memory: not done until a later flush succeeds.
+        this.retryLater(`${describeBatch(handled)} not durable yet: ${describeError(error)}`)
+        return
       }
-      change = dispatchChange(loop.id, nextOccurrence(loop, now))
     }
-    try {
-      this.agent.session.append(LOOP_CHANGE_EVENT, change)
-    } catch (error) {
-      // Not recorded: the retry decides again; a heartbeat already sent waits in the inbox, so it coalesces.
-      this.retryLater(`dispatch of ${loop.id} could not be recorded: ${describeError(error)}`)
-      return
-    }
-    try {
-      await flushSession(this.ctx, this.agent.session)
-    } catch (error) {
-      // The advance is only in memory: not done until a later flush succeeds.
-      this.retryLater(`dispatch of ${loop.id} is not durable yet: ${describeError(error)}`)
+    if (failure !== undefined) {
+      this.retryLater(failure)
       return
     }
     this.retryDelay = FIRST_RETRY_DELAY_MS
     this.requestDrive()
   }
+
+  /**
+   * Handle a drive's batch synchronously, in order: correct every skewed schedule,
+   * then deliver every due loop by the delivery rule, each with its dispatch
+   * appended right after its send. Stops at the first send the inbox refuses or
+   * append the log refuses (the rest is left to the retry), and once this runtime
+   * is being disposed or its agent is no longer the live root (checked before every send).
+   * @returns the loops whose dispatch was appended, and why the batch stopped early.
+   */
+  private handleBatch(plan: DrivePlan, now: number): { readonly handled: readonly string[]; readonly failure?: string } {
+    const handled: string[] = []
+    for (const loop of plan.skewed) {
+      this.logger.info(`session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`)
+      const failure = this.recordDispatch(loop, rescheduledNextAt(loop, now))
+      if (failure !== undefined) return { handled, failure }
+      handled.push(loop.id)
+    }
+    // One inbox scan per batch; claims our own wake-ups cause keep it current (noteClaimed).
+    const waiting = this.waitingHeartbeats()
+    this.batchWaiting = waiting
+    try {
+      for (const loop of plan.due) {
+        if (this.stopping || !this.isLive()) break
+        const stale = waiting.get(loop.id)
+        const delivery = chooseDelivery({ running: this.agent.status === 'running', waiting: stale !== undefined, inOpenTurn: this.inOpenTurn.has(loop.id) })
+        if (delivery.kind !== 'coalesce') {
+          try {
+            if (delivery.kind === 'replace') {
+              // Nothing would deliver it (an idle agent does not wake by itself): the fresh heartbeat takes its place and wakes it.
+              this.logger.info(`session "${this.agent.id}": the heartbeat of ${loop.id} waited in the inbox of an idle agent; replacing it with one that wakes the agent`)
+              this.withdrawHeartbeats(stale)
+            }
+            const message = createUserMessage({
+              content: [{ type: 'text', text: renderHeartbeat(loop) }],
+              source: { kind: 'plugin', plugin: 'loop' },
+            })
+            this.agent.send(message, delivery.target, true)
+          } catch (error) {
+            return { handled, failure: `heartbeat for ${loop.id} was not admitted: ${describeError(error)}` }
+          }
+        }
+        // Not recorded on failure: the retry decides again; a heartbeat already sent waits in the inbox, so it coalesces.
+        const failure = this.recordDispatch(loop, nextOccurrence(loop, now))
+        if (failure !== undefined) return { handled, failure }
+        handled.push(loop.id)
+      }
+    } finally {
+      this.batchWaiting = undefined
+    }
+    return { handled }
+  }
+
+  /** Append one dispatch; returns why it could not be recorded, if it could not. */
+  private recordDispatch(loop: LoopRecord, nextAt: number): string | undefined {
+    try {
+      this.agent.session.append(LOOP_CHANGE_EVENT, dispatchChange(loop.id, nextAt))
+      return undefined
+    } catch (error) {
+      return `dispatch of ${loop.id} could not be recorded: ${describeError(error)}`
+    }
+  }
+}
+
+/** A drive's work: the schedules a wrong clock left too far ahead (creation order), and the due loops (`next_at` order). */
+interface DrivePlan {
+  readonly skewed: readonly LoopRecord[]
+  readonly due: readonly LoopRecord[]
+}
+
+/** `the dispatch of loop_a is` or `the dispatches of 3 loops (loop_a, …) are`, for a retry's log line. */
+function describeBatch(ids: readonly string[]): string {
+  return ids.length === 1 ? `the dispatch of ${ids[0]} is` : `the dispatches of ${ids.length} loops (${ids[0]}, …) are`
 }

@@ -6,17 +6,14 @@
 import type { LoopRecord } from './types.ts'
 
 /**
- * The due loop to dispatch first: the earliest `next_at <= now`, ties in creation order.
+ * Every due loop in the order a drive handles them: earliest `next_at <= now` first, ties in creation order.
  * @param loops - active loops in creation order.
  * @param now - decision time.
- * @returns the loop, or undefined when none is due.
+ * @returns a new array, empty when none is due.
  */
-export function findDueLoop(loops: readonly LoopRecord[], now: number): LoopRecord | undefined {
-  let due: LoopRecord | undefined
-  for (const loop of loops) {
-    if (loop.next_at <= now && (due === undefined || loop.next_at < due.next_at)) due = loop
-  }
-  return due
+export function dueLoops(loops: readonly LoopRecord[], now: number): LoopRecord[] {
+  // Array.prototype.sort is stable, so equal next_at keep creation order.
+  return loops.filter((loop) => loop.next_at <= now).sort((a, b) => a.next_at - b.next_at)
 }
 
 /**
@@ -48,15 +45,15 @@ export function nextOccurrence(loop: LoopRecord, now: number): number {
 }
 
 /**
- * A loop whose `next_at` lies more than one and a half intervals ahead (further
- * than {@link nextOccurrence} or a create ever schedules) can only come from a
- * wall clock that was wrong when it was scheduled (set forward, then corrected).
+ * Loops whose `next_at` lies more than one and a half intervals ahead (further
+ * than {@link nextOccurrence} or a create ever schedules): only a wall clock
+ * that was wrong when they were scheduled (set forward, then corrected) puts them there.
  * @param loops - active loops in creation order.
  * @param now - decision time.
- * @returns the first such loop, or undefined.
+ * @returns a new array in creation order, empty when none is skewed.
  */
-export function findClockSkewedLoop(loops: readonly LoopRecord[], now: number): LoopRecord | undefined {
-  return loops.find((loop) => loop.next_at - now > loop.time_in_seconds * 1500)
+export function clockSkewedLoops(loops: readonly LoopRecord[], now: number): LoopRecord[] {
+  return loops.filter((loop) => loop.next_at - now > loop.time_in_seconds * 1500)
 }
 
 /**

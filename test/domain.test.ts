@@ -22,7 +22,7 @@ import {
 import { LoopError } from '../src/errors.ts'
 import { escapeXml, readHeartbeat, renderHeartbeat } from '../src/heartbeat.ts'
 import { MAX_INTERVAL_SECONDS } from '../src/domain.ts'
-import { earliestNextAt, findClockSkewedLoop, findDueLoop, nextOccurrence, rescheduledNextAt } from '../src/timing.ts'
+import { clockSkewedLoops, dueLoops, earliestNextAt, nextOccurrence, rescheduledNextAt } from '../src/timing.ts'
 import type { LoopRecord } from '../src/types.ts'
 
 const NOW = 1_800_000_000_000
@@ -255,25 +255,27 @@ describe('fold', () => {
 describe('timing', () => {
   const loops = activeLoops(foldOf(createChange(loopA), createChange(loopB)))
 
-  it('finds the earliest due loop and the earliest future next_at', () => {
-    expect(findDueLoop(loops, NOW)).toBeUndefined()
+  it('finds every due loop, earliest first, and the earliest future next_at', () => {
+    expect(dueLoops(loops, NOW)).toEqual([])
     expect(earliestNextAt(loops)).toBe(NOW + 500)
     expect(earliestNextAt([])).toBeUndefined()
-    expect(findDueLoop(loops, NOW + 500)).toEqual(loopB)
-    expect(findDueLoop(loops, NOW + 5000)).toEqual(loopB)
+    expect(dueLoops(loops, NOW + 500)).toEqual([loopB])
+    // loopA (created first) is due later than loopB: next_at order, not creation order.
+    expect(dueLoops(loops, NOW + 5000)).toEqual([loopB, loopA])
   })
 
   it('breaks next_at ties in creation order', () => {
-    const tied = activeLoops(foldOf(createChange({ ...loopA, next_at: NOW }), createChange({ ...loopB, next_at: NOW })))
-    expect(findDueLoop(tied, NOW)?.id).toBe('loop_a')
+    const c = { ...loopA, id: 'loop_c', next_at: NOW - 1 }
+    const tied = activeLoops(foldOf(createChange({ ...loopA, next_at: NOW }), createChange({ ...loopB, next_at: NOW }), createChange(c)))
+    expect(dueLoops(tied, NOW).map((loop) => loop.id)).toEqual(['loop_c', 'loop_a', 'loop_b'])
   })
 
-  it('finds a schedule more than one and a half intervals ahead (the clock moved back) and puts it one interval from now', () => {
+  it('finds every schedule more than one and a half intervals ahead (the clock moved back) and puts it one interval from now', () => {
     // loopA: 1 s interval, due NOW + 1000; loopB: 60 s, due NOW + 500.
-    expect(findClockSkewedLoop(loops, NOW - 500)).toBeUndefined()
-    expect(findClockSkewedLoop(loops, NOW - 501)?.id).toBe('loop_a')
-    expect(findClockSkewedLoop([loopB], NOW - 89_500)).toBeUndefined()
-    expect(findClockSkewedLoop([loopB], NOW - 89_501)?.id).toBe('loop_b')
+    expect(clockSkewedLoops(loops, NOW - 500)).toEqual([])
+    expect(clockSkewedLoops(loops, NOW - 501).map((loop) => loop.id)).toEqual(['loop_a'])
+    expect(clockSkewedLoops([loopB], NOW - 89_500)).toEqual([])
+    expect(clockSkewedLoops(loops, NOW - 89_501).map((loop) => loop.id)).toEqual(['loop_a', 'loop_b'])
     expect(rescheduledNextAt(loopB, NOW)).toBe(NOW + 60_000)
   })
 
@@ -320,15 +322,13 @@ describe('heartbeat', () => {
 })
 
 describe('delivery rule', () => {
-  const none = new Set<string>()
-  const only = new Set(['loop_a'])
   it.each([
-    ['idle', { running: false, waiting: none, inOpenTurn: none }, { kind: 'send', target: 'next-turn' }],
-    ['running, not yet in this turn', { running: true, waiting: none, inOpenTurn: none }, { kind: 'send', target: 'next-step' }],
-    ['running, already in this turn', { running: true, waiting: none, inOpenTurn: only }, { kind: 'send', target: 'next-turn' }],
-    ['a heartbeat still waiting (idle)', { running: false, waiting: only, inOpenTurn: none }, { kind: 'coalesce' }],
-    ['a heartbeat still waiting (running)', { running: true, waiting: only, inOpenTurn: only }, { kind: 'coalesce' }],
-  ])('%s', (_name, context, expected) => {
-    expect(chooseDelivery('loop_a', context)).toEqual(expected)
+    ['idle', { running: false, waiting: false, inOpenTurn: false }, { kind: 'send', target: 'next-turn' }],
+    ['running, not yet in this turn', { running: true, waiting: false, inOpenTurn: false }, { kind: 'send', target: 'next-step' }],
+    ['running, already in this turn', { running: true, waiting: false, inOpenTurn: true }, { kind: 'send', target: 'next-turn' }],
+    ['a heartbeat left waiting in an idle inbox', { running: false, waiting: true, inOpenTurn: false }, { kind: 'replace', target: 'next-turn' }],
+    ['a heartbeat still waiting (running)', { running: true, waiting: true, inOpenTurn: true }, { kind: 'coalesce' }],
+  ])('%s', (_name, facts, expected) => {
+    expect(chooseDelivery(facts)).toEqual(expected)
   })
 })

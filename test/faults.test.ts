@@ -8,6 +8,8 @@
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
+import { createChange } from '../src/domain.ts'
+import { LoopRuntime } from '../src/loop.ts'
 import {
   advance,
   bootHost,
@@ -182,6 +184,144 @@ describe('a flush fails inside a drive', () => {
     await advance(4000)
     expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 5000, NOW + 10_000])
     await expectConsistent()
+  })
+})
+
+describe('a batch: every loop due in one drive, one flush for all their dispatches', () => {
+  /** Three 5 s loops created together: all due at NOW + 5000, handled in one drive in creation order. */
+  async function threeLoops(): Promise<[string, string, string]> {
+    const ids = [await create('batch A', 5), await create('batch B', 5), await create('batch C', 5)] as [string, string, string]
+    await advance(4000, 1000)
+    return ids
+  }
+  const creates = ([a, b, c]: readonly string[]) => [createRecord(a!, 'batch A', 5, NOW + 5000), createRecord(b!, 'batch B', 5, NOW + 5000), createRecord(c!, 'batch C', 5, NOW + 5000)]
+
+  /** Wrap the recording send so that its `n`-th call (1-based) runs `fault` instead. */
+  function onSend(n: number, fault: () => void): void {
+    const record = fake.send.getMockImplementation()!
+    let calls = 0
+    fake.send.mockImplementation((...args) => {
+      calls += 1
+      if (calls === n) return fault()
+      return record(...args)
+    })
+  }
+
+  it.each(FLUSH_FAULTS)('flush %s after a batch: all three sent once, none durable; the retry saves all three and sends nothing twice', async (fault) => {
+    const ids = await threeLoops()
+    const injection = failFlush(host, fault, { after: 1 })
+    await advance(1000)
+    // One flush before deciding, one for the whole batch.
+    expect(injection.calls()).toBe(2)
+    injection.restore()
+    expect(sent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual(ids.map((id) => [id, NOW + 5000]))
+    expect(await durable()).toEqual(creates(ids))
+    await advance(1000)
+    expect(await durable()).toEqual([...creates(ids), ...ids.map((id) => dispatchRecord(id, NOW + 10_000))])
+    expect(sent).toHaveLength(3)
+    await advance(4000)
+    expect(sent).toHaveLength(6)
+    await expectConsistent()
+  })
+
+  it('session.append throws for the second dispatch: the batch stops there, the first is saved; the retry repeats only the unrecorded heartbeat and sends the third once', async () => {
+    const ids = await threeLoops()
+    const real = fake.agent.session.append.bind(fake.agent.session) as (type: string, data: unknown) => ReturnType<typeof fake.agent.session.append>
+    let dispatches = 0
+    const spy = vi.spyOn(fake.agent.session, 'append').mockImplementation(((type: string, data: unknown) => {
+      if (type === 'loop/change' && (data as { operation: string }).operation === 'dispatch' && ++dispatches === 2) throw new Error('session log sealed (injected)')
+      return real(type, data)
+    }) as typeof fake.agent.session.append)
+    await advance(1000)
+    spy.mockRestore()
+    expect(sent.map((heartbeat) => heartbeat.loopId)).toEqual([ids[0], ids[1]])
+    expect(await durable()).toEqual([...creates(ids), dispatchRecord(ids[0], NOW + 10_000)])
+    await advance(1000)
+    expect(sent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual([
+      [ids[0], NOW + 5000],
+      [ids[1], NOW + 5000],
+      [ids[1], NOW + 6000],
+      [ids[2], NOW + 6000],
+    ])
+    expect(await durable()).toEqual([...creates(ids), ...ids.map((id) => dispatchRecord(id, NOW + 10_000))])
+    // Every heartbeat but the unrecorded one has exactly one dispatch.
+    expect(auditDeliveries(await durable(), sent.filter((_heartbeat, index) => index !== 1)).violations).toEqual([])
+  })
+
+  it('agent.send refuses the second loop: the first is sent and saved, the rest wait for the retry and are sent once', async () => {
+    const ids = await threeLoops()
+    onSend(2, () => {
+      throw new Error('inbox closed (injected)')
+    })
+    await advance(1000)
+    expect(sent.map((heartbeat) => heartbeat.loopId)).toEqual([ids[0]])
+    expect(await durable()).toEqual([...creates(ids), dispatchRecord(ids[0], NOW + 10_000)])
+    await advance(1000)
+    expect(sent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual([
+      [ids[0], NOW + 5000],
+      [ids[1], NOW + 6000],
+      [ids[2], NOW + 6000],
+    ])
+    expect(await durable()).toEqual([...creates(ids), ...ids.map((id) => dispatchRecord(id, NOW + 10_000))])
+    await expectConsistent()
+  })
+
+  it('the agent is disposed while the batch flush is in flight: all three dispatches are saved once and the resumed session repeats none', async () => {
+    const ids = await threeLoops()
+    const real = host.ctx.sessions.flush
+    let releaseBatchFlush: () => void = () => undefined
+    let flushes = 0
+    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
+      flushes += 1
+      if (flushes !== 2) return real(session)
+      return new Promise<boolean>((resolve) => {
+        releaseBatchFlush = () => resolve(real(session))
+      })
+    })
+    await vi.advanceTimersByTimeAsync(1000)
+    await settle()
+    expect(sent.map((heartbeat) => heartbeat.loopId)).toEqual(ids)
+    const disposal = fake.handle.dispose()
+    await vi.advanceTimersByTimeAsync(0)
+    releaseBatchFlush()
+    await disposal
+    spy.mockRestore()
+    expect(await durable()).toEqual([...creates(ids), ...ids.map((id) => dispatchRecord(id, NOW + 10_000))])
+
+    const resumed = await resumeFakeAgent(host, SESSION)
+    const resumedSent = recordHeartbeats(resumed.send)
+    await advance(4999)
+    expect(resumedSent).toEqual([])
+    await advance(1)
+    expect(resumedSent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual(ids.map((id) => [id, NOW + 10_000]))
+    await expectConsistent(SESSION, [...sent, ...resumedSent])
+  })
+
+  it('the runtime is disposed from inside the batch (by its first send): nothing more is sent, the first dispatch is saved, nothing is armed', async () => {
+    await host.dispose()
+    host = await bootHost({ loop: false })
+    const bare = await createFakeAgent(host, 'ses-batch-dispose')
+    const bareSent = recordHeartbeats(bare.send)
+    const runtime = new LoopRuntime(host.ctx, bare.agent, { oneShot: false })
+    const ids = ['loop_one', 'loop_two', 'loop_three']
+    for (const id of ids) bare.agent.session.append('loop/change', createChange({ id, prompt: id, time_in_seconds: 5, next_at: NOW + 5000 }))
+    const record = bare.send.getMockImplementation()!
+    let disposal: Promise<void> | undefined
+    bare.send.mockImplementation((...args) => {
+      record(...args)
+      disposal ??= runtime.dispose()
+    })
+    const timers = recordTimers()
+    runtime.start()
+    await advance(5000)
+    await disposal
+    const armedAfterDisposal = timers.armed.length
+    await advance(10_000)
+    timers.restore()
+    expect(bareSent.map((heartbeat) => heartbeat.loopId)).toEqual(['loop_one'])
+    expect(await durable('ses-batch-dispose')).toEqual([...ids.map((id) => createRecord(id, id, 5, NOW + 5000)), dispatchRecord('loop_one', NOW + 10_000)])
+    expect(timers.armed.length).toBe(armedAfterDisposal)
+    expect(vi.getTimerCount()).toBe(0)
   })
 })
 
@@ -432,6 +572,26 @@ describe('the clock jumps', () => {
     expect(sent.map((heartbeat) => heartbeat.at - jumpedTo)).toEqual([5000, 15_000, 25_000, 35_000, 45_000, 55_000])
     expect(sent.every((heartbeat) => heartbeat.loopId === fast)).toBe(true)
     await expectConsistent()
+  })
+
+  it('backwards by two days while the log refuses the correction: nothing is sent, the retry reschedules it once', async () => {
+    const id = await create('hourly', 3600)
+    await advance(600_000, 60_000)
+    const jumpedTo = NOW + 600_000 - 2 * 86_400_000
+    vi.setSystemTime(jumpedTo)
+    const refusal = failNextLoopAppend(fake.agent.session)
+    // The first attempt comes within a minute (the timer's longest wait) and is refused; the retry a second later.
+    await advance(62_000, 1000)
+    expect(refusal.mock.calls.filter(([type]) => type === 'loop/change')).toHaveLength(2)
+    refusal.mockRestore()
+    expect(sent).toEqual([])
+    const log = await durable()
+    expect(log).toHaveLength(2)
+    const [, correction] = log as { operation: string; id: string; next_at: number }[]
+    expect(correction).toEqual(dispatchRecord(id, correction!.next_at))
+    // Rescheduled by the retry, about a second after the refused attempt: one interval from then.
+    expect(correction!.next_at - 3_600_000 - jumpedTo).toBeLessThanOrEqual(62_000)
+    expect(correction!.next_at - 3_600_000).toBeGreaterThan(jumpedTo)
   })
 
   it('backwards by two days: the loop is rescheduled durably within a minute, without a send, and fires at its new time, not early', async () => {

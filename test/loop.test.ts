@@ -106,6 +106,62 @@ describe('delivery', () => {
     expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
   })
 
+  it('handles every loop due now in one drive (a group commit): next_at order, each dispatch right after its send, one flush before and one after', async () => {
+    const a = await create('A', 4)
+    const b = await create('B', 2)
+    const c = await create('C', 3)
+    await settle()
+    vi.setSystemTime(NOW + 10_000) // asleep: all three are overdue, due in the order B, C, A
+    const steps: string[] = []
+    // The timer still waits for B's 2 s; when it fires, all three are due.
+    const realFlush = host.ctx.sessions.flush
+    const flush = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
+      steps.push('flush')
+      return realFlush(session)
+    })
+    const names = new Map([[a, 'A'], [b, 'B'], [c, 'C']])
+    fake.send.mockImplementation((message) => {
+      steps.push(`send ${/<prompt>(\w)<\/prompt>/.exec((message.content[0] as { text: string }).text)![1]}`)
+    })
+    const session = fake.agent.session
+    const realAppend = session.append.bind(session) as (type: string, data: unknown) => ReturnType<typeof session.append>
+    const append = vi.spyOn(session, 'append').mockImplementation(((type: string, data: unknown) => {
+      steps.push(`append ${names.get((data as { id: string }).id)}`)
+      return realAppend(type, data)
+    }) as typeof session.append)
+    await advance(2000)
+    flush.mockRestore()
+    append.mockRestore()
+    expect(steps).toEqual(['flush', 'send B', 'append B', 'send C', 'append C', 'send A', 'append A', 'flush'])
+    expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
+  })
+
+  it('decides each loop of a batch on the inbox as the batch left it: a heartbeat its own wake-up claimed no longer waits', async () => {
+    const first = await create('first', 2)
+    const second = await create('second', 3)
+    await settle()
+    // Two stale heartbeats of the second loop wait in the idle agent's inbox (a log from another build).
+    const stale = () => createUserMessage({ content: [{ type: 'text', text: heartbeat(second, 'second') }], source: { kind: 'plugin', plugin: 'loop' } })
+    fake.agent.inbox.append('next-step', stale())
+    fake.agent.inbox.append('next-turn', stale())
+    // Like DSH: a waking send to an idle agent starts a turn that claims at once (all next-step input and the first queued turn).
+    fake.send.mockImplementation((message, target) => {
+      fake.agent.inbox.append(target, message)
+      if (fake.agent.status === 'idle') {
+        fake.setStatus('running')
+        fake.agent.inbox.claim('next-turn', 1)
+      }
+    })
+    vi.setSystemTime(NOW + 3000) // when the timer (2 s) fires, both are due: first (at 2 s), then second (3 s)
+    await advance(2000)
+    // The first's wake-up claimed both stale heartbeats into the open turn: the second goes to the next turn, not coalesced.
+    expect(fake.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target])).toEqual([
+      [heartbeat(first, 'first'), 'next-turn'],
+      [heartbeat(second, 'second'), 'next-turn'],
+    ])
+    expect(fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([heartbeat(first, 'first'), heartbeat(second, 'second')])
+  })
+
   it('escapes the id and prompt inside the heartbeat', async () => {
     const id = await create(`Is "main" <green> & 'ok'?`, 1)
     await advance(1000)
@@ -597,6 +653,7 @@ describe('one waiting heartbeat per loop', () => {
     try {
       const resumed = await resumeFakeAgent(restarted, 'ses-run')
       admitToInbox(resumed)
+      resumed.setStatus('running') // a turn is under way: it will take the waiting heartbeat
       expect(resumed.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([heartbeat(id, 'survives a crash')])
       await advance(3000)
       expect(resumed.send).not.toHaveBeenCalled()
@@ -606,11 +663,130 @@ describe('one waiting heartbeat per loop', () => {
     }
   })
 
+  it('replaces a heartbeat left waiting in an idle inbox: the fresh one wakes the agent, and only one ever waits', async () => {
+    admitToInbox(fake)
+    fake.setStatus('running')
+    const id = await create('stale', 1)
+    await advance(1000)
+    const stale = fake.agent.inbox.nextStep[0]!
+    // The turn ends without taking it (Stop keeping the inbox, an error): the agent is idle, the heartbeat waits.
+    fake.setStatus('idle')
+    await advance(1000)
+    expect(fake.send.mock.calls.map(([message, target, wakeup]) => [(message.content[0] as { text: string }).text, target, wakeup])).toEqual([
+      [heartbeat(id, 'stale'), 'next-step', true],
+      [heartbeat(id, 'stale'), 'next-turn', true],
+    ])
+    const fresh = fake.send.mock.calls[1]![0]
+    expect(fresh.id).not.toBe(stale.id)
+    expect(fake.agent.inbox.nextStep).toEqual([])
+    expect(fake.agent.inbox.nextTurn).toEqual([fresh])
+    // The log: the stale one admitted, durably cancelled, then the fresh one admitted; then the dispatch.
+    const log = fake.agent.session.events
+    const tail = log.slice(log.findIndex((event) => event.type === 'agent/inbox/spliced'))
+    expect(tail.map((event) => [event.type, event.data])).toEqual([
+      ['agent/inbox/spliced', { target: 'next-step', start: 0, inserted: [stale] }],
+      ['loop/change', { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 }],
+      ['agent/inbox/spliced', { target: 'next-step', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' }],
+      ['agent/inbox/spliced', { target: 'next-turn', start: 0, inserted: [fresh] }],
+      ['loop/change', { version: 1, operation: 'dispatch', id, next_at: NOW + 3000 }],
+    ])
+  })
+
+  it('replaces a heartbeat an idle agent still holds after a restart', async () => {
+    admitToInbox(fake)
+    const id = await create('after restart', 1)
+    await advance(1000)
+    const restarted = await bootHost({ root: host.root })
+    try {
+      const resumed = await resumeFakeAgent(restarted, 'ses-run')
+      admitToInbox(resumed)
+      const [stale] = resumed.agent.inbox.nextTurn
+      expect((stale!.content[0] as { text: string }).text).toBe(heartbeat(id, 'after restart'))
+      await advance(1000)
+      expect(resumed.send).toHaveBeenCalledTimes(1)
+      expect(resumed.agent.inbox.nextTurn).toEqual([resumed.send.mock.calls[0]![0]])
+      expect(resumed.agent.inbox.nextTurn[0]!.id).not.toBe(stale!.id)
+    } finally {
+      await restarted.dispose()
+    }
+  })
+
+  it('a delete takes the loop\'s waiting heartbeat out of the inbox, durably, before its delete record; other messages stay', async () => {
+    admitToInbox(fake)
+    fake.setStatus('running')
+    const gone = await create('deleted while waiting', 1)
+    const kept = await create('kept', 1)
+    fake.agent.inbox.append('next-turn', createUserMessage({ content: [{ type: 'text', text: 'the user queued this' }], source: { kind: 'user' } }))
+    await advance(1000)
+    const [goneBeat, keptBeat] = fake.agent.inbox.nextStep
+    expect([goneBeat, keptBeat].map((message) => (message!.content[0] as { text: string }).text)).toEqual([heartbeat(gone, 'deleted while waiting'), heartbeat(kept, 'kept')])
+    const before = fake.agent.session.events.length
+    const result = await runTool(host, fake.agent, 'loop_delete', { id: gone })
+    expect(result.isError).toBe(false)
+    expect(fake.agent.inbox.nextStep).toEqual([keptBeat])
+    expect(fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual(['the user queued this'])
+    expect(fake.agent.session.events.slice(before).map((event) => [event.type, event.data])).toEqual([
+      ['agent/inbox/spliced', { target: 'next-step', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' }],
+      ['loop/change', { version: 1, operation: 'delete', id: gone }],
+    ])
+    // Durable: a restart replays an inbox without it.
+    const restarted = await bootHost({ root: host.root })
+    try {
+      const resumed = await resumeFakeAgent(restarted, 'ses-run')
+      expect(resumed.agent.inbox.nextStep.map((message) => message.id)).toEqual([keptBeat!.id])
+    } finally {
+      await restarted.dispose()
+    }
+  })
+
+  it('replaces every waiting heartbeat of the loop when an idle inbox holds more than one (a log from another build)', async () => {
+    admitToInbox(fake)
+    const id = await create('twice', 1)
+    const beat = () => createUserMessage({ content: [{ type: 'text', text: heartbeat(id, 'twice') }], source: { kind: 'plugin', plugin: 'loop' } })
+    fake.agent.inbox.append('next-turn', beat())
+    fake.agent.inbox.append('next-step', beat())
+    await advance(1000)
+    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(fake.agent.inbox.nextStep).toEqual([])
+    expect(fake.agent.inbox.nextTurn).toEqual([fake.send.mock.calls[0]![0]])
+  })
+
   it('ignores inbox messages that are not its heartbeats', async () => {
     fake.agent.inbox.append('next-turn', { id: 'msg-user' as never, role: 'user', content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } } as never)
     await create('unrelated', 1)
     await advance(1000)
     expect(fake.send).toHaveBeenCalledTimes(1)
+  })
+})
+
+describe('admitting a step', () => {
+  const beat = (id: string) => createUserMessage({ content: [{ type: 'text', text: heartbeat(id, id) }], source: { kind: 'plugin', plugin: 'loop' } })
+  const user = createUserMessage({ content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } })
+
+  it('drops only heartbeats of loops that are not active, keeps the decision when nothing is dropped, and passes a rejection', async () => {
+    useFakeClock()
+    const bare = await bootHost({ loop: false })
+    const agent = await createFakeAgent(bare, 'ses-admit')
+    agent.agent.session.append('loop/change', createChange({ id: 'loop_live', prompt: 'loop_live', time_in_seconds: 60, next_at: Date.now() + 60_000 }))
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    const live = beat('loop_live')
+    const kept = { kind: 'enter' as const, messages: [user, live] }
+    expect(runtime.admitStep([user, live], kept)).toBe(kept)
+    const gone = beat('loop_gone')
+    expect(runtime.admitStep([gone, user, live], { kind: 'enter', messages: [gone, user, live] })).toEqual({ kind: 'enter', messages: [user, live] })
+    // Only the deleted loop's heartbeat was claimed: what a hook added for the step (a context snapshot) goes with it.
+    const snapshot = createUserMessage({ content: [{ type: 'text', text: 'Current runtime context.' }], source: { kind: 'plugin', plugin: 'runtime-context' } })
+    expect(runtime.admitStep([gone], { kind: 'enter', messages: [gone, snapshot] })).toEqual({ kind: 'enter', messages: [] })
+    // Nothing claimed (a step after tool calls): a deleted loop's heartbeat a hook added is dropped, the step still runs.
+    expect(runtime.admitStep([], { kind: 'enter', messages: [gone, user] })).toEqual({ kind: 'enter', messages: [user] })
+    const rejected = { kind: 'reject' as const }
+    expect(runtime.admitStep([gone], rejected)).toBe(rejected)
+    // A corrupt log: nothing is known about the loops, so the step passes unchanged.
+    agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
+    const unknown = { kind: 'enter' as const, messages: [gone] }
+    expect(runtime.admitStep([gone], unknown)).toBe(unknown)
+    await runtime.dispose()
+    await stopFakeHost(bare)
   })
 })
 
