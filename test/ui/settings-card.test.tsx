@@ -166,6 +166,28 @@ describe('settings card', () => {
     expect(form.getSnapshot()).toMatchObject({ dirty: false, fields: { maxLoopsPerSession: { text: '6' }, maxPromptLength: { text: '700' } } })
   })
 
+  it('keeps a switch flipped back while Saving…: the save writes what was staged, the newer choice stays staged', async () => {
+    const host = sectionScope()
+    const form = new LoopSettingsForm(host.scope)
+    renderCard(form)
+    fireEvent.click(header())
+    const box = () => screen.getByRole('checkbox', { name: 'Resume loops on start' }) as HTMLInputElement
+    fireEvent.click(box())
+    const release = host.hold()
+    fireEvent.click(button('Save'))
+    fireEvent.click(box())
+    await act(async () => release())
+    expect(host.writes).toEqual([['set', 'resumeOnStart', false]])
+    expect(box().checked).toBe(true)
+    expect(form.getSnapshot()).toMatchObject({ dirty: true, toggles: { resumeOnStart: { checked: true, overridden: true } } })
+    await act(async () => fireEvent.click(button('Save')))
+    expect(host.writes).toEqual([
+      ['set', 'resumeOnStart', false],
+      ['set', 'resumeOnStart', true],
+    ])
+    expect(form.getSnapshot()).toMatchObject({ dirty: false, toggles: { resumeOnStart: { checked: true, overridden: true } } })
+  })
+
   it('switches resume on start off and back: a checkbox with its hint, saved as a boolean, reset to the composition value', async () => {
     const host = sectionScope()
     const form = new LoopSettingsForm(host.scope)
