@@ -77,13 +77,23 @@ export class SessionHints {
 
   /**
    * Record, durably, that a session may hold loops. Resolves only once the hint survives a crash.
+   * A hint already there only gets its time renewed.
    * @param sessionId - the session.
    * @param now - epoch ms, the hint's time (its rank at the next start).
    */
   async note(sessionId: string, now: number): Promise<void> {
+    const file = this.file(sessionId)
+    const record = JSON.stringify({ sessionId, touchedAt: now } satisfies HintRecord)
+    // A hint already on disk has been durable since its first write; renewing its time needs no
+    // fsync (a crash leaves the old or the new file, a hint either way), so a runaway model's
+    // thousand creates in one session cost one fsync'd hint, not a thousand.
+    const present = await stat(file).then(
+      () => true,
+      () => false,
+    )
+    if (present) return writeAtomically(file, record, false)
     await mkdir(this.dir, { recursive: true })
-    const record: HintRecord = { sessionId, touchedAt: now }
-    await writeAtomically(this.file(sessionId), JSON.stringify(record))
+    await writeAtomically(file, record)
   }
 
   /**

@@ -125,6 +125,9 @@ describe('hint files', () => {
     writeFileSync(join(hints.dir, 'odd.json'), '{"touchedAt":"x"}')
     writeFileSync(join(hints.dir, 'plain.json.1234.tmp'), 'partial')
     expect(await hints.read()).toEqual(new Map([['odd', 0], ['plain', 2_000], ['session/with odd:id', 1_000], ['torn', 0]]))
+    // A create in a session already hinted renews the hint's time (its rank at the next start).
+    await hints.note('session/with odd:id', 3_000)
+    expect((await hints.read()).get('session/with odd:id')).toBe(3_000)
     // Written within the margin before the read began (a create racing it): kept.
     await hints.drop('plain', Date.now() + HINT_DROP_MARGIN_MS - 1_000)
     expect((await hints.read()).has('plain')).toBe(true)
