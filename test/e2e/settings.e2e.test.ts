@@ -35,7 +35,7 @@ describe('an invalid loop settings section at start', () => {
     const url = r.url
     await waitFor('the warning in the host log', () => (r.web.output().includes(`[warn] loop ${WARNING}`) ? true : undefined))
     expect(r.web.output().split(WARNING)).toHaveLength(2)
-    expect(await loopNamespace(url)).toEqual({ ns: 'loop', value: { maxLoopsPerSession: 0, maxPromptLength: 4000 }, user: { maxLoopsPerSession: 0 }, base: expect.anything(), schema: expect.anything(), applies: 'live', secrets: [], revision: expect.any(Number) })
+    expect(await loopNamespace(url)).toEqual({ ns: 'loop', value: { maxLoopsPerSession: 0, maxPromptLength: 4000, resumeOnStart: true }, user: { maxLoopsPerSession: 0 }, base: expect.anything(), schema: expect.anything(), applies: 'live', secrets: [], revision: expect.any(Number) })
 
     // The limit in force is the last valid value: the default 20.
     const sessionId = await createSession(url)
