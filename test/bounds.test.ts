@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { LoopRuntime } from '../src/loop.ts'
 import { registerLoopTools } from '../src/tools.ts'
 import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
-import { advance, bootHost, createFakeAgent, loopChanges, runTool, settle, tempDir, useFakeClock, type Host, TEST_NOW } from './host.ts'
+import { advance, bootHost, createFakeAgent, loopChanges, runTool, settle, tempDir, useFakeClock, type Host, TEST_NOW } from './support/host.ts'
 import { CallId } from '@deepseek-ai/dsh-llm'
 
 const hosts: Host[] = []
