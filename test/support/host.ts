@@ -18,7 +18,7 @@ import StoragePlugin from '@deepseek-ai/dsh-storage'
 import ProjectionCachePlugin from '@deepseek-ai/dsh-session-projection-cache'
 import WorkspacePlugin from '@deepseek-ai/dsh-workspace'
 import { CallId } from '@deepseek-ai/dsh-llm'
-import { vi, type Mock } from 'vitest'
+import { afterEach, vi, type Mock } from 'vitest'
 import { AGENT_OPTIONS, composeHost, createRootAgent, resumeRootAgent, tempDir as makeTempDir, type PluginModule } from './compose-host.ts'
 
 export { AGENT_OPTIONS }
@@ -360,4 +360,28 @@ export async function startFakeHost(sessionId: string): Promise<{ host: Host; fa
 export async function stopFakeHost(host: Host): Promise<void> {
   await host.dispose()
   vi.useRealTimers()
+}
+
+/**
+ * Per-file host bookkeeping (registers an `afterEach`): every host it saw is
+ * disposed after each test and real timers come back.
+ * @returns `boot` (fake the clock, then boot a host) and `track` (adopt a host booted on real timers).
+ */
+export function useHosts() {
+  const hosts: Host[] = []
+  afterEach(async () => {
+    for (const host of hosts.splice(0)) await host.dispose()
+    vi.useRealTimers()
+  })
+  const track = (host: Host): Host => {
+    hosts.push(host)
+    return host
+  }
+  return {
+    boot: async (options: HostOptions = {}): Promise<Host> => {
+      useFakeClock()
+      return track(await bootHost(options))
+    },
+    track,
+  }
 }
