@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { formatList, parseLoopCommand } from '../src/commands.ts'
-import { loopChanges, runCommand, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
+import { loopChanges, runCommand, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './support/host.ts'
 
 describe('parseLoopCommand', () => {
   it.each([

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { DEFAULT_LOOP_CONFIG, describeInvalidSetting, resolveLoopSettings } from '../src/config.ts'
 import * as loopPlugin from '../src/index.ts'
-import { bootHost, createFakeAgent, runTool, tempDir, type Host } from './host.ts'
+import { bootHost, createFakeAgent, runTool, tempDir, type Host } from './support/host.ts'
 
 const hosts: Host[] = []
 afterEach(async () => {

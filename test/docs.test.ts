@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Config } from '../src/config.ts'
-import { bootHost, createFakeAgent, type Host } from './host.ts'
+import { bootHost, createFakeAgent, type Host } from './support/host.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 

@@ -1,10 +1,10 @@
+/** Pure loop domain (src/domain.ts): validation, ids, decoding, the fold, views and the delivery rule. */
 import { describe, expect, it } from 'vitest'
 import {
   activeLoops,
   allocateLoopId,
   assertRoomForLoop,
   chooseDelivery,
-  emptyLoopFold,
   isLoopId,
   applyLoopChange,
   createChange,
@@ -18,31 +18,12 @@ import {
   validateCreateInput,
   validateDeleteInput,
   validateListInput,
+  emptyLoopFold,
+  MAX_INTERVAL_SECONDS,
 } from '../src/domain.ts'
-import { LoopError } from '../src/errors.ts'
-import { escapeXml, readHeartbeat, renderHeartbeat } from '../src/heartbeat.ts'
-import { MAX_INTERVAL_SECONDS } from '../src/domain.ts'
-import { clockSkewedLoops, dueLoops, earliestNextAt, nextOccurrence, rescheduledNextAt } from '../src/timing.ts'
-import type { LoopRecord } from '../src/types.ts'
+import { NOW, caught, event, foldOf, loopA, loopB } from './support/loop-fixtures.ts'
 
-const NOW = 1_800_000_000_000
-const loopA: LoopRecord = { id: 'loop_a', prompt: 'check A', time_in_seconds: 1, next_at: NOW + 1000 }
-const loopB: LoopRecord = { id: 'loop_b', prompt: 'check B', time_in_seconds: 60, next_at: NOW + 500 }
-const event = (data: unknown) => ({ type: 'loop/change', data })
 const LIMITS = { maxPromptLength: 4000 }
-/** A fold of the given changes. */
-const foldOf = (...changes: unknown[]) => foldLoopEvents(emptyLoopFold(), changes.map(event))
-
-/** The error a call throws, asserted to be a LoopError. */
-function caught(fn: () => unknown): LoopError {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(LoopError)
-    return error as LoopError
-  }
-  throw new Error('expected a LoopError')
-}
 
 describe('create validation', () => {
   it('trims the prompt, normalizes CRLF and keeps the interval', () => {
@@ -252,72 +233,10 @@ describe('fold', () => {
   })
 })
 
-describe('timing', () => {
-  const loops = activeLoops(foldOf(createChange(loopA), createChange(loopB)))
-
-  it('finds every due loop, earliest first, and the earliest future next_at', () => {
-    expect(dueLoops(loops, NOW)).toEqual([])
-    expect(earliestNextAt(loops)).toBe(NOW + 500)
-    expect(earliestNextAt([])).toBeUndefined()
-    expect(dueLoops(loops, NOW + 500)).toEqual([loopB])
-    // loopA (created first) is due later than loopB: next_at order, not creation order.
-    expect(dueLoops(loops, NOW + 5000)).toEqual([loopB, loopA])
-  })
-
-  it('breaks next_at ties in creation order', () => {
-    const c = { ...loopA, id: 'loop_c', next_at: NOW - 1 }
-    const tied = activeLoops(foldOf(createChange({ ...loopA, next_at: NOW }), createChange({ ...loopB, next_at: NOW }), createChange(c)))
-    expect(dueLoops(tied, NOW).map((loop) => loop.id)).toEqual(['loop_c', 'loop_a', 'loop_b'])
-  })
-
-  it('finds every schedule more than one and a half intervals ahead (the clock moved back) and puts it one interval from now', () => {
-    // loopA: 1 s interval, due NOW + 1000; loopB: 60 s, due NOW + 500.
-    expect(clockSkewedLoops(loops, NOW - 500)).toEqual([])
-    expect(clockSkewedLoops(loops, NOW - 501).map((loop) => loop.id)).toEqual(['loop_a'])
-    expect(clockSkewedLoops([loopB], NOW - 89_500)).toEqual([])
-    expect(clockSkewedLoops(loops, NOW - 89_501).map((loop) => loop.id)).toEqual(['loop_a', 'loop_b'])
-    expect(rescheduledNextAt(loopB, NOW)).toBe(NOW + 60_000)
-  })
-
-  it('advances by whole intervals to strictly after now', () => {
-    expect(nextOccurrence(loopA, NOW + 1000)).toBe(NOW + 2000)
-    expect(nextOccurrence(loopA, NOW + 1499)).toBe(NOW + 2000)
-    // Late by more than half an interval: the cadence point 1 ms away is skipped, not fired at once.
-    expect(nextOccurrence(loopA, NOW + 1501)).toBe(NOW + 3000)
-    expect(nextOccurrence(loopA, NOW + 1999)).toBe(NOW + 3000)
-    // A one-second loop delayed five seconds: one dispatch, next occurrence in the future.
-    expect(nextOccurrence(loopA, NOW + 6000)).toBe(NOW + 7000)
-    expect(nextOccurrence(loopA, NOW + 6500)).toBe(NOW + 7000)
-    expect(nextOccurrence(loopB, NOW + 500 + 3 * 60_000 + 1)).toBe(NOW + 500 + 4 * 60_000)
-  })
-
+describe('views', () => {
   it('derives scheduled and overdue views', () => {
     expect(toLoopView(loopA, NOW)).toEqual({ ...loopA, state: 'scheduled', delivery_mode: 'session-local' })
     expect(toLoopView(loopA, NOW + 1000)).toEqual({ ...loopA, state: 'overdue', delivery_mode: 'session-local' })
-  })
-})
-
-describe('heartbeat', () => {
-  it('escapes the five XML specials', () => {
-    expect(escapeXml(`a & b < c > d " e ' f`)).toBe('a &amp; b &lt; c &gt; d &quot; e &apos; f')
-  })
-
-  it('renders the exact element with escaped id and prompt', () => {
-    expect(renderHeartbeat({ ...loopA, id: 'loop_x-1', prompt: 'Is "main" <green> & \'ok\'?' })).toBe(
-      '<heartbeat>\n  <loop_id>loop_x-1</loop_id>\n  <prompt>Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?</prompt>\n</heartbeat>',
-    )
-  })
-
-  it('recognises its own heartbeats and nothing else', () => {
-    const text = renderHeartbeat({ ...loopA, id: 'loop_1a2b3c4d' })
-    const plugin = { kind: 'plugin', plugin: 'loop' }
-    expect(readHeartbeat({ source: plugin, content: [{ type: 'text', text }] })?.loopId).toBe('loop_1a2b3c4d')
-    expect(readHeartbeat({ source: { kind: 'user' }, content: [{ type: 'text', text }] })).toBeUndefined()
-    expect(readHeartbeat({ source: { kind: 'plugin', plugin: 'goal' }, content: [{ type: 'text', text }] })).toBeUndefined()
-    expect(readHeartbeat({ source: plugin, content: [{ type: 'text', text }, { type: 'text', text }] })).toBeUndefined()
-    expect(readHeartbeat({ source: plugin, content: [{ type: 'image' }] })).toBeUndefined()
-    expect(readHeartbeat({ source: plugin, content: [{ type: 'text' }] })).toBeUndefined()
-    expect(readHeartbeat({ source: plugin, content: [{ type: 'text', text: 'hello' }] })).toBeUndefined()
   })
 })
 

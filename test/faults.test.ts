@@ -24,7 +24,7 @@ import {
   useFakeClock,
   type FakeAgent,
   type Host,
-} from './host.ts'
+} from './support/host.ts'
 import { FLUSH_FAULT_CAUSE, FLUSH_FAULTS, failFlush, failNextLoopAppend, holdFlushes, recordTimers } from './support/faults.ts'
 import { auditDeliveries, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
 

@@ -11,7 +11,7 @@ import { startMockLlmServer, type MockLlmServer, type MockLlmServerOptions } fro
 import { SessionId, type SessionEvent } from '@deepseek-ai/dsh-session'
 import { afterEach, expect, it } from 'vitest'
 import { readHeartbeat } from '../src/heartbeat.ts'
-import { AGENT_OPTIONS, bootHost, runCommand, tempDir, type Host } from './host.ts'
+import { AGENT_OPTIONS, bootHost, runCommand, tempDir, type Host } from './support/host.ts'
 
 const hosts: Host[] = []
 let server: MockLlmServer | undefined

@@ -19,7 +19,7 @@ import {
   stopFakeHost,
   type FakeAgent,
   type Host,
-} from './host.ts'
+} from './support/host.ts'
 import { auditDeliveries, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
 
 let host: Host

@@ -6,7 +6,7 @@
  * the durable log must agree with the heartbeats sent.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { bootHost, createFakeAgent, loopChanges, persistedLoopChanges, runTool, settle, stopFakeHost, TEST_NOW, useFakeClock, type FakeAgent, type Host } from './host.ts'
+import { bootHost, createFakeAgent, loopChanges, persistedLoopChanges, runTool, settle, stopFakeHost, TEST_NOW, useFakeClock, type FakeAgent, type Host } from './support/host.ts'
 import { auditDeliveries, occurrencesUntil, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
 
 const DAY_MS = 86_400_000

@@ -5,7 +5,7 @@ import * as loopPlugin from '../src/index.ts'
 import { holdFlushes, recordTimers } from './support/faults.ts'
 import { createChange } from '../src/domain.ts'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
-import { AGENT_OPTIONS, advance, bootHost, createFakeAgent, useFakeClock, loopChanges, persistedLoopChanges, resumeFakeAgent, runTool, settle, signal, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
+import { AGENT_OPTIONS, advance, bootHost, createFakeAgent, useFakeClock, loopChanges, persistedLoopChanges, resumeFakeAgent, runTool, settle, signal, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './support/host.ts'
 
 const NOW = TEST_NOW
 let host: Host

@@ -8,7 +8,7 @@ import { startMockLlmServer, type MockLlmServer } from '@deepseek-ai/dsh-llm-moc
 import { SessionId } from '@deepseek-ai/dsh-session'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { afterEach, expect, it } from 'vitest'
-import { AGENT_OPTIONS, bootHost, runCommand, type Host } from './host.ts'
+import { AGENT_OPTIONS, bootHost, runCommand, type Host } from './support/host.ts'
 
 let host: Host | undefined
 let server: MockLlmServer | undefined

@@ -5,7 +5,7 @@ import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
 import { registerLoopEventType } from '../src/persistence.ts'
-import { advance, bootHost, createFakeAgent, loopChanges, persistedLoopChanges, resumeFakeAgent, runCommand, runTool, settle, tempDir, type Host } from './host.ts'
+import { advance, bootHost, createFakeAgent, loopChanges, persistedLoopChanges, resumeFakeAgent, runCommand, runTool, settle, tempDir, type Host } from './support/host.ts'
 import { holdFlushes } from './support/faults.ts'
 
 const NOW = Date.parse('2026-11-30T00:00:00Z')

@@ -11,7 +11,7 @@ import {
 } from '../src/projection.ts'
 import * as loopPlugin from '../src/index.ts'
 import type { LoopRecord } from '../src/types.ts'
-import { AGENT_OPTIONS, advance, createFakeAgent, loopChanges, runCommand, runTool, settle, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW, bootHost, useFakeClock } from './host.ts'
+import { AGENT_OPTIONS, advance, createFakeAgent, loopChanges, runCommand, runTool, settle, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW, bootHost, useFakeClock } from './support/host.ts'
 
 const NOW = TEST_NOW
 const loopA: LoopRecord = { id: 'loop_a', prompt: 'A', time_in_seconds: 5, next_at: NOW + 5000 }

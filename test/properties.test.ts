@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { advance, createFakeAgent, bootHost, loopChanges, persistedLoopChanges, runTool, settle, signal, stopFakeHost, useFakeClock, type FakeAgent, type Host } from './host.ts'
+import { advance, createFakeAgent, bootHost, loopChanges, persistedLoopChanges, runTool, settle, signal, stopFakeHost, useFakeClock, type FakeAgent, type Host } from './support/host.ts'
 import { createArguments, createLine, deleteArguments, hostilePrompt, listArguments, longPrompt, otherLine, plainPrompt } from './support/arbitraries.ts'
 import { parseHeartbeat } from './support/heartbeat-xml.ts'
 import { expectCreate, isValidStoredPrompt, type CreateExpectation } from './support/input-oracle.ts'

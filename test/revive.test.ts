@@ -15,7 +15,7 @@ import { describeHolder, describeRevival, describeSkip, isLeaseStale, parseLease
 import { noteSessionHint } from '../src/revive.ts'
 import { HINT_DROP_MARGIN_MS, SessionHints } from '../src/session-hints.ts'
 import * as loopPlugin from '../src/index.ts'
-import { PRESET_TOOL, bootHost, createFakeAgent, resolvedFakes, runCommand, runTool, tempDir, type Host } from './host.ts'
+import { PRESET_TOOL, bootHost, createFakeAgent, resolvedFakes, runCommand, runTool, tempDir, type Host } from './support/host.ts'
 
 // Captured before any test fakes the clock: real waits let file I/O finish.
 const realSetTimeout = globalThis.setTimeout

@@ -1,6 +1,6 @@
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { AGENT_OPTIONS, createFakeAgent, loopChanges, persistedLoopChanges, runTool, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './host.ts'
+import { AGENT_OPTIONS, createFakeAgent, loopChanges, persistedLoopChanges, runTool, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './support/host.ts'
 
 const NOW = TEST_NOW
 let host: Host

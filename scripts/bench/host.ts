@@ -1,33 +1,21 @@
 /**
- * A real in-process DSH host for the benchmark, composed as test/host.ts does
- * (real Cordis context, session store, JSONL persistence, agent registry and
- * loop, tool and command runtimes, projection registry) but without vitest:
- * the model boundary is a plain recording function, nothing else is faked.
+ * A real in-process DSH host for the benchmark: the tests' composition
+ * (test/support/compose-host.ts: real Cordis context, session store, JSONL
+ * persistence, agent registry and loop, tool and command runtimes, projection
+ * registry) plus the bench's counters, without vitest: the model boundary is a
+ * plain recording function, nothing else is faked.
  * @module scripts/bench/host
  */
-import { closeSync, cpSync, fsyncSync, mkdtempSync, openSync, readdirSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { closeSync, cpSync, fsyncSync, openSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { Context } from '@deepseek-ai/cordis'
-import * as agentPlugin from '@deepseek-ai/dsh-agent'
+import type { Context } from '@deepseek-ai/cordis'
 import type { Agent, AgentStatus } from '@deepseek-ai/dsh-agent'
-import * as agentLoopPlugin from '@deepseek-ai/dsh-agent-loop'
-import * as commandsPlugin from '@deepseek-ai/dsh-commands'
-import * as llmPlugin from '@deepseek-ai/dsh-llm'
 import { CallId } from '@deepseek-ai/dsh-llm'
-import * as deepseekPlugin from '@deepseek-ai/dsh-llm-deepseek'
-import * as sessionPlugin from '@deepseek-ai/dsh-session'
-import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
-import type {} from '@deepseek-ai/dsh-session-persistence'
-import * as jsonlPlugin from '@deepseek-ai/dsh-session-persistence-jsonl'
-import * as projectionPlugin from '@deepseek-ai/dsh-session-projection'
-import * as systemPromptPlugin from '@deepseek-ai/dsh-system-prompt'
-import * as toolsPlugin from '@deepseek-ai/dsh-tools'
+import { KNOWN_SESSION_EVENT_TYPES } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
-import * as loopPlugin from '../../src/index.ts'
+import { composeHost, createRootAgent, resumeRootAgent, tempDir as makeTempDir } from '../../test/support/compose-host.ts'
 
 const API_KEY_ENV = 'LOOP_BENCH_DEEPSEEK_KEY'
-process.env[API_KEY_ENV] ??= 'bench-key'
 
 /** Options for {@link bootHost}. */
 export interface HostOptions {
@@ -62,7 +50,7 @@ export interface Host {
 
 /** A fresh temp directory. */
 export function tempDir(prefix = 'loop-bench-'): string {
-  return mkdtempSync(join(tmpdir(), prefix))
+  return makeTempDir(prefix)
 }
 
 /**
@@ -92,8 +80,6 @@ export function allowLoopEvents(): void {
   ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).add('loop/change')
 }
 
-type PluginModule = Parameters<Context['plugin']>[0]
-
 /**
  * Boot a real host with the plugins DSH composes, in DSH's order.
  * @param options - what to mount.
@@ -102,25 +88,7 @@ type PluginModule = Parameters<Context['plugin']>[0]
 export async function bootHost(options: HostOptions = {}): Promise<Host> {
   const ownsRoot = options.root === undefined && options.keepRoot !== true
   const root = options.root ?? tempDir()
-  const ctx = new Context()
-  const plugins: [unknown, unknown?][] = [
-    [llmPlugin],
-    [sessionPlugin],
-    [systemPromptPlugin],
-    [toolsPlugin],
-    [agentPlugin],
-    [deepseekPlugin, { baseURL: 'http://127.0.0.1:9/v1', apiKeyEnv: API_KEY_ENV }],
-    [jsonlPlugin, { root }],
-    [projectionPlugin],
-    [commandsPlugin],
-    [agentLoopPlugin, { agents: [] }],
-  ]
-  if (options.loop !== false) plugins.push([loopPlugin, options.loopConfig ?? {}])
-  for (const [plugin, config] of plugins) {
-    // Service packages export their class as default; function plugins are the namespace itself.
-    const module = (plugin as { default?: unknown }).default ?? plugin
-    await ctx.plugin(module as PluginModule, config as never)
-  }
+  const ctx = await composeHost({ root, apiKeyEnv: API_KEY_ENV, loop: options.loop !== false, loopConfig: options.loopConfig ?? {} })
   if (options.changeFeed !== false) ctx.sessionProjections.onChanged(() => {})
   if (options.loop === false) allowLoopEvents()
   let flushes = 0
@@ -159,9 +127,6 @@ export interface FakeAgent {
   setStatus(status: AgentStatus): void
 }
 
-/** Agent options every bench agent uses; the provider is never reached. */
-const AGENT_OPTIONS = { provider: 'deepseek-official', model: 'deepseek-chat' } as const
-
 /** Replace the model-facing methods of a real agent before it is published. */
 function boundarySetup() {
   let status: AgentStatus = 'idle'
@@ -195,7 +160,7 @@ function boundarySetup() {
  */
 export async function createAgent(host: Host, id: string): Promise<FakeAgent> {
   const { fake, setup } = boundarySetup()
-  const handle = await host.ctx.agents.create({ sessionId: SessionId(id), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS, setup })
+  const handle = await createRootAgent(host.ctx, host.root, id, setup)
   return Object.assign(fake, { agent: handle.agent })
 }
 
@@ -210,7 +175,7 @@ export async function resumeAgent(host: Host, id: string, onSend?: (message: unk
   const { fake, setup } = boundarySetup()
   // A runtime may send while the resume is still settling: the boundary must be in place first.
   if (onSend !== undefined) fake.onSend = onSend
-  const handle = await host.ctx.agents.resume({ resumeSessionId: SessionId(id), agentOptions: AGENT_OPTIONS, setup })
+  const handle = await resumeRootAgent(host.ctx, id, setup)
   return Object.assign(fake, { agent: handle.agent })
 }
 

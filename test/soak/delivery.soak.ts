@@ -6,7 +6,7 @@
  * LOOP_SOAK_SECONDS lengthens (never shortens below 120) the run.
  */
 import { afterAll, describe, expect, it } from 'vitest'
-import { bootHost, createFakeAgent, persistedLoopChanges, runTool, type Host } from '../host.ts'
+import { bootHost, createFakeAgent, persistedLoopChanges, runTool, type Host } from '../support/host.ts'
 import { auditDeliveries, occurrencesUntil, recordHeartbeats } from '../support/ledger.ts'
 
 const LOOPS = 100

@@ -5,7 +5,7 @@
  */
 import type { Session } from '@deepseek-ai/dsh-session'
 import { vi, type MockInstance } from 'vitest'
-import type { Host } from '../host.ts'
+import type { Host } from './host.ts'
 
 /** The three ways a flush fails: no persistence acknowledged, a rejection, a synchronous throw. */
 export type FlushFault = 'false' | 'reject' | 'throw'

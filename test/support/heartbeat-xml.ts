@@ -1,16 +1,14 @@
 /**
- * A small strict XML reader for heartbeat messages. It accepts only what XML 1.0
- * accepts for element-only documents without attributes, declarations or CDATA, and
- * refuses everything a lenient parser would guess at (a bare `&` or `<`, an unknown
- * entity, a mismatched end tag, a character outside the XML `Char` production), so
- * a heartbeat that reads back here is well-formed for any conforming parser.
+ * Heartbeat messages read back by an independent, maintained XML 1.0 parser
+ * (saxes: strict, conforming, a well-formedness error for anything a lenient
+ * parser would guess at: a bare `&` or `<`, an unknown entity, a mismatched end
+ * tag, a character outside the XML `Char` production). On top of well-formedness
+ * the heartbeat's own shape is enforced: element-only, no attributes,
+ * declarations, comments, processing instructions or CDATA, so a heartbeat that
+ * reads back here reads back the same in any conforming parser.
+ * @module test/support/heartbeat-xml
  */
-
-/** One parsed element: its name and its children in document order. */
-export interface XmlElement {
-  readonly name: string
-  readonly children: readonly (XmlElement | string)[]
-}
+import { SaxesParser } from 'saxes'
 
 /** A heartbeat read back from its text. */
 export interface ParsedHeartbeat {
@@ -18,121 +16,47 @@ export interface ParsedHeartbeat {
   readonly prompt: string
 }
 
-const PREDEFINED_ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }
-
-/** XML 1.0 `Char`: TAB, LF, CR, U+0020–U+D7FF, U+E000–U+FFFD, U+10000–U+10FFFF. */
-function isXmlChar(codePoint: number): boolean {
-  return (
-    codePoint === 0x9 ||
-    codePoint === 0xa ||
-    codePoint === 0xd ||
-    (codePoint >= 0x20 && codePoint <= 0xd7ff) ||
-    (codePoint >= 0xe000 && codePoint <= 0xfffd) ||
-    (codePoint >= 0x10000 && codePoint <= 0x10ffff)
-  )
-}
-
-/** A deliberately narrow XML `Name`: what heartbeat element names need. */
-const NAME = /^[A-Za-z_][A-Za-z0-9_.-]*/
-
-/** Cursor over normalized document text. */
-class Reader {
-  position = 0
-  constructor(readonly text: string) {}
-
-  fail(reason: string): never {
-    throw new Error(`not well-formed XML at offset ${this.position}: ${reason}`)
-  }
-
-  startsWith(token: string): boolean {
-    return this.text.startsWith(token, this.position)
-  }
-
-  expect(token: string): void {
-    if (!this.startsWith(token)) this.fail(`expected ${JSON.stringify(token)}`)
-    this.position += token.length
-  }
-
-  name(): string {
-    const match = NAME.exec(this.text.slice(this.position))
-    if (match === null) this.fail('expected a name')
-    this.position += match[0].length
-    return match[0]
-  }
-
-  /** One element with no attributes; whitespace is allowed only before `>` of a tag. */
-  element(): XmlElement {
-    this.expect('<')
-    const name = this.name()
-    this.skipSpace()
-    this.expect('>')
-    const children: (XmlElement | string)[] = []
-    for (;;) {
-      if (this.position >= this.text.length) this.fail(`unclosed <${name}>`)
-      if (this.startsWith('</')) {
-        this.position += 2
-        const closing = this.name()
-        if (closing !== name) this.fail(`</${closing}> closes <${name}>`)
-        this.skipSpace()
-        this.expect('>')
-        return { name, children }
-      }
-      if (this.startsWith('<')) children.push(this.element())
-      else children.push(this.characterData())
-    }
-  }
-
-  /** Text up to the next `<`, with references resolved and every character checked. */
-  characterData(): string {
-    let value = ''
-    while (this.position < this.text.length && !this.startsWith('<')) {
-      if (this.startsWith(']]>')) this.fail('"]]>" in character data')
-      if (this.startsWith('&')) {
-        value += this.reference()
-        continue
-      }
-      const codePoint = this.text.codePointAt(this.position)!
-      if (!isXmlChar(codePoint)) this.fail(`character U+${codePoint.toString(16).toUpperCase().padStart(4, '0')} is not allowed`)
-      value += String.fromCodePoint(codePoint)
-      this.position += codePoint > 0xffff ? 2 : 1
-    }
-    return value
-  }
-
-  /** `&name;`, `&#N;` or `&#xH;`. */
-  reference(): string {
-    const match = /^&(?:([A-Za-z]+)|#([0-9]+)|#x([0-9A-Fa-f]+));/.exec(this.text.slice(this.position))
-    if (match === null) this.fail('bare "&"')
-    this.position += match[0].length
-    const [, entity, decimal, hex] = match
-    if (entity !== undefined) {
-      const resolved = PREDEFINED_ENTITIES[entity]
-      if (resolved === undefined) this.fail(`undeclared entity &${entity};`)
-      return resolved
-    }
-    const codePoint = decimal !== undefined ? Number.parseInt(decimal, 10) : Number.parseInt(hex!, 16)
-    if (!isXmlChar(codePoint)) this.fail(`character reference to U+${codePoint.toString(16)} is not allowed`)
-    return String.fromCodePoint(codePoint)
-  }
-
-  skipSpace(): void {
-    while (/^[ \t\n]/.test(this.text.slice(this.position, this.position + 1))) this.position += 1
-  }
+/** One parsed element: its name and its children in document order. */
+interface XmlElement {
+  readonly name: string
+  readonly children: (XmlElement | string)[]
 }
 
 /**
- * Parse a document holding exactly one root element.
- * Line ends are normalized first (CRLF and lone CR become LF), as every XML processor does.
+ * Parse a document holding exactly one root element, as saxes reads it (line ends
+ * normalized, references resolved).
  * @param text - the document.
  * @returns the root element.
- * @throws Error naming the first well-formedness violation.
+ * @throws Error naming the first well-formedness or shape violation.
  */
-export function parseXmlDocument(text: string): XmlElement {
-  const reader = new Reader(text.replace(/\r\n?/g, '\n'))
-  reader.skipSpace()
-  const root = reader.element()
-  reader.skipSpace()
-  if (reader.position !== reader.text.length) reader.fail('content after the root element')
+function parseXmlDocument(text: string): XmlElement {
+  const parser = new SaxesParser()
+  const refuse = (what: string) => () => {
+    throw new Error(`not a heartbeat document: ${what}`)
+  }
+  const open: XmlElement[] = []
+  let root: XmlElement | undefined
+  parser.on('error', (error) => {
+    throw new Error(`not well-formed XML: ${error.message}`)
+  })
+  parser.on('xmldecl', refuse('an XML declaration'))
+  parser.on('doctype', refuse('a document type declaration'))
+  parser.on('comment', refuse('a comment'))
+  parser.on('processinginstruction', refuse('a processing instruction'))
+  parser.on('cdata', refuse('a CDATA section'))
+  parser.on('opentag', (tag) => {
+    if (Object.keys(tag.attributes).length > 0) throw new Error(`not a heartbeat document: <${tag.name}> has attributes`)
+    const element: XmlElement = { name: tag.name, children: [] }
+    const parent = open.at(-1)
+    if (parent === undefined) root = element
+    else parent.children.push(element)
+    open.push(element)
+  })
+  parser.on('closetag', () => void open.pop())
+  // Whitespace around the root is reported too; only text inside an element belongs to it.
+  parser.on('text', (data) => void open.at(-1)?.children.push(data))
+  parser.write(text).close()
+  if (root === undefined) throw new Error('not well-formed XML: no root element')
   return root
 }
 

@@ -1,6 +1,6 @@
 /**
  * Delivery bookkeeping for reliability tests: record every heartbeat given to a
- * fake agent's `send` (read back through the strict XML reader), replay a
+ * fake agent's `send` (read back with saxes, test/support/heartbeat-xml.ts), replay a
  * durable `loop/change` log independently of the plugin's own fold, and check
  * the two against each other.
  */

@@ -3,24 +3,12 @@
  * JSONL persistence, agent registry and loop, tool and command runtimes and
  * projection registry. The model boundary is the only fake: agents are real,
  * but `send`, `steer` and `followup` are spies and `status` is controllable.
+ * The composition itself is test/support/compose-host.ts (shared with the bench).
  */
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Context } from '@deepseek-ai/cordis'
-import * as agentPlugin from '@deepseek-ai/dsh-agent'
+import type { Context } from '@deepseek-ai/cordis'
 import type { Agent, AgentHandle, AgentStatus } from '@deepseek-ai/dsh-agent'
-import * as agentLoopPlugin from '@deepseek-ai/dsh-agent-loop'
-import * as commandsPlugin from '@deepseek-ai/dsh-commands'
-import * as llmPlugin from '@deepseek-ai/dsh-llm'
-import * as deepseekPlugin from '@deepseek-ai/dsh-llm-deepseek'
-import * as sessionPlugin from '@deepseek-ai/dsh-session'
 import { SessionId } from '@deepseek-ai/dsh-session'
-import * as jsonlPlugin from '@deepseek-ai/dsh-session-persistence-jsonl'
-import * as settingsFilePlugin from '@deepseek-ai/dsh-settings-file'
-import * as projectionPlugin from '@deepseek-ai/dsh-session-projection'
-import * as systemPromptPlugin from '@deepseek-ai/dsh-system-prompt'
-import * as toolsPlugin from '@deepseek-ai/dsh-tools'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import { createApiRemoteAgentResolver } from '@deepseek-ai/dsh-api-remotes'
 import TypertRegistry from '@deepseek-ai/dsh-typert-registry'
@@ -30,13 +18,13 @@ import StoragePlugin from '@deepseek-ai/dsh-storage'
 import ProjectionCachePlugin from '@deepseek-ai/dsh-session-projection-cache'
 import WorkspacePlugin from '@deepseek-ai/dsh-workspace'
 import { CallId } from '@deepseek-ai/dsh-llm'
-import type {} from '@deepseek-ai/dsh-session-persistence'
-import { vi, type Mock } from 'vitest'
-import * as loopPlugin from '../src/index.ts'
+import { afterEach, vi, type Mock } from 'vitest'
+import { AGENT_OPTIONS, composeHost, createRootAgent, resumeRootAgent, tempDir as makeTempDir, type PluginModule } from './compose-host.ts'
+
+export { AGENT_OPTIONS }
 
 /** Environment variable holding the (fake) provider key. */
-export const API_KEY_ENV = 'LOOP_TEST_DEEPSEEK_KEY'
-process.env[API_KEY_ENV] ??= 'test-key'
+const API_KEY_ENV = 'LOOP_TEST_DEEPSEEK_KEY'
 
 /** Options for {@link bootHost}. */
 export interface HostOptions {
@@ -134,10 +122,8 @@ export interface Host {
 
 /** A fresh temp directory. */
 export function tempDir(prefix = 'loop-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix))
+  return makeTempDir(prefix)
 }
-
-type PluginModule = Parameters<Context['plugin']>[0]
 
 /**
  * Boot a real host with the plugins DSH composes, in DSH's order.
@@ -146,27 +132,13 @@ type PluginModule = Parameters<Context['plugin']>[0]
  */
 export async function bootHost(options: HostOptions = {}): Promise<Host> {
   const root = options.root ?? tempDir()
-  const ctx = new Context()
-  const plugins: [unknown, unknown?][] = [
-    [llmPlugin],
-    [sessionPlugin],
-    [systemPromptPlugin],
-    [toolsPlugin],
-    [agentPlugin],
-    [deepseekPlugin, { baseURL: options.baseURL ?? 'http://127.0.0.1:9/v1', apiKeyEnv: API_KEY_ENV }],
-  ]
-  if (options.persistence !== false) plugins.push([jsonlPlugin, { root }])
-  if (options.projections !== false) plugins.push([projectionPlugin])
-  if (options.settingsPath !== undefined) plugins.push([settingsFilePlugin, { path: options.settingsPath, watch: options.settingsWatch === true }])
-  plugins.push([commandsPlugin], [agentLoopPlugin, { agents: [] }])
-  if (options.oneShot === true) ctx.provide('headlessStartup', { task: 'one task' })
-  for (const [plugin, config] of plugins) {
-    // Service packages export their class as default; function plugins are the namespace itself.
-    const module = (plugin as { default?: unknown }).default ?? plugin
-    await ctx.plugin(module as PluginModule, config as never)
-  }
-  if (options.home !== undefined) await mountWebComposition(ctx, options.home, options.resolver !== false, options.webStores !== false)
-  if (options.loop !== false) await ctx.plugin(loopPlugin as PluginModule, options.loopConfig as never)
+  const home = options.home
+  const ctx = await composeHost({
+    ...options,
+    root,
+    apiKeyEnv: API_KEY_ENV,
+    ...(home === undefined ? {} : { beforeLoop: (hostCtx: Context) => mountWebComposition(hostCtx, home, options.resolver !== false, options.webStores !== false) }),
+  })
   trackFlushes(ctx)
   return { ctx, root, dispose: () => ctx.fiber.dispose() }
 }
@@ -233,9 +205,6 @@ function boundarySetup() {
   }
 }
 
-/** Agent options every test agent uses; the provider is never reached. */
-export const AGENT_OPTIONS = { provider: 'deepseek-official', model: 'deepseek-chat' } as const
-
 /**
  * Create a root agent on a new session with the fake boundary.
  * @param host - booted host.
@@ -244,8 +213,7 @@ export const AGENT_OPTIONS = { provider: 'deepseek-official', model: 'deepseek-c
  */
 export async function createFakeAgent(host: Host, id: string): Promise<FakeAgent> {
   const { setup, finish } = boundarySetup()
-  const handle = await host.ctx.agents.create({ sessionId: SessionId(id), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS, setup })
-  return finish(handle)
+  return finish(await createRootAgent(host.ctx, host.root, id, setup))
 }
 
 /**
@@ -282,8 +250,7 @@ export async function createRelatedFakeAgent(host: Host, id: string, relation: '
  */
 export async function resumeFakeAgent(host: Host, id: string): Promise<FakeAgent> {
   const { setup, finish } = boundarySetup()
-  const handle = await host.ctx.agents.resume({ resumeSessionId: SessionId(id), agentOptions: AGENT_OPTIONS, setup })
-  return finish(handle)
+  return finish(await resumeRootAgent(host.ctx, id, setup))
 }
 
 /** Every `loop/change` payload in a session, in log order. */
@@ -393,4 +360,28 @@ export async function startFakeHost(sessionId: string): Promise<{ host: Host; fa
 export async function stopFakeHost(host: Host): Promise<void> {
   await host.dispose()
   vi.useRealTimers()
+}
+
+/**
+ * Per-file host bookkeeping (registers an `afterEach`): every host it saw is
+ * disposed after each test and real timers come back.
+ * @returns `boot` (fake the clock, then boot a host) and `track` (adopt a host booted on real timers).
+ */
+export function useHosts() {
+  const hosts: Host[] = []
+  afterEach(async () => {
+    for (const host of hosts.splice(0)) await host.dispose()
+    vi.useRealTimers()
+  })
+  const track = (host: Host): Host => {
+    hosts.push(host)
+    return host
+  }
+  return {
+    boot: async (options: HostOptions = {}): Promise<Host> => {
+      useFakeClock()
+      return track(await bootHost(options))
+    },
+    track,
+  }
 }
