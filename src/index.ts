@@ -5,6 +5,7 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { Session } from '@deepseek-ai/dsh-session'
+import { realClock } from './clock.ts'
 import { registerLoopCommand } from './commands.ts'
 import { Config, DEFAULT_LOOP_CONFIG, watchLoopConfig, type LoopConfig } from './config.ts'
 import { LoopRuntime } from './loop.ts'
@@ -45,7 +46,9 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   }
   const currentConfig = watchLoopConfig(ctx, config, logger)
   registerLoopProjection(ctx)
-  registerLoopCommand(ctx)
+  // One clock for the runtimes, their tools and the command; the process's own in every host.
+  const clock = realClock
+  registerLoopCommand(ctx, clock)
 
   // Absent where DSH provides no home (an in-process host without app-boot): no hints, no start-up path.
   const home = loopHomeFiles(ctx)
@@ -57,7 +60,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   const adopt = (agent: Agent): void => {
     if (!ctx.agents.roots().includes(agent)) return
     const oneShot = ctx.get(ONE_SHOT_SERVICE) !== undefined
-    const runtime = new LoopRuntime(ctx, agent, { oneShot })
+    const runtime = new LoopRuntime(ctx, agent, { oneShot, clock })
     const cleanup = agent.ctx.effect(() => {
       const beforeCreate = home === undefined ? undefined : () => noteSessionHint(home.hints, agent.session.id)
       const disposeTools = registerLoopTools(agent.ctx, runtime, { config: currentConfig, oneShot, beforeCreate })

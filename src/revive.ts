@@ -6,6 +6,11 @@
  * lookup `agent`), exactly as opening it in DSH web does. The plugin owns no
  * scheduler: each session's runtime then arms its own timer, as for any
  * session that comes live.
+ *
+ * Real time, not the clock port (src/clock.ts): hint times are compared with file
+ * modification times the kernel stamps, and the polls are unref'd Node timers
+ * (a poll must not keep the process alive), which the port's opaque handle does
+ * not offer; its tests fake the globals instead.
  * @module dsh-plugin-loop/revive
  */
 import { join } from 'node:path'

@@ -104,7 +104,7 @@ export interface LoopToolOptions {
 /**
  * Register `loop_create`, `loop_list` and `loop_delete` in one agent's scope.
  * @param agentCtx - the agent's own context, so the tools unwind with it and no other agent sees them.
- * @param runtime - the agent's runtime, whose queue orders every read and write.
+ * @param runtime - the agent's runtime, whose queue orders every read and write and whose clock stamps them.
  * @param options - configuration and host facts.
  * @returns disposer for the three registrations.
  */
@@ -127,7 +127,7 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
           await options.beforeCreate?.()
           return runtime.transact('loop_create', exec.signal, (state) => {
             assertRoomForLoop(state, config().maxLoopsPerSession)
-            const now = Date.now()
+            const now = runtime.clock.now()
             const loop = createLoopRecord(input, allocateLoopId(state, randomHex), now)
             return { result: toLoopView(loop, now), change: createChange(loop) }
           })
@@ -143,7 +143,7 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
           assertOwner(agent, exec.agent)
           validateListInput(args)
           return runtime.transact('loop_list', exec.signal, (state) => {
-            const now = Date.now()
+            const now = runtime.clock.now()
             return { result: activeLoops(state).map((loop) => toLoopView(loop, now)) }
           })
         },
