@@ -16,24 +16,21 @@
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import { installSettingsSection, settingsNamespace } from '@deepseek-ai/dsh-settings'
+import { isRecord } from './guards.ts'
+import { DEFAULT_LOOP_CONFIG, LOOP_SETTINGS_NAMESPACE, LOOP_SETTING_RANGES, type LoopBoundSetting, type LoopConfig } from './limits.ts'
 
-/** The resolved configuration. */
-export interface LoopConfig {
-  /** Most active loops one session may hold; a create beyond it is refused. */
-  readonly maxLoopsPerSession: number
-  /** Longest prompt, in characters; a longer one is refused, never cut. */
-  readonly maxPromptLength: number
-  /** Whether a long-lived host brings back, at start, every session holding an active loop. */
-  readonly resumeOnStart: boolean
-}
-
-/** Defaults: room for a real workflow, far from a runaway. */
-export const DEFAULT_LOOP_CONFIG: LoopConfig = Object.freeze({ maxLoopsPerSession: 20, maxPromptLength: 4000, resumeOnStart: true })
+export { DEFAULT_LOOP_CONFIG, type LoopConfig }
 
 /** How one setting is judged: its schema (default included) and what it accepts, in words for a warning. */
 interface SettingRule<T> {
   readonly schema: z<T>
   readonly accepts: string
+}
+
+/** The rule of a whole-number bound, from its range in `limits.ts`. */
+function boundRule(field: LoopBoundSetting): SettingRule<number> {
+  const { min, max } = LOOP_SETTING_RANGES[field]
+  return { schema: z.natural().min(min).max(max).default(DEFAULT_LOOP_CONFIG[field]), accepts: `a whole number from ${min} to ${max}` }
 }
 
 /**
@@ -42,14 +39,8 @@ interface SettingRule<T> {
  * field in {@link LoopConfig}, its default and its i18n line).
  */
 const SETTING_RULES: { readonly [Field in keyof LoopConfig]: SettingRule<LoopConfig[Field]> } = {
-  maxLoopsPerSession: {
-    schema: z.natural().min(1).max(1000).default(DEFAULT_LOOP_CONFIG.maxLoopsPerSession),
-    accepts: 'a whole number from 1 to 1000',
-  },
-  maxPromptLength: {
-    schema: z.natural().min(1).max(100_000).default(DEFAULT_LOOP_CONFIG.maxPromptLength),
-    accepts: 'a whole number from 1 to 100000',
-  },
+  maxLoopsPerSession: boundRule('maxLoopsPerSession'),
+  maxPromptLength: boundRule('maxPromptLength'),
   resumeOnStart: {
     schema: z.boolean().default(DEFAULT_LOOP_CONFIG.resumeOnStart),
     accepts: 'true or false',
@@ -90,9 +81,6 @@ export const Config: z<LoopConfig> = z
  */
 export const LOOP_SETTINGS_SECTION = z.object(Object.fromEntries(SETTING_FIELDS.map((field) => [field, z.any()])))
 
-/** The settings namespace the loop section is stored under (`settings.yaml`, key `loop`). */
-export const LOOP_SETTINGS_NAMESPACE = 'loop'
-
 /** A stored setting the plugin cannot use. */
 export interface InvalidSetting {
   readonly field: keyof LoopConfig
@@ -119,7 +107,7 @@ export interface ResolvedLoopSettings {
  * @returns the configuration to apply, and every field that was not usable.
  */
 export function resolveLoopSettings(section: unknown, lastValid: LoopConfig): ResolvedLoopSettings {
-  const raw = typeof section === 'object' && section !== null ? (section as Record<string, unknown>) : {}
+  const raw = isRecord(section) ? section : {}
   const config: Record<string, unknown> = { ...lastValid }
   const invalid: InvalidSetting[] = []
   for (const field of SETTING_FIELDS) {

@@ -11,7 +11,7 @@ import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { realClock, type LoopClock, type TimerHandle } from './clock.ts'
 import { LOOP_CHANGE_EVENT, activeLoops, chooseDelivery, dispatchChange, type TrackedLoopFold } from './domain.ts'
 import { LoopError } from './errors.ts'
-import { readHeartbeat, renderHeartbeat } from './heartbeat.ts'
+import { HEARTBEAT_SOURCE, readHeartbeat, renderHeartbeat } from './heartbeat.ts'
 import { describeError } from './format.ts'
 import { flushSession } from './persistence.ts'
 import { SessionView, waitingHeartbeats, type InboxMessage } from './session-view.ts'
@@ -404,7 +404,7 @@ export class LoopRuntime {
             }
             const message = createUserMessage({
               content: [{ type: 'text', text: renderHeartbeat(loop) }],
-              source: { kind: 'plugin', plugin: 'loop' },
+              source: { ...HEARTBEAT_SOURCE },
             })
             this.agent.send(message, delivery.target, true)
           } catch (error) {

@@ -8,6 +8,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import type { LoopConfig } from './config.ts'
+import { MAX_INTERVAL_SECONDS } from './limits.ts'
 import {
   activeLoops,
   allocateLoopId,
@@ -117,7 +118,7 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
         description: oneShot ? `${CREATE_DESCRIPTION} ${ONE_SHOT_NOTE}` : CREATE_DESCRIPTION,
         parameters: {
           prompt: { type: 'string', required: true, description: 'What to do on every occurrence; sent verbatim inside the heartbeat.' },
-          time_in_seconds: { type: 'integer', required: true, description: 'Interval in whole seconds, from 1 to 31536000 (365 days).' },
+          time_in_seconds: { type: 'integer', required: true, description: `Interval in whole seconds, from 1 to ${MAX_INTERVAL_SECONDS} (365 days).` },
         },
         output: { schema: VIEW_SCHEMA, render: oneShot ? renderJsonWithOneShotNote : renderJson },
         async execute(args, exec): Promise<LoopView> {
