@@ -17,6 +17,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import { installSettingsSection, settingsNamespace } from '@deepseek-ai/dsh-settings'
 import { isRecord } from './guards.ts'
+import type { LoopReport } from './report.ts'
 import { DEFAULT_LOOP_CONFIG, LOOP_SETTINGS_NAMESPACE, LOOP_SETTING_RANGES, type LoopBoundSetting, type LoopConfig } from './limits.ts'
 
 export { DEFAULT_LOOP_CONFIG, type LoopConfig }
@@ -131,10 +132,6 @@ export function describeInvalidSetting(problem: InvalidSetting): string {
   return `settings: ${LOOP_SETTINGS_NAMESPACE}.${problem.field} is ${JSON.stringify(problem.value)}, but it accepts ${problem.accepts}; keeping ${JSON.stringify(problem.kept)} (its last valid value) until the settings document holds a valid one`
 }
 
-/** Where the plugin logs a problem with the user's settings. */
-export interface LoopConfigLogger {
-  warn(message: string): void
-}
 
 /**
  * Follow the configuration source: the user's settings section while DSH's
@@ -143,10 +140,10 @@ export interface LoopConfigLogger {
  * invalid value is warned about once.
  * @param ctx - plugin context.
  * @param entry - the row's validated config: the starting point, and what a lost settings service falls back to.
- * @param logger - where warnings about the section go.
+ * @param report - where warnings about the section go (the host log and the terminal).
  * @returns a getter for the current configuration, read at every decision.
  */
-export function watchLoopConfig(ctx: Context, entry: LoopConfig, logger: LoopConfigLogger): () => LoopConfig {
+export function watchLoopConfig(ctx: Context, entry: LoopConfig, report: Pick<LoopReport, 'warn'>): () => LoopConfig {
   let source = (): unknown => entry
   let seen: unknown = entry
   let current = entry
@@ -166,7 +163,7 @@ export function watchLoopConfig(ctx: Context, entry: LoopConfig, logger: LoopCon
       const key = JSON.stringify(problem.value)
       if (warned.get(problem.field) === key) continue
       warned.set(problem.field, key)
-      logger.warn(describeInvalidSetting(problem))
+      report.warn(describeInvalidSetting(problem))
     }
     for (const field of warned.keys()) if (!invalidNow.has(field)) warned.delete(field)
     return current

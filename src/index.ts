@@ -11,6 +11,7 @@ import { Config, DEFAULT_LOOP_CONFIG, watchLoopConfig, type LoopConfig } from '.
 import { LoopRuntime } from './loop.ts'
 import { registerLoopEventType } from './persistence.ts'
 import { registerLoopProjection } from './projection.ts'
+import { createReport } from './report.ts'
 import { loopHomeFiles, noteSessionHint, startRevival } from './revive.ts'
 import { registerLoopTools } from './tools.ts'
 
@@ -37,14 +38,14 @@ const ONE_SHOT_SERVICE = 'headlessStartup'
  * @param config - the plugin row's `config:` (validated against {@link Config}).
  */
 export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONFIG): Promise<void> {
-  const logger = ctx.logger('loop')
+  const report = createReport(ctx.logger('loop'))
   const registration = await registerLoopEventType(process.argv[1])
   if (!registration.hostResolved) {
-    logger.warn(
+    report.warn(
       `could not resolve the host's @deepseek-ai/dsh-session from its entry point (${String(process.argv[1])}); only the plugin's own copy knows "loop/change", so sessions holding loops may fail to reopen after a restart if the host uses another copy`,
     )
   }
-  const currentConfig = watchLoopConfig(ctx, config, logger)
+  const currentConfig = watchLoopConfig(ctx, config, report)
   registerLoopProjection(ctx)
   // One clock for the runtimes, their tools and the command; the process's own in every host.
   const clock = realClock

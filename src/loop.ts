@@ -14,6 +14,7 @@ import { LoopError } from './errors.ts'
 import { HEARTBEAT_SOURCE, readHeartbeat, renderHeartbeat } from './heartbeat.ts'
 import { describeError } from './format.ts'
 import { flushSession } from './persistence.ts'
+import { createReport, type LoopReport } from './report.ts'
 import { SessionView, waitingHeartbeats, type InboxMessage } from './session-view.ts'
 import { clockSkewedLoops, dueLoops, earliestNextAt, nextOccurrence, rescheduledNextAt } from './timing.ts'
 import type { LoopChange, LoopRecord } from './types.ts'
@@ -61,7 +62,7 @@ function changedLoopId(change: LoopChange): string {
  * is the truth; this object only decides when to read it again.
  */
 export class LoopRuntime {
-  private readonly logger
+  private readonly report: LoopReport
   /** Time and timers for this runtime and the tools on its queue. */
   readonly clock: LoopClock
   private timer: TimerHandle | undefined
@@ -84,7 +85,7 @@ export class LoopRuntime {
     readonly agent: Agent,
     private readonly options: LoopRuntimeOptions,
   ) {
-    this.logger = ctx.logger('loop')
+    this.report = createReport(ctx.logger('loop'))
     this.clock = options.clock ?? realClock
     // Events inherited through a fork seed are the parent's, never this session's.
     this.view = new SessionView(agent.session.header.seedLength ?? 0)
@@ -274,7 +275,7 @@ export class LoopRuntime {
   private stop(fault: LoopError): LoopError {
     this.fault = fault
     this.clearTimer()
-    this.logger.warn(`session "${this.agent.id}": ${fault.message}`)
+    this.report.warn(`session "${this.agent.id}": ${fault.message}`)
     return fault
   }
 
@@ -299,7 +300,7 @@ export class LoopRuntime {
   private retryLater(reason: string): void {
     // A drive that fails while its runtime is being disposed must not leave a timer behind.
     if (this.stopping) return
-    this.logger.warn(`loop drive for session "${this.agent.id}" failed, retrying in ${this.retryDelay} ms: ${reason}`)
+    this.report.warn(`loop drive for session "${this.agent.id}" failed, retrying in ${this.retryDelay} ms: ${reason}`)
     const now = this.clock.now()
     this.arm(now + this.retryDelay, now)
     this.retryDelay = Math.min(this.retryDelay * 2, MAX_RETRY_DELAY_MS)
@@ -383,7 +384,7 @@ export class LoopRuntime {
   private handleBatch(plan: DrivePlan, now: number): { readonly handled: readonly string[]; readonly failure?: string } {
     const handled: string[] = []
     for (const loop of plan.skewed) {
-      this.logger.info(`session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`)
+      this.report.info(`session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`)
       const failure = this.recordDispatch(loop, rescheduledNextAt(loop, now))
       if (failure !== undefined) return { handled, failure }
       handled.push(loop.id)
@@ -399,7 +400,7 @@ export class LoopRuntime {
           try {
             if (delivery.kind === 'replace') {
               // Nothing would deliver it (an idle agent does not wake by itself): the fresh heartbeat takes its place and wakes it.
-              this.logger.info(`session "${this.agent.id}": the heartbeat of ${loop.id} waited in the inbox of an idle agent; replacing it with one that wakes the agent`)
+              this.report.info(`session "${this.agent.id}": the heartbeat of ${loop.id} waited in the inbox of an idle agent; replacing it with one that wakes the agent`)
               this.withdrawHeartbeats(stale)
             }
             const message = createUserMessage({

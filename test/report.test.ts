@@ -1,0 +1,42 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createReport } from '../src/report.ts'
+import { bootHost, type Host } from './host.ts'
+
+let host: Host | undefined
+afterEach(async () => {
+  await host?.dispose()
+  vi.restoreAllMocks()
+})
+
+/** Boot a real host whose logger exporter records the plugin's lines, and capture stderr lines. */
+async function capture() {
+  host = await bootHost({ loop: false })
+  const logged: [string, string][] = []
+  host.ctx.logger.exporter({ levels: { default: 3 }, export: (message) => void (message.name === 'loop' && logged.push([message.type, String(message.args[0])])) })
+  const printed: unknown[][] = []
+  vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void printed.push(args))
+  return { report: createReport(host.ctx.logger('loop')), logged, printed }
+}
+
+describe('the report', () => {
+  it('sends a warning to the logger at warn and to stderr as `loop: <line>`, once each', async () => {
+    const { report, logged, printed } = await capture()
+    report.warn('session "s": a corrupt log (50%)')
+    expect(logged).toEqual([['warn', 'session "s": a corrupt log (50%)']])
+    expect(printed).toEqual([['loop: session "s": a corrupt log (50%)']])
+  })
+
+  it('sends a notice to the logger at info and to stderr', async () => {
+    const { report, logged, printed } = await capture()
+    report.notice('brought back 2 sessions holding active loops')
+    expect(logged).toEqual([['info', 'brought back 2 sessions holding active loops']])
+    expect(printed).toEqual([['loop: brought back 2 sessions holding active loops']])
+  })
+
+  it('keeps detail in the logger only', async () => {
+    const { report, logged, printed } = await capture()
+    report.info('session "s": loop_a was rescheduled')
+    expect(logged).toEqual([['info', 'session "s": loop_a was rescheduled']])
+    expect(printed).toEqual([])
+  })
+})
