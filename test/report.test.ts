@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import * as loopPlugin from '../src/index.ts'
 import { createReport } from '../src/report.ts'
 import { bootHost, type Host } from './host.ts'
 
@@ -38,5 +39,18 @@ describe('the report', () => {
     report.info('session "s": loop_a was rescheduled')
     expect(logged).toEqual([['info', 'session "s": loop_a was rescheduled']])
     expect(printed).toEqual([])
+  })
+  it('is how the plugin warns: an unresolved event catalog reaches the logger and stderr', async () => {
+    const { logged, printed } = await capture()
+    const entry = process.argv[1]
+    process.argv[1] = '/nonexistent/dsh/lib/bin.js'
+    try {
+      await host!.ctx.plugin(loopPlugin)
+    } finally {
+      process.argv[1] = entry as string
+    }
+    const line = `could not resolve the host's @deepseek-ai/dsh-session from its entry point (/nonexistent/dsh/lib/bin.js); only the plugin's own copy knows "loop/change", so sessions holding loops may fail to reopen after a restart if the host uses another copy`
+    expect(logged).toEqual([['warn', line]])
+    expect(printed).toEqual([[`loop: ${line}`]])
   })
 })
