@@ -20,18 +20,6 @@ export const DSH_ENTRY = join(PROJECT, 'node_modules', '@deepseek-ai', 'dsh', 'l
 /** The rc.8 workaround patch shipped with the project. */
 export const RC8_PATCH = join(PROJECT, 'scripts', 'patches', 'rc8-boot.yml')
 
-/**
- * Write a `--patch` file that mounts the test-only log sink (scripts/patches/log-sink.mjs):
- * DSH web prints no plugin log, so this is how a test reads warnings from the host log.
- * @param dir - where the patch file goes (a test's home).
- * @returns the patch file's path.
- */
-export function logSinkPatch(dir: string): string {
-  const file = join(dir, 'log-sink.patch.yml')
-  writeFileSync(file, `- insert: [{ id: log-sink, name: ${JSON.stringify(join(PROJECT, 'scripts', 'patches', 'log-sink.mjs'))} }]\n`)
-  return file
-}
-
 /** The NODE_PATH the `.bin/dsh` shim exports, so the process sees what a shell user's would. */
 function shimNodePath(): string | undefined {
   return /export NODE_PATH="([^"$]*)"/.exec(readFileSync(join(BIN, 'dsh'), 'utf8'))?.[1]

@@ -8,6 +8,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { CommandResult } from '@deepseek-ai/dsh-commands'
 import { CallId } from '@deepseek-ai/dsh-llm'
+import type { LoopClock } from './clock.ts'
 import { describeNextDue, formatInstant, formatInterval, promptOnOneLine } from './format.ts'
 import type { LoopDeleteResult, LoopView } from './types.ts'
 
@@ -80,9 +81,10 @@ async function runTool(ctx: Context, agent: Agent, name: string, args: Record<st
 /**
  * Register `/loop` on the host command runtime.
  * @param ctx - plugin context carrying `commands` and `tools`.
+ * @param clock - what "due in" replies are measured from.
  * @returns disposer.
  */
-export function registerLoopCommand(ctx: Context): () => void {
+export function registerLoopCommand(ctx: Context, clock: LoopClock): () => void {
   return ctx.commands.register({
     name: 'loop',
     description: 'Schedule a recurring prompt in this session, list its loops, or delete one',
@@ -100,7 +102,7 @@ export function registerLoopCommand(ctx: Context): () => void {
       if (outcome.isError) return { kind: 'error', text: outcome.error.message }
       // The registry validated the value against our own tool's output schema.
       const value: unknown = outcome.value
-      const now = Date.now()
+      const now = clock.now()
       if (command.kind === 'create') return { kind: 'success', text: formatCreated(value as LoopView, now) }
       if (command.kind === 'list') return { kind: 'success', text: formatList(value as LoopView[], now) }
       return { kind: 'success', text: formatDeleted(value as LoopDeleteResult) }

@@ -16,24 +16,22 @@
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import { installSettingsSection, settingsNamespace } from '@deepseek-ai/dsh-settings'
+import { isRecord } from './guards.ts'
+import type { LoopReport } from './report.ts'
+import { DEFAULT_LOOP_CONFIG, LOOP_SETTINGS_NAMESPACE, LOOP_SETTING_RANGES, type LoopBoundSetting, type LoopConfig } from './limits.ts'
 
-/** The resolved configuration. */
-export interface LoopConfig {
-  /** Most active loops one session may hold; a create beyond it is refused. */
-  readonly maxLoopsPerSession: number
-  /** Longest prompt, in characters; a longer one is refused, never cut. */
-  readonly maxPromptLength: number
-  /** Whether a long-lived host brings back, at start, every session holding an active loop. */
-  readonly resumeOnStart: boolean
-}
-
-/** Defaults: room for a real workflow, far from a runaway. */
-export const DEFAULT_LOOP_CONFIG: LoopConfig = Object.freeze({ maxLoopsPerSession: 20, maxPromptLength: 4000, resumeOnStart: true })
+export { DEFAULT_LOOP_CONFIG, type LoopConfig }
 
 /** How one setting is judged: its schema (default included) and what it accepts, in words for a warning. */
 interface SettingRule<T> {
   readonly schema: z<T>
   readonly accepts: string
+}
+
+/** The rule of a whole-number bound, from its range in `limits.ts`. */
+function boundRule(field: LoopBoundSetting): SettingRule<number> {
+  const { min, max } = LOOP_SETTING_RANGES[field]
+  return { schema: z.natural().min(min).max(max).default(DEFAULT_LOOP_CONFIG[field]), accepts: `a whole number from ${min} to ${max}` }
 }
 
 /**
@@ -42,14 +40,8 @@ interface SettingRule<T> {
  * field in {@link LoopConfig}, its default and its i18n line).
  */
 const SETTING_RULES: { readonly [Field in keyof LoopConfig]: SettingRule<LoopConfig[Field]> } = {
-  maxLoopsPerSession: {
-    schema: z.natural().min(1).max(1000).default(DEFAULT_LOOP_CONFIG.maxLoopsPerSession),
-    accepts: 'a whole number from 1 to 1000',
-  },
-  maxPromptLength: {
-    schema: z.natural().min(1).max(100_000).default(DEFAULT_LOOP_CONFIG.maxPromptLength),
-    accepts: 'a whole number from 1 to 100000',
-  },
+  maxLoopsPerSession: boundRule('maxLoopsPerSession'),
+  maxPromptLength: boundRule('maxPromptLength'),
   resumeOnStart: {
     schema: z.boolean().default(DEFAULT_LOOP_CONFIG.resumeOnStart),
     accepts: 'true or false',
@@ -90,9 +82,6 @@ export const Config: z<LoopConfig> = z
  */
 export const LOOP_SETTINGS_SECTION = z.object(Object.fromEntries(SETTING_FIELDS.map((field) => [field, z.any()])))
 
-/** The settings namespace the loop section is stored under (`settings.yaml`, key `loop`). */
-export const LOOP_SETTINGS_NAMESPACE = 'loop'
-
 /** A stored setting the plugin cannot use. */
 export interface InvalidSetting {
   readonly field: keyof LoopConfig
@@ -119,7 +108,7 @@ export interface ResolvedLoopSettings {
  * @returns the configuration to apply, and every field that was not usable.
  */
 export function resolveLoopSettings(section: unknown, lastValid: LoopConfig): ResolvedLoopSettings {
-  const raw = typeof section === 'object' && section !== null ? (section as Record<string, unknown>) : {}
+  const raw = isRecord(section) ? section : {}
   const config: Record<string, unknown> = { ...lastValid }
   const invalid: InvalidSetting[] = []
   for (const field of SETTING_FIELDS) {
@@ -143,10 +132,6 @@ export function describeInvalidSetting(problem: InvalidSetting): string {
   return `settings: ${LOOP_SETTINGS_NAMESPACE}.${problem.field} is ${JSON.stringify(problem.value)}, but it accepts ${problem.accepts}; keeping ${JSON.stringify(problem.kept)} (its last valid value) until the settings document holds a valid one`
 }
 
-/** Where the plugin logs a problem with the user's settings. */
-export interface LoopConfigLogger {
-  warn(message: string): void
-}
 
 /**
  * Follow the configuration source: the user's settings section while DSH's
@@ -155,10 +140,10 @@ export interface LoopConfigLogger {
  * invalid value is warned about once.
  * @param ctx - plugin context.
  * @param entry - the row's validated config: the starting point, and what a lost settings service falls back to.
- * @param logger - where warnings about the section go.
+ * @param report - where warnings about the section go (the host log and the terminal).
  * @returns a getter for the current configuration, read at every decision.
  */
-export function watchLoopConfig(ctx: Context, entry: LoopConfig, logger: LoopConfigLogger): () => LoopConfig {
+export function watchLoopConfig(ctx: Context, entry: LoopConfig, report: Pick<LoopReport, 'warn'>): () => LoopConfig {
   let source = (): unknown => entry
   let seen: unknown = entry
   let current = entry
@@ -178,7 +163,7 @@ export function watchLoopConfig(ctx: Context, entry: LoopConfig, logger: LoopCon
       const key = JSON.stringify(problem.value)
       if (warned.get(problem.field) === key) continue
       warned.set(problem.field, key)
-      logger.warn(describeInvalidSetting(problem))
+      report.warn(describeInvalidSetting(problem))
     }
     for (const field of warned.keys()) if (!invalidNow.has(field)) warned.delete(field)
     return current

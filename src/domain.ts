@@ -7,6 +7,8 @@
  * @module dsh-plugin-loop/domain
  */
 import { LoopError } from './errors.ts'
+import { isRecord } from './guards.ts'
+import { MAX_INTERVAL_SECONDS } from './limits.ts'
 import type { LoopChange, LoopRecord, LoopView, StoredLoopChange } from './types.ts'
 
 /** Session event type of every durable loop mutation. */
@@ -25,8 +27,7 @@ const LOOP_ID_PREFIX = 'loop_'
  */
 const LOOP_ID_PATTERN = /^loop_[A-Za-z0-9_-]{1,64}$/
 
-/** Longest interval: 365 days, so every `next_at` stays a representable date. */
-export const MAX_INTERVAL_SECONDS = 31_536_000
+export { MAX_INTERVAL_SECONDS }
 
 /**
  * Whether a value is a loop id under the one rule.
@@ -82,11 +83,6 @@ export interface LoopCreateLimits {
 export interface LoopCreateInput {
   readonly prompt: string
   readonly time_in_seconds: number
-}
-
-/** Whether a value is a plain object (not null, not an array). */
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** Reject any key outside `allowed`, naming the first offender. */

@@ -4,7 +4,7 @@
  * @module dsh-plugin-loop/format
  */
 
-const UNITS: readonly (readonly [suffix: string, seconds: number])[] = [
+const UNITS: readonly (readonly [unit: DurationPart['unit'], seconds: number])[] = [
   ['d', 86_400],
   ['h', 3_600],
   ['m', 60],
@@ -17,14 +17,9 @@ const UNITS: readonly (readonly [suffix: string, seconds: number])[] = [
  * @returns the compact text.
  */
 export function formatDuration(totalSeconds: number): string {
-  let rest = Math.max(0, Math.floor(totalSeconds))
-  const parts: string[] = []
-  for (const [suffix, size] of UNITS) {
-    const count = Math.floor(rest / size)
-    rest -= count * size
-    if (count > 0) parts.push(`${count}${suffix}`)
-  }
-  return parts.length === 0 ? '0s' : parts.join(' ')
+  return durationParts(totalSeconds)
+    .map(({ unit, count }) => `${count}${unit}`)
+    .join(' ')
 }
 
 /**
@@ -51,8 +46,8 @@ export interface NextDue {
  * @returns overdue flag and text.
  */
 export function describeNextDue(nextAt: number, now: number): NextDue {
-  if (nextAt <= now) return { overdue: true, text: `overdue by ${formatDuration((now - nextAt) / 1000)}` }
-  return { overdue: false, text: `next in ${formatDuration(Math.ceil((nextAt - now) / 1000))}` }
+  const { overdue, seconds } = dueIn(nextAt, now)
+  return { overdue, text: `${overdue ? 'overdue by' : 'next in'} ${formatDuration(seconds)}` }
 }
 
 /**
@@ -84,7 +79,7 @@ export interface DurationPart {
 }
 
 /**
- * The same decomposition `formatDuration` prints, as data, so a translated
+ * The decomposition `formatDuration` prints, as data, so a translated
  * surface (the dock) can supply its own unit words: largest unit first, zero
  * units left out, `[{ unit: 's', count: 0 }]` for nothing.
  * @param totalSeconds - non-negative seconds; fractions are dropped.
@@ -96,12 +91,12 @@ export function durationParts(totalSeconds: number): readonly DurationPart[] {
   for (const [unit, size] of UNITS) {
     const count = Math.floor(rest / size)
     rest -= count * size
-    if (count > 0) parts.push({ unit: unit as DurationPart['unit'], count })
+    if (count > 0) parts.push({ unit, count })
   }
   return parts.length === 0 ? [{ unit: 's', count: 0 }] : parts
 }
 
-/** `describeNextDue` as data: whether the occurrence is due, and the whole seconds to show. */
+/** The data `describeNextDue` words: whether the occurrence is due, and the whole seconds to show. */
 export interface DueIn {
   /** True once `next_at <= now`. */
   readonly overdue: boolean

@@ -5,7 +5,11 @@
  * one rule.
  * @module dsh-plugin-loop/heartbeat
  */
+import { isRecord } from './guards.ts'
 import type { LoopRecord } from './types.ts'
+
+/** The `source` of every heartbeat message: how the runtime marks what it sends and how a reader knows it. */
+export const HEARTBEAT_SOURCE = Object.freeze({ kind: 'plugin', plugin: 'loop' } as const)
 
 const XML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' }
 const XML_ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }
@@ -46,21 +50,19 @@ export interface Heartbeat {
 
 const HEARTBEAT = /^<heartbeat>\n {2}<loop_id>([^<>]*)<\/loop_id>\n {2}<prompt>([^<>]*)<\/prompt>\n<\/heartbeat>$/
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
-
 /**
  * Read a heartbeat out of a user message (or a conversation node's data): source
- * `{ kind: 'plugin', plugin: 'loop' }` and text blocks that, joined as the model
+ * {@link HEARTBEAT_SOURCE} and text blocks that, joined as the model
  * received them, are exactly one `<heartbeat>` element.
  * @param message - `{ content, source, … }`, untrusted.
  * @returns the heartbeat, or undefined for every other message.
  */
 export function readHeartbeat(message: unknown): Heartbeat | undefined {
-  if (!isObject(message) || !isObject(message.source) || message.source.kind !== 'plugin' || message.source.plugin !== 'loop') return undefined
+  if (!isRecord(message) || !isRecord(message.source) || message.source.kind !== HEARTBEAT_SOURCE.kind || message.source.plugin !== HEARTBEAT_SOURCE.plugin) return undefined
   if (!Array.isArray(message.content)) return undefined
   let text = ''
   for (const block of message.content as unknown[]) {
-    if (!isObject(block) || block.type !== 'text' || typeof block.text !== 'string') return undefined
+    if (!isRecord(block) || block.type !== 'text' || typeof block.text !== 'string') return undefined
     text += block.text
   }
   const match = HEARTBEAT.exec(text)

@@ -5,11 +5,13 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { Session } from '@deepseek-ai/dsh-session'
+import { realClock } from './clock.ts'
 import { registerLoopCommand } from './commands.ts'
 import { Config, DEFAULT_LOOP_CONFIG, watchLoopConfig, type LoopConfig } from './config.ts'
 import { LoopRuntime } from './loop.ts'
 import { registerLoopEventType } from './persistence.ts'
 import { registerLoopProjection } from './projection.ts'
+import { createReport } from './report.ts'
 import { loopHomeFiles, noteSessionHint, startRevival } from './revive.ts'
 import { registerLoopTools } from './tools.ts'
 
@@ -36,16 +38,18 @@ const ONE_SHOT_SERVICE = 'headlessStartup'
  * @param config - the plugin row's `config:` (validated against {@link Config}).
  */
 export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONFIG): Promise<void> {
-  const logger = ctx.logger('loop')
+  const report = createReport(ctx.logger('loop'))
   const registration = await registerLoopEventType(process.argv[1])
   if (!registration.hostResolved) {
-    logger.warn(
+    report.warn(
       `could not resolve the host's @deepseek-ai/dsh-session from its entry point (${String(process.argv[1])}); only the plugin's own copy knows "loop/change", so sessions holding loops may fail to reopen after a restart if the host uses another copy`,
     )
   }
-  const currentConfig = watchLoopConfig(ctx, config, logger)
+  const currentConfig = watchLoopConfig(ctx, config, report)
   registerLoopProjection(ctx)
-  registerLoopCommand(ctx)
+  // One clock for the runtimes, their tools and the command; the process's own in every host.
+  const clock = realClock
+  registerLoopCommand(ctx, clock)
 
   // Absent where DSH provides no home (an in-process host without app-boot): no hints, no start-up path.
   const home = loopHomeFiles(ctx)
@@ -57,7 +61,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   const adopt = (agent: Agent): void => {
     if (!ctx.agents.roots().includes(agent)) return
     const oneShot = ctx.get(ONE_SHOT_SERVICE) !== undefined
-    const runtime = new LoopRuntime(ctx, agent, { oneShot })
+    const runtime = new LoopRuntime(ctx, agent, { oneShot, clock })
     const cleanup = agent.ctx.effect(() => {
       const beforeCreate = home === undefined ? undefined : () => noteSessionHint(home.hints, agent.session.id)
       const disposeTools = registerLoopTools(agent.ctx, runtime, { config: currentConfig, oneShot, beforeCreate })

@@ -6,6 +6,10 @@
  * of a complete temporary file), refreshed by its holder, and taken over when
  * stale ({@link isLeaseStale}: the holder's process is gone, or the lease was
  * not refreshed within its time to live).
+ *
+ * Real time, not the runtime's clock port: a lease is read by other processes,
+ * so its times are the machine's wall clock and process start; tests move the
+ * injected `clock` function instead.
  * @module dsh-plugin-loop/lease
  */
 import { randomBytes } from 'node:crypto'

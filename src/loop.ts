@@ -1,27 +1,21 @@
 /**
- * The per-agent runtime: an incremental view of the session's loops, inbox and
- * open turn; one bounded one-shot timer; serialized coalesced drives; the
- * transaction queue tools share; and heartbeat delivery.
+ * The per-agent runtime: one bounded one-shot timer on an injected clock;
+ * serialized coalesced drives; the transaction queue tools share; heartbeat
+ * delivery and the retry. What the session holds is its {@link SessionView}.
  * @module dsh-plugin-loop/loop
  */
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent, PreStepDecision } from '@deepseek-ai/dsh-agent'
 import { createUserMessage, type MessageId } from '@deepseek-ai/dsh-llm'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
-import {
-  LOOP_CHANGE_EVENT,
-  activeLoops,
-  applyLoopChange,
-  chooseDelivery,
-  decodeLoopChange,
-  dispatchChange,
-  emptyLoopFold,
-  type TrackedLoopFold,
-} from './domain.ts'
+import { realClock, type LoopClock, type TimerHandle } from './clock.ts'
+import { LOOP_CHANGE_EVENT, activeLoops, chooseDelivery, dispatchChange, type TrackedLoopFold } from './domain.ts'
 import { LoopError } from './errors.ts'
-import { readHeartbeat, renderHeartbeat } from './heartbeat.ts'
+import { HEARTBEAT_SOURCE, readHeartbeat, renderHeartbeat } from './heartbeat.ts'
 import { describeError } from './format.ts'
 import { flushSession } from './persistence.ts'
+import { createReport, type LoopReport } from './report.ts'
+import { SessionView, waitingHeartbeats, type InboxMessage } from './session-view.ts'
 import { clockSkewedLoops, dueLoops, earliestNextAt, nextOccurrence, rescheduledNextAt } from './timing.ts'
 import type { LoopChange, LoopRecord } from './types.ts'
 
@@ -31,9 +25,6 @@ import type { LoopChange, LoopRecord } from './types.ts'
  * the clock at least this often: an overdue loop fires within a minute of waking.
  */
 export const MAX_TIMER_WAIT_MS = 60_000
-
-/** Events that open or close a turn: the open turn's heartbeats are those after the last of them. */
-const TURN_BOUNDARIES: ReadonlySet<string> = new Set(['turn/start', 'turn/end'])
 
 /** First retry delay after a failed drive (flush, send); doubles up to {@link MAX_RETRY_DELAY_MS}. */
 export const FIRST_RETRY_DELAY_MS = 1_000
@@ -57,6 +48,8 @@ export interface LoopRuntimeOptions {
    * run alive or answer in place of the task.
    */
   readonly oneShot: boolean
+  /** Time and timers; the process clock unless a test drives its own. */
+  readonly clock?: LoopClock | undefined
 }
 
 /** The loop a change touches, for error messages. */
@@ -69,8 +62,10 @@ function changedLoopId(change: LoopChange): string {
  * is the truth; this object only decides when to read it again.
  */
 export class LoopRuntime {
-  private readonly logger
-  private timer: ReturnType<typeof setTimeout> | undefined
+  private readonly report: LoopReport
+  /** Time and timers for this runtime and the tools on its queue. */
+  readonly clock: LoopClock
+  private timer: TimerHandle | undefined
   private tail: Promise<void> = Promise.resolve()
   private draining: Promise<void> | undefined
   private requested = false
@@ -78,13 +73,7 @@ export class LoopRuntime {
   private fault: LoopError | undefined
   private disposal: Promise<void> | undefined
   private retryDelay = FIRST_RETRY_DELAY_MS
-  private readonly fold = emptyLoopFold()
-  /** Log position folded so far: every event before it has been observed. */
-  private folded: number
-  /** Loops whose heartbeat is a user message of the open turn (cleared at every turn boundary). */
-  private readonly inOpenTurn = new Set<string>()
-  /** While a batch runs: each loop's heartbeats still waiting in the inbox, by message id. */
-  private batchWaiting: Map<string, MessageId[]> | undefined
+  private readonly view: SessionView
 
   /**
    * @param ctx - plugin context carrying `sessions` and `agents`.
@@ -96,9 +85,10 @@ export class LoopRuntime {
     readonly agent: Agent,
     private readonly options: LoopRuntimeOptions,
   ) {
-    this.logger = ctx.logger('loop')
+    this.report = createReport(ctx.logger('loop'))
+    this.clock = options.clock ?? realClock
     // Events inherited through a fork seed are the parent's, never this session's.
-    this.folded = agent.session.header.seedLength ?? 0
+    this.view = new SessionView(agent.session.header.seedLength ?? 0)
   }
 
   /** Begin with a first drive, which folds the log and arms the timer. */
@@ -113,9 +103,9 @@ export class LoopRuntime {
    * @param event - the event exactly as recorded.
    */
   observe(event: SessionEvent): void {
-    if (event.seq !== this.folded || this.fault !== undefined) return
+    if (this.fault !== undefined) return
     try {
-      this.foldEvent(event)
+      this.view.observe(event)
     } catch (error) {
       this.stop(this.corruption(error))
     }
@@ -127,15 +117,7 @@ export class LoopRuntime {
    * @param message - the claimed message.
    */
   noteClaimed(message: unknown): void {
-    const heartbeat = readHeartbeat(message)
-    if (heartbeat === undefined) return
-    this.inOpenTurn.add(heartbeat.loopId)
-    // A batch's own wake-up can claim a heartbeat it still counts as waiting.
-    const ids = this.batchWaiting?.get(heartbeat.loopId)
-    if (ids === undefined) return
-    const rest = ids.filter((id) => id !== (message as { id: unknown }).id)
-    if (rest.length === 0) this.batchWaiting!.delete(heartbeat.loopId)
-    else this.batchWaiting!.set(heartbeat.loopId, rest)
+    this.view.noteClaimed(message)
   }
 
   /**
@@ -195,7 +177,7 @@ export class LoopRuntime {
       if (change === undefined) return result
       this.assertRunnable(label, signal)
       // A deleted loop's waiting heartbeat leaves the inbox first, durably, in the same flush as the delete.
-      if (change.operation === 'delete') this.withdrawHeartbeats(this.waitingHeartbeats().get(change.id))
+      if (change.operation === 'delete') this.withdrawHeartbeats(waitingHeartbeats(this.inboxMessages()).get(change.id))
       this.agent.session.append(LOOP_CHANGE_EVENT, change)
       try {
         await flushSession(this.ctx, this.agent.session)
@@ -265,22 +247,6 @@ export class LoopRuntime {
     }
   }
 
-  /** Fold one event at the current position: loop changes and the open turn's heartbeats. */
-  private foldEvent(event: SessionEvent): void {
-    switch (event.type) {
-      case LOOP_CHANGE_EVENT:
-        applyLoopChange(this.fold, decodeLoopChange(event.data))
-        break
-      case 'turn/start':
-      case 'turn/end':
-        this.inOpenTurn.clear()
-        break
-      default:
-        this.noteHeartbeat(event)
-    }
-    this.folded = event.seq + 1
-  }
-
   /**
    * Catch up with the log. Normally a no-op (the feed folded every event); only
    * events appended before this runtime observed the session are read from the log.
@@ -290,42 +256,14 @@ export class LoopRuntime {
   private sync(): TrackedLoopFold {
     if (this.fault !== undefined) throw this.fault
     const session = this.agent.session
-    if (this.folded < session.seq) {
+    if (this.view.position < session.seq) {
       try {
-        this.catchUp(session.events)
+        this.view.catchUp(session.events)
       } catch (error) {
         throw this.stop(this.corruption(error))
       }
     }
-    return this.fold
-  }
-
-  /**
-   * Fold a stretch of the log in two passes, as cheap as a resumed log of a
-   * million events allows: every loop change forward, then only the events
-   * after the last turn boundary for the open turn's heartbeats. Indexing, not
-   * slicing, so the log is never copied.
-   */
-  private catchUp(events: readonly SessionEvent[]): void {
-    const from = this.folded
-    for (let index = from; index < events.length; index += 1) {
-      const event = events[index]!
-      if (event.type === LOOP_CHANGE_EVENT) applyLoopChange(this.fold, decodeLoopChange(event.data))
-      this.folded = index + 1
-    }
-    let openTurnFrom = from
-    for (let index = events.length - 1; index >= from; index -= 1) {
-      if (!TURN_BOUNDARIES.has(events[index]!.type)) continue
-      this.inOpenTurn.clear()
-      openTurnFrom = index + 1
-      break
-    }
-    for (let index = openTurnFrom; index < events.length; index += 1) this.noteHeartbeat(events[index]!)
-  }
-
-  /** Remember a heartbeat the open turn took. */
-  private noteHeartbeat(event: SessionEvent): void {
-    if (event.type === 'user/message') this.noteClaimed(event.data)
+    return this.view.fold
   }
 
   /** The diagnostic for a corrupt record. */
@@ -337,14 +275,14 @@ export class LoopRuntime {
   private stop(fault: LoopError): LoopError {
     this.fault = fault
     this.clearTimer()
-    this.logger.warn(`session "${this.agent.id}": ${fault.message}`)
+    this.report.warn(`session "${this.agent.id}": ${fault.message}`)
     return fault
   }
 
   /** Cancel the armed timer, if any. */
   private clearTimer(): void {
     if (this.timer === undefined) return
-    clearTimeout(this.timer)
+    this.clock.clearTimer(this.timer)
     this.timer = undefined
   }
 
@@ -352,7 +290,7 @@ export class LoopRuntime {
   private arm(target: number, now: number): void {
     this.clearTimer()
     const delay = Math.min(Math.max(target - now, 0), MAX_TIMER_WAIT_MS)
-    this.timer = setTimeout(() => {
+    this.timer = this.clock.setTimer(() => {
       this.timer = undefined
       this.requestDrive()
     }, delay)
@@ -362,23 +300,15 @@ export class LoopRuntime {
   private retryLater(reason: string): void {
     // A drive that fails while its runtime is being disposed must not leave a timer behind.
     if (this.stopping) return
-    this.logger.warn(`loop drive for session "${this.agent.id}" failed, retrying in ${this.retryDelay} ms: ${reason}`)
-    const now = Date.now()
+    this.report.warn(`loop drive for session "${this.agent.id}" failed, retrying in ${this.retryDelay} ms: ${reason}`)
+    const now = this.clock.now()
     this.arm(now + this.retryDelay, now)
     this.retryDelay = Math.min(this.retryDelay * 2, MAX_RETRY_DELAY_MS)
   }
 
-  /** Each loop's heartbeats waiting, unconsumed, in the agent's inbox (replayed by DSH from the log), by message id. */
-  private waitingHeartbeats(): Map<string, MessageId[]> {
-    const waiting = new Map<string, MessageId[]>()
-    for (const message of [...this.agent.inbox.nextStep, ...this.agent.inbox.nextTurn]) {
-      const heartbeat = readHeartbeat(message)
-      if (heartbeat === undefined) continue
-      const ids = waiting.get(heartbeat.loopId)
-      if (ids === undefined) waiting.set(heartbeat.loopId, [message.id])
-      else ids.push(message.id)
-    }
-    return waiting
+  /** The agent's inbox, unconsumed (replayed by DSH from the log), next-step first. */
+  private inboxMessages(): InboxMessage[] {
+    return [...this.agent.inbox.nextStep, ...this.agent.inbox.nextTurn]
   }
 
   /** Remove waiting heartbeats from the inbox; DSH logs each removal as a durable cancellation splice. */
@@ -414,7 +344,7 @@ export class LoopRuntime {
    */
   private async driveOnce(): Promise<void> {
     this.clearTimer()
-    if (this.stopping || !this.isLive() || this.plan(Date.now()) === undefined) return
+    if (this.stopping || !this.isLive() || this.plan(this.clock.now()) === undefined) return
     try {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {
@@ -422,7 +352,7 @@ export class LoopRuntime {
       return
     }
     if (this.stopping || !this.isLive()) return
-    const now = Date.now()
+    const now = this.clock.now()
     const plan = this.plan(now)
     if (plan === undefined) return
     const { handled, failure } = this.handleBatch(plan, now)
@@ -454,29 +384,28 @@ export class LoopRuntime {
   private handleBatch(plan: DrivePlan, now: number): { readonly handled: readonly string[]; readonly failure?: string } {
     const handled: string[] = []
     for (const loop of plan.skewed) {
-      this.logger.info(`session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`)
+      this.report.info(`session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`)
       const failure = this.recordDispatch(loop, rescheduledNextAt(loop, now))
       if (failure !== undefined) return { handled, failure }
       handled.push(loop.id)
     }
     // One inbox scan per batch; claims our own wake-ups cause keep it current (noteClaimed).
-    const waiting = this.waitingHeartbeats()
-    this.batchWaiting = waiting
+    const waiting = this.view.watchWaiting(this.inboxMessages())
     try {
       for (const loop of plan.due) {
         if (this.stopping || !this.isLive()) break
         const stale = waiting.get(loop.id)
-        const delivery = chooseDelivery({ running: this.agent.status === 'running', waiting: stale !== undefined, inOpenTurn: this.inOpenTurn.has(loop.id) })
+        const delivery = chooseDelivery({ running: this.agent.status === 'running', waiting: stale !== undefined, inOpenTurn: this.view.openTurnHeartbeats.has(loop.id) })
         if (delivery.kind !== 'coalesce') {
           try {
             if (delivery.kind === 'replace') {
               // Nothing would deliver it (an idle agent does not wake by itself): the fresh heartbeat takes its place and wakes it.
-              this.logger.info(`session "${this.agent.id}": the heartbeat of ${loop.id} waited in the inbox of an idle agent; replacing it with one that wakes the agent`)
+              this.report.info(`session "${this.agent.id}": the heartbeat of ${loop.id} waited in the inbox of an idle agent; replacing it with one that wakes the agent`)
               this.withdrawHeartbeats(stale)
             }
             const message = createUserMessage({
               content: [{ type: 'text', text: renderHeartbeat(loop) }],
-              source: { kind: 'plugin', plugin: 'loop' },
+              source: { ...HEARTBEAT_SOURCE },
             })
             this.agent.send(message, delivery.target, true)
           } catch (error) {
@@ -489,7 +418,7 @@ export class LoopRuntime {
         handled.push(loop.id)
       }
     } finally {
-      this.batchWaiting = undefined
+      this.view.unwatchWaiting()
     }
     return { handled }
   }

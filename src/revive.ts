@@ -6,6 +6,11 @@
  * lookup `agent`), exactly as opening it in DSH web does. The plugin owns no
  * scheduler: each session's runtime then arms its own timer, as for any
  * session that comes live.
+ *
+ * Real time, not the clock port (src/clock.ts): hint times are compared with file
+ * modification times the kernel stamps, and the polls are unref'd Node timers
+ * (a poll must not keep the process alive), which the port's opaque handle does
+ * not offer; its tests fake the globals instead.
  * @module dsh-plugin-loop/revive
  */
 import { join } from 'node:path'
@@ -17,17 +22,8 @@ import { LoopError } from './errors.ts'
 import { describeError } from './format.ts'
 import { Lease, LEASE_REFRESH_MS } from './lease.ts'
 import { describeHolder, describeRevival, describeSkip, planRevival, type Skipped } from './revive-plan.ts'
+import { createReport, type LoopReport } from './report.ts'
 import { SessionHints } from './session-hints.ts'
-
-/**
- * One line of the start-up report on the host's terminal. DSH rc.8 registers no
- * exporter for `ctx.logger`, so its lines reach no one; DSH's own web app reports
- * to the terminal with `console.error` (`web-app: could not open …`), and so does this.
- * @param line - the line, without the `loop: ` prefix.
- */
-function report(line: string): void {
-  console.error(`loop: ${line}`)
-}
 
 /** How many sessions are read and brought live at once: the start stays responsive. */
 export const REVIVE_CONCURRENCY = 4
@@ -102,6 +98,8 @@ interface CheckpointedLoops {
  * @returns disposer: stops polling and refreshing, releases the lease; brought-back sessions stay live (the host owns them).
  */
 export function startRevival(ctx: Context, options: RevivalOptions): () => Promise<void> {
+  // The start-up report: the host log and the terminal (src/report.ts).
+  const report = createReport(ctx.logger('loop'))
   const abort = new AbortController()
   let timer: ReturnType<typeof setTimeout> | undefined
   let holding = false
@@ -110,7 +108,7 @@ export function startRevival(ctx: Context, options: RevivalOptions): () => Promi
   let current: Promise<void> = Promise.resolve()
 
   const run = (step: () => Promise<void>): void => {
-    current = step().catch((error: unknown) => report(`resume on start: ${describeError(error)}`))
+    current = step().catch((error: unknown) => report.warn(`resume on start: ${describeError(error)}`))
   }
 
   const later = (delay: number, step: () => Promise<void>): void => {
@@ -123,7 +121,7 @@ export function startRevival(ctx: Context, options: RevivalOptions): () => Promi
   const refresh = async (): Promise<void> => {
     if (await options.lease.refresh()) return later(LEASE_REFRESH_MS, refresh)
     holding = false
-    report('the loop lease on this DSH_HOME was taken over by another process; this one keeps the sessions it already brought back')
+    report.warn('the loop lease on this DSH_HOME was taken over by another process; this one keeps the sessions it already brought back')
   }
 
   const claim = (services: HostServices) => async (): Promise<void> => {
@@ -133,12 +131,12 @@ export function startRevival(ctx: Context, options: RevivalOptions): () => Promi
     if (abort.signal.aborted) return
     if (!outcome.held) {
       // Said once; on the first look the holder may be mid-takeover (no readable record yet).
-      if (!announced && outcome.holder !== undefined) report(describeHolder(outcome.holder))
+      if (!announced && outcome.holder !== undefined) report.notice(describeHolder(outcome.holder))
       announced ||= outcome.holder !== undefined
       return later(LEASE_POLL_MS, claim(services))
     }
     later(LEASE_REFRESH_MS, refresh)
-    await reviveSessions(ctx, services, options.hints, abort.signal)
+    await reviveSessions(ctx, services, options.hints, report, abort.signal)
   }
 
   const begin = async (): Promise<void> => {
@@ -149,7 +147,7 @@ export function startRevival(ctx: Context, options: RevivalOptions): () => Promi
     const services = hostServices(ctx)
     if (services === undefined) return
     if (!options.enabled()) {
-      report('resumeOnStart is off: no session is brought back at start; sessions holding loops come back when opened')
+      report.notice('resumeOnStart is off: no session is brought back at start; sessions holding loops come back when opened')
       return
     }
     await claim(services)()
@@ -188,6 +186,7 @@ function checkpointedSessions(ctx: Context, headers: readonly SessionHeader[]): 
  * @param ctx - plugin context.
  * @param services - the host's resolver and persistence.
  * @param hints - the hint directory.
+ * @param report - where the start-up report goes.
  * @param signal - aborted when the plugin unloads: no further session is started.
  * @returns how many were brought back, and every skip.
  */
@@ -195,6 +194,7 @@ async function reviveSessions(
   ctx: Context,
   services: HostServices,
   hints: SessionHints,
+  report: LoopReport,
   signal: AbortSignal,
 ): Promise<{ readonly revived: string[]; readonly skipped: Skipped[] }> {
   // A hint written after this instant (a create racing the start) is never dropped as stale.
@@ -203,7 +203,7 @@ async function reviveSessions(
   // No hint and the checkpoint scan done once: nothing can hold a loop, so not even the headers are listed.
   const scan = !(await hints.scanned())
   if (hinted.size === 0 && !scan) {
-    report(describeRevival(0, []))
+    report.notice(describeRevival(0, []))
     return { revived: [], skipped: [] }
   }
   const headers = await services.persistence.list(signal)
@@ -213,7 +213,7 @@ async function reviveSessions(
   const revived: string[] = []
   const skip = (entry: Skipped, detail?: string): void => {
     skipped.push(entry)
-    report(describeSkip(entry, detail))
+    report.notice(describeSkip(entry, detail))
   }
   const listed = new Set<string>(headers.map((header) => header.id))
   for (const entry of plan.skipped) {
@@ -232,7 +232,7 @@ async function reviveSessions(
   await Promise.all(Array.from({ length: REVIVE_CONCURRENCY }, worker))
   // Sessions from before hints existed were found through their checkpoints just now; later ones always have a hint.
   if (scan) await hints.markScanned()
-  report(describeRevival(revived.length, skipped))
+  report.notice(describeRevival(revived.length, skipped))
   return { revived, skipped }
 }
 

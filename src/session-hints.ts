@@ -6,6 +6,7 @@
  * only be stale in the harmless direction (it names a session without loops).
  * One file per session (never one shared file) so several processes on one
  * home never read-modify-write each other's entries.
+ * Real time throughout: hint ages are compared with file times the kernel stamps.
  * @module dsh-plugin-loop/session-hints
  */
 import { randomBytes } from 'node:crypto'

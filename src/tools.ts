@@ -8,6 +8,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import type { LoopConfig } from './config.ts'
+import { MAX_INTERVAL_SECONDS } from './limits.ts'
 import {
   activeLoops,
   allocateLoopId,
@@ -104,7 +105,7 @@ export interface LoopToolOptions {
 /**
  * Register `loop_create`, `loop_list` and `loop_delete` in one agent's scope.
  * @param agentCtx - the agent's own context, so the tools unwind with it and no other agent sees them.
- * @param runtime - the agent's runtime, whose queue orders every read and write.
+ * @param runtime - the agent's runtime, whose queue orders every read and write and whose clock stamps them.
  * @param options - configuration and host facts.
  * @returns disposer for the three registrations.
  */
@@ -117,7 +118,7 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
         description: oneShot ? `${CREATE_DESCRIPTION} ${ONE_SHOT_NOTE}` : CREATE_DESCRIPTION,
         parameters: {
           prompt: { type: 'string', required: true, description: 'What to do on every occurrence; sent verbatim inside the heartbeat.' },
-          time_in_seconds: { type: 'integer', required: true, description: 'Interval in whole seconds, from 1 to 31536000 (365 days).' },
+          time_in_seconds: { type: 'integer', required: true, description: `Interval in whole seconds, from 1 to ${MAX_INTERVAL_SECONDS} (365 days).` },
         },
         output: { schema: VIEW_SCHEMA, render: oneShot ? renderJsonWithOneShotNote : renderJson },
         async execute(args, exec): Promise<LoopView> {
@@ -127,7 +128,7 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
           await options.beforeCreate?.()
           return runtime.transact('loop_create', exec.signal, (state) => {
             assertRoomForLoop(state, config().maxLoopsPerSession)
-            const now = Date.now()
+            const now = runtime.clock.now()
             const loop = createLoopRecord(input, allocateLoopId(state, randomHex), now)
             return { result: toLoopView(loop, now), change: createChange(loop) }
           })
@@ -143,7 +144,7 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
           assertOwner(agent, exec.agent)
           validateListInput(args)
           return runtime.transact('loop_list', exec.signal, (state) => {
-            const now = Date.now()
+            const now = runtime.clock.now()
             return { result: activeLoops(state).map((loop) => toLoopView(loop, now)) }
           })
         },

@@ -17,7 +17,7 @@ export interface LoopRecord {
   readonly next_at: number
 }
 
-/** Timing state derived at read time from `next_at <= Date.now()`; never persisted. */
+/** Timing state derived at read time from `next_at <= now` (the runtime's clock); never persisted. */
 export type LoopState = 'scheduled' | 'overdue'
 
 /** What `loop_create` and `loop_list` return for one loop. */

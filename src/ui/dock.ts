@@ -7,6 +7,7 @@
  * @module dsh-plugin-loop/ui/dock
  */
 import { describeError } from '../format.ts'
+import { isRecord } from '../guards.ts'
 import { earliestNextAt } from '../timing.ts'
 import type { LoopProjection, LoopRecord } from '../types.ts'
 import { localDue, type LocalDue, type LoopTranslate } from './locales.ts'
@@ -70,7 +71,6 @@ export type DeleteOutcome = { readonly ok: true } | { readonly ok: false; readon
 
 const failed = (failure: DeleteFailure): DeleteOutcome => ({ ok: false, failure })
 const MALFORMED = failed({ reason: 'malformed' })
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
 const nonEmpty = (value: unknown): value is string => typeof value === 'string' && value.trim() !== ''
 const relayedOr = (text: unknown, reason: 'rejected' | 'commandError' | 'unsent'): DeleteFailure =>
   nonEmpty(text) ? { reason: 'relayed', text } : { reason }
@@ -82,12 +82,12 @@ const relayedOr = (text: unknown, reason: 'rejected' | 'commandError' | 'unsent'
  * @returns success only for a `success` command result; otherwise why not.
  */
 export function readDeleteReply(reply: unknown): DeleteOutcome {
-  if (!isObject(reply)) return MALFORMED
-  if (reply.ok === false) return failed(relayedOr(isObject(reply.error) ? reply.error.message : undefined, 'rejected'))
+  if (!isRecord(reply)) return MALFORMED
+  if (reply.ok === false) return failed(relayedOr(isRecord(reply.error) ? reply.error.message : undefined, 'rejected'))
   if (reply.ok !== true) return MALFORMED
   if (reply.value === undefined) return failed({ reason: 'unavailable' })
-  const result = isObject(reply.value) ? reply.value.result : undefined
-  if (!isObject(result)) return MALFORMED
+  const result = isRecord(reply.value) ? reply.value.result : undefined
+  if (!isRecord(result)) return MALFORMED
   if (result.kind === 'success') return { ok: true }
   if (result.kind === 'error') return failed(relayedOr(result.text, 'commandError'))
   return MALFORMED

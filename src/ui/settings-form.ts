@@ -24,11 +24,15 @@
  * @module dsh-plugin-loop/ui/settings-form
  */
 
-/** Settings namespace of the plugin's bounds, spelled here: a client bundle does not import the host half. */
-export const LOOP_SETTINGS_NS = 'loop'
+import { LOOP_SETTINGS_NAMESPACE, LOOP_SETTING_RANGES, type LoopBoundSetting, type WholeNumberRange } from '../limits.ts'
+
+export { LOOP_SETTING_RANGES, type WholeNumberRange }
+
+/** Settings namespace of the plugin's bounds; `limits.ts` is host-free, so the client bundle reads the host's own constant. */
+export const LOOP_SETTINGS_NS = LOOP_SETTINGS_NAMESPACE
 
 /** One editable field of the `loop` section. */
-export type LoopSettingField = 'maxLoopsPerSession' | 'maxPromptLength'
+export type LoopSettingField = LoopBoundSetting
 
 /** The fields in the order the card shows them. */
 export const LOOP_SETTING_FIELDS: readonly LoopSettingField[] = ['maxLoopsPerSession', 'maxPromptLength']
@@ -43,21 +47,6 @@ export const LOOP_SETTING_TOGGLES: readonly LoopSettingToggle[] = ['resumeOnStar
 export interface LoopSettingToggleState {
   readonly checked: boolean
   readonly overridden: boolean
-}
-
-/** An inclusive whole-number range. */
-export interface WholeNumberRange {
-  readonly min: number
-  readonly max: number
-}
-
-/**
- * Accepted values, the same as `Config` in `src/config.ts`
- * (`z.natural().min(1).max(1000)` and `.max(100_000)`); a unit test holds the two equal.
- */
-export const LOOP_SETTING_RANGES: { readonly [Field in LoopSettingField]: WholeNumberRange } = {
-  maxLoopsPerSession: { min: 1, max: 1000 },
-  maxPromptLength: { min: 1, max: 100_000 },
 }
 
 /**

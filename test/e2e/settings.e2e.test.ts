@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect } from 'vitest'
-import { call, createSession, logSinkPatch, runCommand, waitFor } from '../../scripts/dsh-stack.ts'
+import { call, createSession, runCommand, waitFor } from '../../scripts/dsh-stack.ts'
 import { test } from './rig.ts'
 
 const TOO_MANY = (active: number, limit: number) =>
@@ -29,11 +29,11 @@ describe('an invalid loop settings section at start', () => {
     const settingsFile = join(r.home, 'settings.yaml')
     writeFileSync(settingsFile, `${readFileSync(settingsFile, 'utf8')}loop:\n  maxLoopsPerSession: 0\n`)
     r.plugin('add')
-    // DSH web prints no plugin log; the test-only sink puts warnings on stderr.
-    await r.start([logSinkPatch(r.home)])
+    // DSH web exports no plugin log; the plugin prints its warnings on stderr itself (src/report.ts).
+    await r.start()
 
     const url = r.url
-    await waitFor('the warning in the host log', () => (r.web.output().includes(`[warn] loop ${WARNING}`) ? true : undefined))
+    await waitFor('the warning in the host log', () => (r.web.output().includes(`loop: ${WARNING}\n`) ? true : undefined))
     expect(r.web.output().split(WARNING)).toHaveLength(2)
     expect(await loopNamespace(url)).toEqual({ ns: 'loop', value: { maxLoopsPerSession: 0, maxPromptLength: 4000, resumeOnStart: true }, user: { maxLoopsPerSession: 0 }, base: expect.anything(), schema: expect.anything(), applies: 'live', secrets: [], revision: expect.any(Number) })
 
