@@ -27,7 +27,6 @@ const LOOP_ID_PREFIX = 'loop_'
  */
 const LOOP_ID_PATTERN = /^loop_[A-Za-z0-9_-]{1,64}$/
 
-export { MAX_INTERVAL_SECONDS }
 
 /**
  * Whether a value is a loop id under the one rule.

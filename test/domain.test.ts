@@ -19,8 +19,8 @@ import {
   validateDeleteInput,
   validateListInput,
   emptyLoopFold,
-  MAX_INTERVAL_SECONDS,
 } from '../src/domain.ts'
+import { MAX_INTERVAL_SECONDS } from '../src/limits.ts'
 import { NOW, caught, event, foldOf, loopA, loopB } from './support/loop-fixtures.ts'
 
 const LIMITS = { maxPromptLength: 4000 }

@@ -11,11 +11,11 @@
  */
 import { useId, useState } from 'react'
 import styles from './LoopSettingsCard.module.css'
+import { LOOP_SETTING_RANGES } from '../limits.ts'
 import type { LoopLocaleKey, LoopTranslate } from './locales.ts'
 import {
   LOOP_SETTING_FIELDS,
   LOOP_SETTING_TOGGLES,
-  LOOP_SETTING_RANGES,
   type LoopSettingField,
   type LoopSettingFieldState,
   type LoopSettingToggle,

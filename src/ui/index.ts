@@ -18,7 +18,8 @@ import { LoopSettingsCard } from './LoopSettingsCard.tsx'
 import { ToolCallRow, type ToolCallRowInjected } from './ToolCallRow.tsx'
 import { LOOP_TOOL_TITLES, type LoopToolName } from './tool-call.ts'
 import { LOCALE_NS, LOOP_DICTIONARIES, type LoopDictionary } from './locales.ts'
-import { LOOP_SETTINGS_NS, LoopSettingsForm, type LoopSettingsActions, type SettingsScopeLike } from './settings-form.ts'
+import { LOOP_SETTINGS_NAMESPACE } from '../limits.ts'
+import { LoopSettingsForm, type LoopSettingsActions, type SettingsScopeLike } from './settings-form.ts'
 import type { LoopDockInjected } from './slot-props.ts'
 
 /** Dock order: todo 0, goal 10, loop 15, queue 20. */
@@ -87,7 +88,7 @@ export interface LoopClientContext {
     register(
       options: {
         readonly name: 'settings.plugin.item'
-        readonly key: typeof LOOP_SETTINGS_NS
+        readonly key: typeof LOOP_SETTINGS_NAMESPACE
         readonly locale: typeof LOCALE_NS
         readonly inject: () => LoopSettingsInjected
       },
@@ -110,7 +111,7 @@ export interface LoopSettingsClientContext {
   }
   readonly settingsScope: {
     /** Bind one namespace's scope on the caller's lifetime; reads follow the host's `settings.describe` mirror. */
-    bind(spec: { readonly namespace: typeof LOOP_SETTINGS_NS }): SettingsScopeLike
+    bind(spec: { readonly namespace: typeof LOOP_SETTINGS_NAMESPACE }): SettingsScopeLike
   }
 }
 
@@ -161,13 +162,13 @@ export function apply(ctx: LoopClientContext): void {
   // The settings card lives while DSH's settings surface does; the Plugin configuration tab shows it
   // because the host half registers the `loop` namespace (src/config.ts) and this entry's key names it.
   ctx.inject(['settingsScope'], (scope) => {
-    const form = new LoopSettingsForm(scope.settingsScope.bind({ namespace: LOOP_SETTINGS_NS }))
+    const form = new LoopSettingsForm(scope.settingsScope.bind({ namespace: LOOP_SETTINGS_NAMESPACE }))
     scope.effect(() => form.follow(), 'dsh-plugin-loop: settings card')
     scope.slots.inject('settings.plugin.item', () =>
       scope.slots.register(
         {
           name: 'settings.plugin.item',
-          key: LOOP_SETTINGS_NS,
+          key: LOOP_SETTINGS_NAMESPACE,
           locale: LOCALE_NS,
           inject: () => ({
             hooks: { loopSettings: form },

@@ -24,12 +24,7 @@
  * @module dsh-plugin-loop/ui/settings-form
  */
 
-import { LOOP_SETTINGS_NAMESPACE, LOOP_SETTING_RANGES, type LoopBoundSetting, type WholeNumberRange } from '../limits.ts'
-
-export { LOOP_SETTING_RANGES, type WholeNumberRange }
-
-/** Settings namespace of the plugin's bounds; `limits.ts` is host-free, so the client bundle reads the host's own constant. */
-export const LOOP_SETTINGS_NS = LOOP_SETTINGS_NAMESPACE
+import { LOOP_SETTING_RANGES, type LoopBoundSetting, type WholeNumberRange } from '../limits.ts'
 
 /** One editable field of the `loop` section. */
 export type LoopSettingField = LoopBoundSetting

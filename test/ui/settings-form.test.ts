@@ -11,7 +11,8 @@ import { act, cleanup } from '@testing-library/react'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { sectionScope } from '../support/ui-settings-scope.ts'
 import { Config, DEFAULT_LOOP_CONFIG, type LoopConfig } from '../../src/config.ts'
-import { LOOP_SETTING_FIELDS, LOOP_SETTING_RANGES, LOOP_SETTING_TOGGLES, LoopSettingsForm, parseDraft, type LoopSettingsCardState } from '../../src/ui/settings-form.ts'
+import { LOOP_SETTING_RANGES } from '../../src/limits.ts'
+import { LOOP_SETTING_FIELDS, LOOP_SETTING_TOGGLES, LoopSettingsForm, parseDraft, type LoopSettingsCardState } from '../../src/ui/settings-form.ts'
 
 /** The row's strict `Config` schema over a partial section (schemastery fills the defaults). */
 const resolveRow = Config as unknown as (section: object) => LoopConfig
