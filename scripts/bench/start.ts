@@ -26,7 +26,13 @@ import type { AgentStatus } from '@deepseek-ai/dsh-agent'
 import { createApiRemoteAgentResolver } from '@deepseek-ai/dsh-api-remotes'
 import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import TypertRegistry from '@deepseek-ai/dsh-typert-registry'
+import StoragePlugin from '@deepseek-ai/dsh-storage'
+import * as storageDomainPlugin from '@deepseek-ai/dsh-storage-domain'
+import * as storageJsonPlugin from '@deepseek-ai/dsh-storage-json'
+import ProjectionCachePlugin from '@deepseek-ai/dsh-session-projection-cache'
+import WorkspacePlugin from '@deepseek-ai/dsh-workspace'
 import * as loopPlugin from '../../src/index.ts'
+import { activeLoops, emptyLoopFold, foldLoopEvents } from '../../src/domain.ts'
 import { REVIVE_CONCURRENCY } from '../../src/revive.ts'
 import { bootHost, createAgent, runTool, type Host } from './host.ts'
 import { collectGarbage, median, preciseNow } from './stats.ts'
@@ -41,6 +47,8 @@ export interface StartBenchOptions {
   readonly loopSessions?: number
   /** `/loop list` commands run in each stored session (two events each), default 10. */
   readonly commandsPerSession?: number
+  /** Whether the side with the plugin runs first in the first trial (then they alternate), default true. */
+  readonly withFirst?: boolean
 }
 
 /** What {@link benchStart} measured; times are medians in ms. */
@@ -61,6 +69,13 @@ export interface StartBenchResult {
   readonly reviveHostResolver: number
   /** `reviveWith / reviveHostResolver` (target ≤ 1.2). */
   readonly reviveRatio: number
+  /**
+   * The plugin's own read of the same sessions, alone: `persistence.inspect` of each and the
+   * loop fold, same concurrency, in a fresh host (median ms). The plugin reads each candidate
+   * before the host's resolver reads it again, so this is the part of `reviveWith` the
+   * baseline does not pay.
+   */
+  readonly reviveInspect: number
   /** Heap held per brought-back session once live, bytes (after a full GC). */
   readonly heapPerSessionBytes: number
   readonly samples: {
@@ -68,6 +83,7 @@ export interface StartBenchResult {
     readonly idleStartWithout: readonly number[]
     readonly reviveWith: readonly number[]
     readonly reviveHostResolver: readonly number[]
+    readonly reviveInspect: readonly number[]
   }
 }
 
@@ -76,9 +92,18 @@ type PluginModule = Parameters<Context['plugin']>[0]
 /** Agent options of every bench agent; the provider is never reached. */
 const AGENT_OPTIONS = { provider: 'deepseek-official', model: 'deepseek-chat' } as const
 
-/** Mount what DSH web composes around cold sessions: a home, the Typert registry and the host's resolver. */
+/**
+ * Mount what DSH web composes around cold sessions, in its order (dsh-web-app's patch, as
+ * test/host.ts's `home` option does): a home, storage with the JSON domain backend, the workspace
+ * registry (archive), the projection cache (checkpoints), the Typert registry and the host's resolver.
+ */
 async function mountWebResolver(ctx: Context, home: string): Promise<void> {
   ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
+  await ctx.plugin(StoragePlugin as unknown as PluginModule)
+  await ctx.plugin(storageJsonPlugin as unknown as PluginModule, { root: join(home, 'storages') } as never)
+  await ctx.plugin(storageDomainPlugin as unknown as PluginModule, { backend: 'json' } as never)
+  await ctx.plugin(WorkspacePlugin as unknown as PluginModule)
+  await ctx.plugin(ProjectionCachePlugin as unknown as PluginModule, { writeEveryEvents: 200, writeIntervalMs: 5000 } as never)
   await ctx.plugin(TypertRegistry as unknown as PluginModule)
   await ctx.plugin({
     name: 'bench-host-resolver',
@@ -151,6 +176,7 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
   const idleSessions = options.idleSessions ?? 200
   const loopSessions = options.loopSessions ?? 20
   const commands = options.commandsPerSession ?? 10
+  const order = (trial: number) => ((trial % 2 === 0) === (options.withFirst ?? true) ? [true, false] : [false, true])
   // A host without the plugin must still read logs holding loop/change (SPEC.md, "Event catalog").
   ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).add('loop/change')
   const dirs: string[] = []
@@ -169,7 +195,7 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
     // One untimed boot of each, so module loading and JIT warm-up fall on neither side.
     for (const withPlugin of [true, false]) await (await bootWebHost(idleRoot, idleHome, withPlugin)).dispose()
     for (let trial = 0; trial < trials; trial += 1) {
-      for (const withPlugin of trial % 2 === 0 ? [true, false] : [false, true]) {
+      for (const withPlugin of order(trial)) {
         collectGarbage()
         const watch = summaryWatch()
         const started = preciseNow()
@@ -191,7 +217,7 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
     const reviveResolver: number[] = []
     let heapPerSession = 0
     for (let trial = 0; trial < trials; trial += 1) {
-      for (const withPlugin of trial % 2 === 0 ? [true, false] : [false, true]) {
+      for (const withPlugin of order(trial)) {
         // Both sides run the plugin's runtimes; the baseline has the start-up path off and opens the sessions itself.
         const host = await bootWebHost(loopRoot, loopHome, false)
         const quiet = summaryWatch()
@@ -225,6 +251,25 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
         ;(withPlugin ? reviveWith : reviveResolver).push(elapsed)
       }
     }
+    // The plugin's read alone: what the start-up path does per candidate before the resolver reads it again.
+    const inspects: number[] = []
+    for (let trial = 0; trial < trials; trial += 1) {
+      const host = await bootWebHost(loopRoot, loopHome, false)
+      const persistence = host.ctx.get('sessionPersistence')!
+      collectGarbage()
+      const started = preciseNow()
+      const queue = [...ids]
+      await Promise.all(
+        Array.from({ length: REVIVE_CONCURRENCY }, async () => {
+          for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+            const { meta, events } = await persistence.inspect(id, new AbortController().signal)
+            activeLoops(foldLoopEvents(emptyLoopFold(), events.slice(meta.seedLength ?? 0)))
+          }
+        }),
+      )
+      inspects.push(preciseNow() - started)
+      await host.dispose()
+    }
     const idleStartWith = median(idleWith)
     const idleStartWithout = median(idleWithout)
     const reviveWithMedian = median(reviveWith)
@@ -239,8 +284,9 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
       reviveWith: reviveWithMedian,
       reviveHostResolver: reviveResolverMedian,
       reviveRatio: reviveWithMedian / reviveResolverMedian,
+      reviveInspect: median(inspects),
       heapPerSessionBytes: Math.round(heapPerSession),
-      samples: { idleStartWith: idleWith, idleStartWithout: idleWithout, reviveWith, reviveHostResolver: reviveResolver },
+      samples: { idleStartWith: idleWith, idleStartWithout: idleWithout, reviveWith, reviveHostResolver: reviveResolver, reviveInspect: inspects },
     }
   } finally {
     for (const made of dirs) rmSync(made, { recursive: true, force: true })
