@@ -1,5 +1,5 @@
 /**
- * `pnpm run bench [-- --quick] [-- --out FILE] [-- --rerender]`: the side-by-side benchmark of issues 9 and 16. Runs
+ * `pnpm run bench [-- --quick] [-- --out FILE] [-- --rerender]`: the side-by-side benchmark of issues 9, 14 and 16. Runs
  * each job in its own Node process (clean heap, --expose-gc), one after the
  * other, repeating every judged quantity (REPEATS), and writes BENCHMARKS.md
  * from the results. See BENCHMARKS.md for what each row measures.

@@ -11,11 +11,18 @@
  *   with the same concurrency, the plugin loaded with `resumeOnStart: false` so
  *   both sides pay for the loop runtimes and only the start-up path differs
  *   (target: within 1.2×);
- * - memory: heap each brought-back session holds once live.
+ * - memory: heap each brought-back session holds once live;
+ * - and, for the revival's overhead, the plugin's own read of the same sessions
+ *   alone (`persistence.inspect` and the loop fold, same concurrency): it reads
+ *   each candidate before the host's resolver reads it again.
  *
  * The host is the bench's real in-process host (scripts/bench/host.ts) plus what
- * DSH web composes around cold sessions: `dshHomePath`, the Typert registry and
- * the host's own `createApiRemoteAgentResolver` behind the lookup `agent`.
+ * DSH web composes around cold sessions, in its order (as test/host.ts's `home`
+ * option does): `dshHomePath`, storage with the JSON domain backend, the
+ * workspace registry, the projection cache, the Typert registry and the host's
+ * own `createApiRemoteAgentResolver` behind the lookup `agent`. The workspace
+ * registry and the projection cache work per stored session at boot, so the
+ * idle start's denominator is a realistic in-process start, not a bare host.
  * @module scripts/bench/start
  */
 import { mkdtempSync, rmSync } from 'node:fs'
