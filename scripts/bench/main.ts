@@ -17,7 +17,7 @@ import type { MemoryResult } from './memory.ts'
 import { OVERDUE_LOOPS, type OverdueResult } from './overdue.ts'
 import { renderReport, type BenchResults, type JobTiming, type LatenessRuns, type RunContext, type SidePair, type StartRun } from './report.ts'
 import type { SideResult } from './sides.ts'
-import type { StartBenchResult } from './start.ts'
+import type { StartBenchResult, StartHomes } from './start.ts'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const PROJECT = resolve(HERE, '..', '..')
@@ -42,7 +42,7 @@ const REPEATS = quick
   ? { sides: 1, lateness: 1, overdue: 3, overdueBurst: 1, start: 1, startTrials: 3 }
   : { sides: 3, lateness: 3, overdue: 7, overdueBurst: 3, start: 3, startTrials: 5 }
 const timings: JobTiming[] = []
-/** Copies of the grown log the growth job leaves for the side jobs; removed at the end, whatever happens. */
+/** Copies of the grown log the growth job leaves for the side jobs, and the start job's stored homes; removed at the end, whatever happens. */
 const snapshotRoots: string[] = []
 
 let jobNumber = 0
@@ -111,11 +111,14 @@ try {
   const overdueBurst = await job<OverdueResult>('overdue', { rounds: REPEATS.overdueBurst, loops: OVERDUE_LOOPS.burst }, `overdue: ${OVERDUE_LOOPS.burst} loops`)
   const memory = await job<MemoryResult>('memory', quick ? { activeLoops: 1_000, cycles: 20_000 } : { activeLoops: 1_000, cycles: 100_000 })
   const dock = await job<DockResult>('dock', { projectRoot: PROJECT })
+  // The homes are stored once and each start process measures on its own copy of them.
+  const homes = await job<StartHomes>('start-homes', {}, 'start: store the homes')
+  snapshotRoots.push(homes.idleRoot, homes.idleHome, homes.loopRoot, homes.loopHome)
   const start: StartRun[] = []
   for (let run = 0; run < REPEATS.start; run += 1) {
     // The full sizes in a quick run too (the job is short): fewer boots and one process, so its verdicts are judged on less.
     const withFirst = run % 2 === 0
-    const result = await job<StartBenchResult>('start', { trials: REPEATS.startTrials, withFirst }, `start (${run + 1} of ${REPEATS.start})`)
+    const result = await job<StartBenchResult>('start', { trials: REPEATS.startTrials, withFirst, homes }, `start (${run + 1} of ${REPEATS.start})`)
     start.push({ result, withFirst })
   }
   const context: RunContext = {

@@ -41,7 +41,7 @@ import WorkspacePlugin from '@deepseek-ai/dsh-workspace'
 import * as loopPlugin from '../../src/index.ts'
 import { activeLoops, emptyLoopFold, foldLoopEvents } from '../../src/domain.ts'
 import { REVIVE_CONCURRENCY } from '../../src/revive.ts'
-import { bootHost, createAgent, runTool, type Host } from './host.ts'
+import { bootHost, copyRoot, createAgent, runTool, type Host } from './host.ts'
 import { collectGarbage, median, preciseNow } from './stats.ts'
 
 /** Options of {@link benchStart}. */
@@ -56,6 +56,20 @@ export interface StartBenchOptions {
   readonly commandsPerSession?: number
   /** Whether the side with the plugin runs first in the first trial (then they alternate), default true. */
   readonly withFirst?: boolean
+  /** Stored homes from {@link storeStartHomes}, copied before use; without them the job stores its own. */
+  readonly homes?: StartHomes
+}
+
+/** The stored homes {@link benchStart} measures on: written once, copied by each process that measures. */
+export interface StartHomes {
+  readonly idleRoot: string
+  readonly idleHome: string
+  readonly loopRoot: string
+  readonly loopHome: string
+  /** Ids of the sessions holding loops. */
+  readonly ids: readonly string[]
+  readonly idleSessions: number
+  readonly loopSessions: number
 }
 
 /** What {@link benchStart} measured; times are medians in ms. */
@@ -174,29 +188,39 @@ function freshDir(prefix: string): string {
 }
 
 /**
+ * Store the two homes once (the idle home without loops, the home whose sessions hold loops), so
+ * several measuring processes share the work; the caller removes the four directories.
+ * @param options - sizes.
+ * @returns where they are.
+ */
+export async function storeStartHomes(options: StartBenchOptions = {}): Promise<StartHomes> {
+  const idleSessions = options.idleSessions ?? 200
+  const loopSessions = options.loopSessions ?? 20
+  const commands = options.commandsPerSession ?? 10
+  const [idleRoot, idleHome, loopRoot, loopHome] = ['idle', 'idle-home', 'loops', 'loops-home'].map((name) => freshDir(`loop-bench-start-${name}-`)) as [string, string, string, string]
+  await storeSessions(idleRoot, idleHome, idleSessions, 0, commands)
+  const ids = await storeSessions(loopRoot, loopHome, loopSessions, loopSessions, commands)
+  return { idleRoot, idleHome, loopRoot, loopHome, ids, idleSessions, loopSessions }
+}
+
+/**
  * Measure the start-up path (see the module comment).
  * @param options - sizes and trials.
  * @returns medians, ratios, samples and heap per session.
  */
 export async function benchStart(options: StartBenchOptions = {}): Promise<StartBenchResult> {
   const trials = options.trials ?? 5
-  const idleSessions = options.idleSessions ?? 200
-  const loopSessions = options.loopSessions ?? 20
-  const commands = options.commandsPerSession ?? 10
   const order = (trial: number) => ((trial % 2 === 0) === (options.withFirst ?? true) ? [true, false] : [false, true])
   // A host without the plugin must still read logs holding loop/change (SPEC.md, "Event catalog").
   ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).add('loop/change')
-  const dirs: string[] = []
-  const dir = (prefix: string) => {
-    const made = freshDir(prefix)
-    dirs.push(made)
-    return made
-  }
+  const stored = options.homes === undefined ? await storeStartHomes(options) : undefined
+  const shared = options.homes ?? stored!
+  // A private copy of shared homes: revival appends to the logs and the start-up path writes its marker and lease.
+  const { idleSessions, loopSessions } = shared
+  const [idleRoot, idleHome, loopRoot, loopHome] = [shared.idleRoot, shared.idleHome, shared.loopRoot, shared.loopHome].map((source) => (stored === undefined ? copyRoot(source) : source)) as [string, string, string, string]
+  const dirs = [idleRoot, idleHome, loopRoot, loopHome]
   try {
     // Idle start: 200 sessions, no loops; the hint directory is empty, so nothing is read.
-    const idleRoot = dir('loop-bench-start-idle-')
-    const idleHome = dir('loop-bench-start-home-')
-    await storeSessions(idleRoot, idleHome, idleSessions, 0, commands)
     const idleWith: number[] = []
     const idleWithout: number[] = []
     // One untimed boot of each, so module loading and JIT warm-up fall on neither side.
@@ -217,9 +241,7 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
 
     // Revival: a fresh copy of the home per trial would cost a rebuild; the same stored sessions are
     // brought live in a fresh host each trial (nothing fires: the loops are an hour away).
-    const loopRoot = dir('loop-bench-start-loops-')
-    const loopHome = dir('loop-bench-start-home-')
-    const ids = (await storeSessions(loopRoot, loopHome, loopSessions, loopSessions, commands)).map((id) => SessionId(id))
+    const ids = shared.ids.map((id) => SessionId(id))
     const reviveWith: number[] = []
     const reviveResolver: number[] = []
     let heapPerSession = 0

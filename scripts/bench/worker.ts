@@ -12,7 +12,7 @@ import { runLateness, type LatenessScenario } from './lateness.ts'
 import { runMemory } from './memory.ts'
 import { runOverdue } from './overdue.ts'
 import { runSide, type SideOptions } from './sides.ts'
-import { benchStart, type StartBenchOptions } from './start.ts'
+import { benchStart, storeStartHomes, type StartBenchOptions } from './start.ts'
 
 type Log = (line: string) => void
 
@@ -24,6 +24,7 @@ const JOBS: Record<string, (options: never, log: Log) => Promise<unknown>> = {
   overdue: (options: { rounds: number; loops: number }, log) => runOverdue(options.rounds, options.loops, log),
   memory: (options: { activeLoops: number; cycles: number }, log) => runMemory(options.activeLoops, options.cycles, log),
   dock: (options: { projectRoot: string }, log) => runDock(options.projectRoot, log),
+  'start-homes': (options: StartBenchOptions) => storeStartHomes(options),
   start: async (options: StartBenchOptions, log) => {
     const result = await benchStart(options)
     log(
