@@ -39,8 +39,8 @@ const outFile = resolve(PROJECT, outIndex === -1 ? 'BENCHMARKS.md' : args[outInd
  * goes first alternating between processes.
  */
 const REPEATS = quick
-  ? { sides: 1, lateness: 1, overdue: 3, overdueBurst: 1, start: 1, startTrials: 3 }
-  : { sides: 3, lateness: 3, overdue: 7, overdueBurst: 3, start: 3, startTrials: 7 }
+  ? { sides: 1, lateness: 1, overdue: 3, overdueBurst: 1, start: 1, startTrials: 4 }
+  : { sides: 3, lateness: 3, overdue: 7, overdueBurst: 3, start: 3, startTrials: 6 }
 const timings: JobTiming[] = []
 /** Copies of the grown log the growth job leaves for the side jobs, and the start job's stored homes; removed at the end, whatever happens. */
 const snapshotRoots: string[] = []
