@@ -709,8 +709,8 @@ function missNotes(results: BenchResults, checks: readonly Verdict[]): string[] 
   const { growth, sides, overdue, memory, dock } = results
   const missed = (row: string, text = '') => checks.some((check) => check.row === row && check.status === 'not met' && check.target.includes(text))
   const notes: string[] = []
-  if (missed('8', 'writes per dispatch')) {
-    for (const burst of [overdue, results.overdueBurst]) {
+  for (const burst of [overdue, results.overdueBurst]) {
+    if (missed('8', `${exact(burst.loops)} overdue loops at start: fsync’d`)) {
       notes.push(
         `- **Overdue writes, ${exact(burst.loops)} loops**: ${median(burst.runtime.map((trial) => trial.durableWrites))} writes until durable (${burst.hostWrites} of them the host’s own) for ${exact(burst.loops)} dispatches:`,
         '  the runtime does not commit the loops due together with one write.',
@@ -784,10 +784,21 @@ function missNotes(results: BenchResults, checks: readonly Verdict[]): string[] 
     )
   }
   if (missed('8', 'all sent')) {
+    const own = median(overdue.runtime.map((trial) => trial.durableWrites)) - overdue.hostWrites
+    const each = median(overdue.perLoop.map((trial) => trial.durableWrites)) - overdue.hostWrites
+    const flushMs = (overdue.perLoopMedian - overdue.runtimeMedian) / Math.max(1, each - own)
     notes.push(
-      `- **Overdue at start**: the runtime took ${ms(overdue.runtimeMedian, 1)} with ${median(overdue.runtime.map((trial) => trial.diskWrites))} fsync’d writes for ${overdue.loops} loops, the one-flush-per-loop`,
-      `  driver ${ms(overdue.perLoopMedian, 1)} with ${median(overdue.perLoop.map((trial) => trial.diskWrites))}: the runtime commits one loop per write, so the last heartbeat waits for`,
-      `  ${overdue.loops - 1} writes. What meets it: one drive sends every due loop, then makes all their records durable with one write.`,
+      `- **Overdue at start**: the runtime took ${ms(overdue.runtimeMedian, 1)} and ${plural(own, 'write')} of its own for ${overdue.loops} loops, the one-flush-per-loop`,
+      `  driver ${ms(overdue.perLoopMedian, 1)} and ${plural(each, 'write')} (medians; host’s own writes excluded).`,
+      ...(own <= 1
+        ? [
+            `  The runtime already commits the batch with one write; each write it saves was worth about ${ms(flushMs, 1)} here, so on a disk`,
+            `  this fast the baseline is cheap and the ratio is set by the work both sides share (resume, ${overdue.loops} sends): see the per-trial times.`,
+          ]
+        : [
+            '  The runtime commits the overdue loops with more than one write: the last heartbeat waits for the writes before it.',
+            '  What meets it: one drive sends every due loop, then makes all their records durable with one write.',
+          ]),
     )
   }
   return notes.length === 0 ? ['Every judged target is met in this run.'] : notes
