@@ -1,5 +1,5 @@
 /**
- * `pnpm run bench [-- --quick] [-- --out FILE] [-- --rerender]`: the side-by-side benchmark of issues 9 and 16. Runs
+ * `pnpm run bench [-- --quick] [-- --out FILE] [-- --rerender]`: the side-by-side benchmark of issues 9, 14 and 16. Runs
  * each job in its own Node process (clean heap, --expose-gc), one after the
  * other, repeating every judged quantity (REPEATS), and writes BENCHMARKS.md
  * from the results. See BENCHMARKS.md for what each row measures.
@@ -14,9 +14,10 @@ import type { DockResult } from './dock.ts'
 import { GROWTH_SIZES, type GrowthResult } from './growth.ts'
 import { LATENESS_SCENARIOS, isTargetedScenario, type LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
-import type { OverdueResult } from './overdue.ts'
-import { renderReport, type BenchResults, type JobTiming, type LatenessRuns, type RunContext, type SidePair } from './report.ts'
+import { OVERDUE_LOOPS, type OverdueResult } from './overdue.ts'
+import { renderReport, type BenchResults, type JobTiming, type LatenessRuns, type RunContext, type SidePair, type StartRun } from './report.ts'
 import type { SideResult } from './sides.ts'
+import type { StartBenchResult, StartHomes } from './start.ts'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const PROJECT = resolve(HERE, '..', '..')
@@ -33,11 +34,15 @@ const outFile = resolve(PROJECT, outIndex === -1 ? 'BENCHMARKS.md' : args[outInd
 /**
  * Independent repeats of every judged quantity. Sides: pairs of processes (with the plugin, host
  * alone), alternating which goes first. Lateness: rounds of the targeted scenarios, one process
- * each, rotating their order. Overdue: pairs of trials, alternating.
+ * each, rotating their order. Overdue (20 loops, and the 1,000-loop burst): pairs of trials,
+ * alternating. Start: processes, each alternating its sides over `trials` boots, the side that
+ * goes first alternating between processes.
  */
-const REPEATS = quick ? { sides: 1, lateness: 1, overdue: 3 } : { sides: 3, lateness: 3, overdue: 7 }
+const REPEATS = quick
+  ? { sides: 1, lateness: 1, overdue: 3, overdueBurst: 1, start: 1, startTrials: 4 }
+  : { sides: 3, lateness: 3, overdue: 7, overdueBurst: 3, start: 3, startTrials: 6 }
 const timings: JobTiming[] = []
-/** Copies of the grown log the growth job leaves for the side jobs; removed at the end, whatever happens. */
+/** Copies of the grown log the growth job leaves for the side jobs, and the start job's stored homes; removed at the end, whatever happens. */
 const snapshotRoots: string[] = []
 
 let jobNumber = 0
@@ -102,11 +107,20 @@ try {
     // Rotate the order, so drift in the machine's state does not always land on the same scenario.
     for (let turn = 0; turn < targeted.length; turn += 1) await runScenario(targeted[(round + turn) % targeted.length]!, round, REPEATS.lateness)
   }
-  const overdue = await job<OverdueResult>('overdue', { rounds: REPEATS.overdue })
+  const overdue = await job<OverdueResult>('overdue', { rounds: REPEATS.overdue, loops: OVERDUE_LOOPS.row }, `overdue: ${OVERDUE_LOOPS.row} loops`)
+  const overdueBurst = await job<OverdueResult>('overdue', { rounds: REPEATS.overdueBurst, loops: OVERDUE_LOOPS.burst }, `overdue: ${OVERDUE_LOOPS.burst} loops`)
   const memory = await job<MemoryResult>('memory', quick ? { activeLoops: 1_000, cycles: 20_000 } : { activeLoops: 1_000, cycles: 100_000 })
   const dock = await job<DockResult>('dock', { projectRoot: PROJECT })
-  // A further job (e.g. scripts/bench/start.ts) goes here: `await job<StartResult>('start', { quick })`,
-  // with its entry in worker.ts's JOBS and its field in BenchResults (report.ts).
+  // The homes are stored once and each start process measures on its own copy of them.
+  const homes = await job<StartHomes>('start-homes', {}, 'start: store the homes')
+  snapshotRoots.push(homes.idleRoot, homes.idleHome, homes.loopRoot, homes.loopHome)
+  const start: StartRun[] = []
+  for (let run = 0; run < REPEATS.start; run += 1) {
+    // The full sizes in a quick run too (the job is short): fewer boots and one process, so its verdicts are judged on less.
+    const withFirst = run % 2 === 0
+    const result = await job<StartBenchResult>('start', { trials: REPEATS.startTrials, withFirst, homes }, `start (${run + 1} of ${REPEATS.start})`)
+    start.push({ result, withFirst })
+  }
   const context: RunContext = {
     date: new Date().toISOString(),
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -125,7 +139,7 @@ try {
     command: `pnpm run bench${quick ? ' -- --quick' : ''}`,
     jobs: timings,
   }
-  const results: BenchResults = { growth, sides, lateness, overdue, memory, dock }
+  const results: BenchResults = { growth, sides, lateness, overdue, overdueBurst, memory, dock, start }
   mkdirSync(dirname(LAST_RUN), { recursive: true })
   writeFileSync(LAST_RUN, JSON.stringify({ context, results }))
   writeFileSync(outFile, renderReport(context, results))

@@ -11,11 +11,18 @@
  *   with the same concurrency, the plugin loaded with `resumeOnStart: false` so
  *   both sides pay for the loop runtimes and only the start-up path differs
  *   (target: within 1.2×);
- * - memory: heap each brought-back session holds once live.
+ * - memory: heap each brought-back session holds once live;
+ * - and, for the revival's overhead, the plugin's own read of the same sessions
+ *   alone (`persistence.inspect` and the loop fold, same concurrency): it reads
+ *   each candidate before the host's resolver reads it again.
  *
  * The host is the bench's real in-process host (scripts/bench/host.ts) plus what
- * DSH web composes around cold sessions: `dshHomePath`, the Typert registry and
- * the host's own `createApiRemoteAgentResolver` behind the lookup `agent`.
+ * DSH web composes around cold sessions, in its order (as test/host.ts's `home`
+ * option does): `dshHomePath`, storage with the JSON domain backend, the
+ * workspace registry, the projection cache, the Typert registry and the host's
+ * own `createApiRemoteAgentResolver` behind the lookup `agent`. The workspace
+ * registry and the projection cache work per stored session at boot, so the
+ * idle start's denominator is a realistic in-process start, not a bare host.
  * @module scripts/bench/start
  */
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -26,14 +33,20 @@ import type { AgentStatus } from '@deepseek-ai/dsh-agent'
 import { createApiRemoteAgentResolver } from '@deepseek-ai/dsh-api-remotes'
 import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import TypertRegistry from '@deepseek-ai/dsh-typert-registry'
+import StoragePlugin from '@deepseek-ai/dsh-storage'
+import * as storageDomainPlugin from '@deepseek-ai/dsh-storage-domain'
+import * as storageJsonPlugin from '@deepseek-ai/dsh-storage-json'
+import ProjectionCachePlugin from '@deepseek-ai/dsh-session-projection-cache'
+import WorkspacePlugin from '@deepseek-ai/dsh-workspace'
 import * as loopPlugin from '../../src/index.ts'
+import { activeLoops, emptyLoopFold, foldLoopEvents } from '../../src/domain.ts'
 import { REVIVE_CONCURRENCY } from '../../src/revive.ts'
-import { bootHost, createAgent, runTool, type Host } from './host.ts'
+import { bootHost, copyRoot, createAgent, runTool, type Host } from './host.ts'
 import { collectGarbage, median, preciseNow } from './stats.ts'
 
 /** Options of {@link benchStart}. */
 export interface StartBenchOptions {
-  /** Trials per measured start (alternating with and without), default 5. */
+  /** Trials per measured start (alternating with and without; even, so each side goes first equally often), default 6. */
   readonly trials?: number
   /** Stored sessions without loops in the idle-start home, default 200. */
   readonly idleSessions?: number
@@ -41,6 +54,22 @@ export interface StartBenchOptions {
   readonly loopSessions?: number
   /** `/loop list` commands run in each stored session (two events each), default 10. */
   readonly commandsPerSession?: number
+  /** Whether the side with the plugin runs first in the first trial (then they alternate), default true. */
+  readonly withFirst?: boolean
+  /** Stored homes from {@link storeStartHomes}, copied before use; without them the job stores its own. */
+  readonly homes?: StartHomes
+}
+
+/** The stored homes {@link benchStart} measures on: written once, copied by each process that measures. */
+export interface StartHomes {
+  readonly idleRoot: string
+  readonly idleHome: string
+  readonly loopRoot: string
+  readonly loopHome: string
+  /** Ids of the sessions holding loops. */
+  readonly ids: readonly string[]
+  readonly idleSessions: number
+  readonly loopSessions: number
 }
 
 /** What {@link benchStart} measured; times are medians in ms. */
@@ -61,6 +90,13 @@ export interface StartBenchResult {
   readonly reviveHostResolver: number
   /** `reviveWith / reviveHostResolver` (target ≤ 1.2). */
   readonly reviveRatio: number
+  /**
+   * The plugin's own read of the same sessions, alone: `persistence.inspect` of each and the
+   * loop fold, same concurrency, in a fresh host (median ms). The plugin reads each candidate
+   * before the host's resolver reads it again, so this is the part of `reviveWith` the
+   * baseline does not pay.
+   */
+  readonly reviveInspect: number
   /** Heap held per brought-back session once live, bytes (after a full GC). */
   readonly heapPerSessionBytes: number
   readonly samples: {
@@ -68,17 +104,30 @@ export interface StartBenchResult {
     readonly idleStartWithout: readonly number[]
     readonly reviveWith: readonly number[]
     readonly reviveHostResolver: readonly number[]
+    readonly reviveInspect: readonly number[]
   }
 }
 
 type PluginModule = Parameters<Context['plugin']>[0]
 
+/** Untimed boots of each side before the timed idle boots. */
+const WARM_UP_ROUNDS = 3
+
 /** Agent options of every bench agent; the provider is never reached. */
 const AGENT_OPTIONS = { provider: 'deepseek-official', model: 'deepseek-chat' } as const
 
-/** Mount what DSH web composes around cold sessions: a home, the Typert registry and the host's resolver. */
+/**
+ * Mount what DSH web composes around cold sessions, in its order (dsh-web-app's patch, as
+ * test/host.ts's `home` option does): a home, storage with the JSON domain backend, the workspace
+ * registry (archive), the projection cache (checkpoints), the Typert registry and the host's resolver.
+ */
 async function mountWebResolver(ctx: Context, home: string): Promise<void> {
   ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
+  await ctx.plugin(StoragePlugin as unknown as PluginModule)
+  await ctx.plugin(storageJsonPlugin as unknown as PluginModule, { root: join(home, 'storages') } as never)
+  await ctx.plugin(storageDomainPlugin as unknown as PluginModule, { backend: 'json' } as never)
+  await ctx.plugin(WorkspacePlugin as unknown as PluginModule)
+  await ctx.plugin(ProjectionCachePlugin as unknown as PluginModule, { writeEveryEvents: 200, writeIntervalMs: 5000 } as never)
   await ctx.plugin(TypertRegistry as unknown as PluginModule)
   await ctx.plugin({
     name: 'bench-host-resolver',
@@ -142,56 +191,68 @@ function freshDir(prefix: string): string {
 }
 
 /**
+ * Store the two homes once (the idle home without loops, the home whose sessions hold loops), so
+ * several measuring processes share the work; the caller removes the four directories.
+ * @param options - sizes.
+ * @returns where they are.
+ */
+export async function storeStartHomes(options: StartBenchOptions = {}): Promise<StartHomes> {
+  const idleSessions = options.idleSessions ?? 200
+  const loopSessions = options.loopSessions ?? 20
+  const commands = options.commandsPerSession ?? 10
+  const [idleRoot, idleHome, loopRoot, loopHome] = ['idle', 'idle-home', 'loops', 'loops-home'].map((name) => freshDir(`loop-bench-start-${name}-`)) as [string, string, string, string]
+  await storeSessions(idleRoot, idleHome, idleSessions, 0, commands)
+  const ids = await storeSessions(loopRoot, loopHome, loopSessions, loopSessions, commands)
+  return { idleRoot, idleHome, loopRoot, loopHome, ids, idleSessions, loopSessions }
+}
+
+/**
  * Measure the start-up path (see the module comment).
  * @param options - sizes and trials.
  * @returns medians, ratios, samples and heap per session.
  */
 export async function benchStart(options: StartBenchOptions = {}): Promise<StartBenchResult> {
-  const trials = options.trials ?? 5
-  const idleSessions = options.idleSessions ?? 200
-  const loopSessions = options.loopSessions ?? 20
-  const commands = options.commandsPerSession ?? 10
+  const trials = options.trials ?? 6
+  const order = (trial: number) => ((trial % 2 === 0) === (options.withFirst ?? true) ? [true, false] : [false, true])
   // A host without the plugin must still read logs holding loop/change (SPEC.md, "Event catalog").
   ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).add('loop/change')
-  const dirs: string[] = []
-  const dir = (prefix: string) => {
-    const made = freshDir(prefix)
-    dirs.push(made)
-    return made
-  }
+  const stored = options.homes === undefined ? await storeStartHomes(options) : undefined
+  const shared = options.homes ?? stored!
+  // A private copy of shared homes: revival appends to the logs and the start-up path writes its marker and lease.
+  const { idleSessions, loopSessions } = shared
+  const [idleRoot, idleHome, loopRoot, loopHome] = [shared.idleRoot, shared.idleHome, shared.loopRoot, shared.loopHome].map((source) => (stored === undefined ? copyRoot(source) : source)) as [string, string, string, string]
+  const dirs = [idleRoot, idleHome, loopRoot, loopHome]
   try {
     // Idle start: 200 sessions, no loops; the hint directory is empty, so nothing is read.
-    const idleRoot = dir('loop-bench-start-idle-')
-    const idleHome = dir('loop-bench-start-home-')
-    await storeSessions(idleRoot, idleHome, idleSessions, 0, commands)
     const idleWith: number[] = []
     const idleWithout: number[] = []
-    // One untimed boot of each, so module loading and JIT warm-up fall on neither side.
-    for (const withPlugin of [true, false]) await (await bootWebHost(idleRoot, idleHome, withPlugin)).dispose()
+    const idleBoot = async (withPlugin: boolean): Promise<number> => {
+      collectGarbage()
+      const watch = summaryWatch()
+      const started = preciseNow()
+      const host = await bootWebHost(idleRoot, idleHome, withPlugin)
+      if (withPlugin) await watch.done
+      const elapsed = preciseNow() - started
+      watch.restore()
+      await host.dispose()
+      return elapsed
+    }
+    // Untimed boots of each side first: module loading, JIT warm-up and the page cache settle on neither side,
+    // and the plugin's one-time checkpoint scan is done (the timed boots measure the steady start).
+    for (let warm = 0; warm < WARM_UP_ROUNDS; warm += 1) for (const withPlugin of [true, false]) await idleBoot(withPlugin)
     for (let trial = 0; trial < trials; trial += 1) {
-      for (const withPlugin of trial % 2 === 0 ? [true, false] : [false, true]) {
-        collectGarbage()
-        const watch = summaryWatch()
-        const started = preciseNow()
-        const host = await bootWebHost(idleRoot, idleHome, withPlugin)
-        if (withPlugin) await watch.done
-        const elapsed = preciseNow() - started
-        watch.restore()
-        await host.dispose()
-        ;(withPlugin ? idleWith : idleWithout).push(elapsed)
-      }
+      for (const withPlugin of order(trial)) (withPlugin ? idleWith : idleWithout).push(await idleBoot(withPlugin))
     }
 
     // Revival: a fresh copy of the home per trial would cost a rebuild; the same stored sessions are
     // brought live in a fresh host each trial (nothing fires: the loops are an hour away).
-    const loopRoot = dir('loop-bench-start-loops-')
-    const loopHome = dir('loop-bench-start-home-')
-    const ids = (await storeSessions(loopRoot, loopHome, loopSessions, loopSessions, commands)).map((id) => SessionId(id))
+    const ids = shared.ids.map((id) => SessionId(id))
     const reviveWith: number[] = []
     const reviveResolver: number[] = []
     let heapPerSession = 0
-    for (let trial = 0; trial < trials; trial += 1) {
-      for (const withPlugin of trial % 2 === 0 ? [true, false] : [false, true]) {
+    for (let trial = -1; trial < trials; trial += 1) {
+      // Trial -1: one untimed revival of each side, so neither pays the first resume's cold code.
+      for (const withPlugin of order(Math.max(trial, 0))) {
         // Both sides run the plugin's runtimes; the baseline has the start-up path off and opens the sessions itself.
         const host = await bootWebHost(loopRoot, loopHome, false)
         const quiet = summaryWatch()
@@ -217,13 +278,32 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
         const elapsed = preciseNow() - started
         const live = ids.filter((id) => host.ctx.agents.get(id) !== undefined).length
         if (live !== ids.length) throw new Error(`only ${live} of ${ids.length} sessions came live (${withPlugin ? 'plugin' : 'host resolver'})`)
-        if (withPlugin) {
+        if (withPlugin && trial >= 0) {
           collectGarbage()
           heapPerSession = Math.max(heapPerSession, (process.memoryUsage().heapUsed - heapBefore) / ids.length)
         }
         await host.dispose()
-        ;(withPlugin ? reviveWith : reviveResolver).push(elapsed)
+        if (trial >= 0) (withPlugin ? reviveWith : reviveResolver).push(elapsed)
       }
+    }
+    // The plugin's read alone: what the start-up path does per candidate before the resolver reads it again.
+    const inspects: number[] = []
+    for (let trial = 0; trial < trials; trial += 1) {
+      const host = await bootWebHost(loopRoot, loopHome, false)
+      const persistence = host.ctx.get('sessionPersistence')!
+      collectGarbage()
+      const started = preciseNow()
+      const queue = [...ids]
+      await Promise.all(
+        Array.from({ length: REVIVE_CONCURRENCY }, async () => {
+          for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+            const { meta, events } = await persistence.inspect(id, new AbortController().signal)
+            activeLoops(foldLoopEvents(emptyLoopFold(), events.slice(meta.seedLength ?? 0)))
+          }
+        }),
+      )
+      inspects.push(preciseNow() - started)
+      await host.dispose()
     }
     const idleStartWith = median(idleWith)
     const idleStartWithout = median(idleWithout)
@@ -239,8 +319,9 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
       reviveWith: reviveWithMedian,
       reviveHostResolver: reviveResolverMedian,
       reviveRatio: reviveWithMedian / reviveResolverMedian,
+      reviveInspect: median(inspects),
       heapPerSessionBytes: Math.round(heapPerSession),
-      samples: { idleStartWith: idleWith, idleStartWithout: idleWithout, reviveWith, reviveHostResolver: reviveResolver },
+      samples: { idleStartWith: idleWith, idleStartWithout: idleWithout, reviveWith, reviveHostResolver: reviveResolver, reviveInspect: inspects },
     }
   } finally {
     for (const made of dirs) rmSync(made, { recursive: true, force: true })

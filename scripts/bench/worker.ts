@@ -12,6 +12,7 @@ import { runLateness, type LatenessScenario } from './lateness.ts'
 import { runMemory } from './memory.ts'
 import { runOverdue } from './overdue.ts'
 import { runSide, type SideOptions } from './sides.ts'
+import { benchStart, storeStartHomes, type StartBenchOptions } from './start.ts'
 
 type Log = (line: string) => void
 
@@ -20,9 +21,19 @@ const JOBS: Record<string, (options: never, log: Log) => Promise<unknown>> = {
   growth: (options: { quick: boolean }, log) => runGrowth(options.quick ? GROWTH_SIZES.quick : GROWTH_SIZES.full, log),
   side: (options: SideOptions, log) => runSide(options, log),
   lateness: (options: { scenario: LatenessScenario }, log) => runLateness(options.scenario, log),
-  overdue: (options: { rounds: number }, log) => runOverdue(options.rounds, log),
+  overdue: (options: { rounds: number; loops: number }, log) => runOverdue(options.rounds, options.loops, log),
   memory: (options: { activeLoops: number; cycles: number }, log) => runMemory(options.activeLoops, options.cycles, log),
   dock: (options: { projectRoot: string }, log) => runDock(options.projectRoot, log),
+  'start-homes': (options: StartBenchOptions) => storeStartHomes(options),
+  start: async (options: StartBenchOptions, log) => {
+    const result = await benchStart(options)
+    log(
+      `  start: idle ${result.idleStartWith.toFixed(1)} vs ${result.idleStartWithout.toFixed(1)} ms (${result.idleStartRatio.toFixed(3)}×); ` +
+        `revival ${result.reviveWith.toFixed(0)} vs ${result.reviveHostResolver.toFixed(0)} ms (${result.reviveRatio.toFixed(2)}×, plugin's read alone ${result.reviveInspect.toFixed(0)} ms); ` +
+        `${(result.heapPerSessionBytes / 1024).toFixed(1)} KiB per session`,
+    )
+    return result
+  },
 }
 
 const [job, rawOptions, resultFile] = process.argv.slice(2)
