@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
 import { createReport } from '../src/report.ts'
-import { bootHost, type Host } from './host.ts'
+import { bootHost, type Host } from './support/host.ts'
 
 let host: Host | undefined
 afterEach(async () => {

@@ -3,7 +3,7 @@ import { registerLoopCommand } from '../src/commands.ts'
 import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
 import { LoopRuntime, MAX_TIMER_WAIT_MS } from '../src/loop.ts'
 import { registerLoopTools } from '../src/tools.ts'
-import { bootHost, createFakeAgent, loopChanges, runCommand, runTool, signal, TEST_NOW, type FakeAgent, type Host } from './host.ts'
+import { bootHost, createFakeAgent, loopChanges, runCommand, runTool, signal, TEST_NOW, type FakeAgent, type Host } from './support/host.ts'
 import { ManualClock } from './support/manual-clock.ts'
 
 // Real timers and a real host; only the runtime's clock is the test's. No global is patched.

@@ -4,7 +4,7 @@ import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { createChange, deleteChange, dispatchChange } from '../src/domain.ts'
 import { renderHeartbeat } from '../src/heartbeat.ts'
 import { SessionView, waitingHeartbeats } from '../src/session-view.ts'
-import { bootHost, createFakeAgent, type Host } from './host.ts'
+import { bootHost, createFakeAgent, type Host } from './support/host.ts'
 
 const LOOP = { id: 'loop_00000001', prompt: 'check CI', time_in_seconds: 60, next_at: 1_000 }
 
