@@ -74,7 +74,8 @@ if (process.argv.includes('--write')) {
 }
 
 const recorded = new Map()
-if (!existsSync(join(root, RECORD))) problems.push(`${RECORD} is missing; once both sides are in step, create it with node scripts/check-readme-pair.mjs --write`)
+if (!existsSync(join(root, RECORD)))
+  problems.push(`${RECORD} is missing; once both sides are in step, create it with node scripts/check-readme-pair.mjs --write`)
 for (const line of existsSync(join(root, RECORD)) ? readFileSync(join(root, RECORD), 'utf8').split('\n') : []) {
   const entry = /^([^#\s][^:]*):\s*([0-9a-f]{40})\s*$/.exec(line)
   if (entry) recorded.set(entry[1], entry[2])

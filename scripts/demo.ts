@@ -124,7 +124,9 @@ async function main(): Promise<void> {
   for (const entry of readdirSync(join(HOME, 'packs'))) {
     if (entry !== basename(dirname(tarball))) rmSync(join(HOME, 'packs', entry), { recursive: true, force: true })
   }
-  console.log(`installed with: dsh plugin --profile ${PROFILE} add ${relative(PROJECT, tarball)}  (DSH_HOME=${relative(PROJECT, HOME)}/, ${seconds(Date.now() - step)})`)
+  console.log(
+    `installed with: dsh plugin --profile ${PROFILE} add ${relative(PROJECT, tarball)}  (DSH_HOME=${relative(PROJECT, HOME)}/, ${seconds(Date.now() - step)})`,
+  )
 
   let model: ModelEndpoint
   let modelLine: string

@@ -365,9 +365,7 @@ export function lastUserText(body: unknown): string | undefined {
   return messages
     .filter((message) => message.role === 'user')
     .map((message) =>
-      typeof message.content === 'string'
-        ? message.content
-        : (message.content as { type: string; text?: string }[]).map((part) => part.text ?? '').join(''),
+      typeof message.content === 'string' ? message.content : (message.content as { type: string; text?: string }[]).map((part) => part.text ?? '').join(''),
     )
     .filter((text) => !text.startsWith('Current runtime context.'))
     .at(-1)

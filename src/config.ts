@@ -62,7 +62,8 @@ export const Config: z<LoopConfig> = z
     en: {
       maxLoopsPerSession: 'Maximum active loops per session. Creating one more is refused until one is deleted.',
       maxPromptLength: 'Maximum prompt length in characters. A longer prompt is refused; every heartbeat repeats the prompt.',
-      resumeOnStart: 'When DSH web starts, bring back every session holding an active loop, so loops keep running across a restart. Each such session is read in full and stays live; every overdue loop fires once.',
+      resumeOnStart:
+        'When DSH web starts, bring back every session holding an active loop, so loops keep running across a restart. Each such session is read in full and stays live; every overdue loop fires once.',
     },
     zh: {
       maxLoopsPerSession: '每个会话最多可同时存在的循环数。达到上限后，需先删除一个才能再创建。',
@@ -131,7 +132,6 @@ export function resolveLoopSettings(section: unknown, lastValid: LoopConfig): Re
 export function describeInvalidSetting(problem: InvalidSetting): string {
   return `settings: ${LOOP_SETTINGS_NAMESPACE}.${problem.field} is ${JSON.stringify(problem.value)}, but it accepts ${problem.accepts}; keeping ${JSON.stringify(problem.kept)} (its last valid value) until the settings document holds a valid one`
 }
-
 
 /**
  * Follow the configuration source: the user's settings section while DSH's

@@ -27,7 +27,6 @@ const LOOP_ID_PREFIX = 'loop_'
  */
 const LOOP_ID_PATTERN = /^loop_[A-Za-z0-9_-]{1,64}$/
 
-
 /**
  * Whether a value is a loop id under the one rule.
  * @param value - candidate.
@@ -97,7 +96,8 @@ function assertOnlyKeys(tool: string, args: Record<string, unknown>, allowed: re
  * XML and readable text: C0 controls other than TAB and LF (a lone CR included),
  * DEL and C1 controls, unpaired surrogates, and the noncharacters U+FFFE/U+FFFF.
  */
-const FORBIDDEN_PROMPT_CHARACTER = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+const FORBIDDEN_PROMPT_CHARACTER =
+  /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 /** A visible character: anything but whitespace and invisible format characters (U+200B, U+2060, U+FEFF, …). */
 const VISIBLE_CHARACTER = /[^\s\p{Cf}]/u

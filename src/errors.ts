@@ -37,4 +37,3 @@ export class LoopError extends HarnessError {
     this.name = 'LoopError'
   }
 }
-

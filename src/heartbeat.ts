@@ -58,7 +58,8 @@ const HEARTBEAT = /^<heartbeat>\n {2}<loop_id>([^<>]*)<\/loop_id>\n {2}<prompt>(
  * @returns the heartbeat, or undefined for every other message.
  */
 export function readHeartbeat(message: unknown): Heartbeat | undefined {
-  if (!isRecord(message) || !isRecord(message.source) || message.source.kind !== HEARTBEAT_SOURCE.kind || message.source.plugin !== HEARTBEAT_SOURCE.plugin) return undefined
+  if (!isRecord(message) || !isRecord(message.source) || message.source.kind !== HEARTBEAT_SOURCE.kind || message.source.plugin !== HEARTBEAT_SOURCE.plugin)
+    return undefined
   if (!Array.isArray(message.content)) return undefined
   let text = ''
   for (const block of message.content as unknown[]) {

@@ -216,7 +216,10 @@ export class LoopRuntime {
   private assertRunnable(label: string, signal: AbortSignal): void {
     if (signal.aborted) throw new LoopError('cancelled', `${label} was cancelled; nothing was saved.`)
     if (this.stopping || !this.isLive()) {
-      throw new LoopError('agent_unavailable', 'The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.')
+      throw new LoopError(
+        'agent_unavailable',
+        'The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.',
+      )
     }
     if (this.fault !== undefined) throw this.fault
   }
@@ -395,12 +398,18 @@ export class LoopRuntime {
       for (const loop of plan.due) {
         if (this.stopping || !this.isLive()) break
         const stale = waiting.get(loop.id)
-        const delivery = chooseDelivery({ running: this.agent.status === 'running', waiting: stale !== undefined, inOpenTurn: this.view.openTurnHeartbeats.has(loop.id) })
+        const delivery = chooseDelivery({
+          running: this.agent.status === 'running',
+          waiting: stale !== undefined,
+          inOpenTurn: this.view.openTurnHeartbeats.has(loop.id),
+        })
         if (delivery.kind !== 'coalesce') {
           try {
             if (delivery.kind === 'replace') {
               // Nothing would deliver it (an idle agent does not wake by itself): the fresh heartbeat takes its place and wakes it.
-              this.report.info(`session "${this.agent.id}": the heartbeat of ${loop.id} waited in the inbox of an idle agent; replacing it with one that wakes the agent`)
+              this.report.info(
+                `session "${this.agent.id}": the heartbeat of ${loop.id} waited in the inbox of an idle agent; replacing it with one that wakes the agent`,
+              )
               this.withdrawHeartbeats(stale)
             }
             const message = createUserMessage({

@@ -113,58 +113,58 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
   const agent = runtime.agent
   const { config, oneShot } = options
   const definitions = [
-      defineTool({
-        name: 'loop_create',
-        description: oneShot ? `${CREATE_DESCRIPTION} ${ONE_SHOT_NOTE}` : CREATE_DESCRIPTION,
-        parameters: {
-          prompt: { type: 'string', required: true, description: 'What to do on every occurrence; sent verbatim inside the heartbeat.' },
-          time_in_seconds: { type: 'integer', required: true, description: `Interval in whole seconds, from 1 to ${MAX_INTERVAL_SECONDS} (365 days).` },
-        },
-        output: { schema: VIEW_SCHEMA, render: oneShot ? renderJsonWithOneShotNote : renderJson },
-        async execute(args, exec): Promise<LoopView> {
-          assertOwner(agent, exec.agent)
-          // Bad input is refused before the call waits in the queue.
-          const input = validateCreateInput(args, config())
-          await options.beforeCreate?.()
-          return runtime.transact('loop_create', exec.signal, (state) => {
-            assertRoomForLoop(state, config().maxLoopsPerSession)
-            const now = runtime.clock.now()
-            const loop = createLoopRecord(input, allocateLoopId(state, randomHex), now)
-            return { result: toLoopView(loop, now), change: createChange(loop) }
-          })
-        },
-        presentCall: (args) => ({ card: 'generic', kind: 'other', title: presentCreateTitle(args.prompt, args.time_in_seconds), rawInput: args.prompt }),
-      }),
-      defineTool({
-        name: 'loop_list',
-        description: LIST_DESCRIPTION,
-        parameters: {},
-        output: { schema: { type: 'array', items: VIEW_SCHEMA }, render: renderJson },
-        async execute(args, exec): Promise<LoopView[]> {
-          assertOwner(agent, exec.agent)
-          validateListInput(args)
-          return runtime.transact('loop_list', exec.signal, (state) => {
-            const now = runtime.clock.now()
-            return { result: activeLoops(state).map((loop) => toLoopView(loop, now)) }
-          })
-        },
-        presentCall: () => ({ card: 'generic', kind: 'read', title: 'List loops' }),
-      }),
-      defineTool({
-        name: 'loop_delete',
-        description: DELETE_DESCRIPTION,
-        parameters: { id: { type: 'string', required: true, description: 'The loop id, for example loop_1a2b3c4d.' } },
-        output: { schema: DELETE_SCHEMA, render: renderJson },
-        async execute(args, exec): Promise<LoopDeleteResult> {
-          assertOwner(agent, exec.agent)
-          const id = validateDeleteInput(args)
-          return runtime.transact('loop_delete', exec.signal, (state) => {
-            requireActiveLoop(state, id)
-            return { result: { deleted: true, id }, change: deleteChange(id) }
-          })
-        },
-        presentCall: (args) => ({ card: 'generic', kind: 'delete', title: `Delete loop · ${args.id}` }),
-      }),
+    defineTool({
+      name: 'loop_create',
+      description: oneShot ? `${CREATE_DESCRIPTION} ${ONE_SHOT_NOTE}` : CREATE_DESCRIPTION,
+      parameters: {
+        prompt: { type: 'string', required: true, description: 'What to do on every occurrence; sent verbatim inside the heartbeat.' },
+        time_in_seconds: { type: 'integer', required: true, description: `Interval in whole seconds, from 1 to ${MAX_INTERVAL_SECONDS} (365 days).` },
+      },
+      output: { schema: VIEW_SCHEMA, render: oneShot ? renderJsonWithOneShotNote : renderJson },
+      async execute(args, exec): Promise<LoopView> {
+        assertOwner(agent, exec.agent)
+        // Bad input is refused before the call waits in the queue.
+        const input = validateCreateInput(args, config())
+        await options.beforeCreate?.()
+        return runtime.transact('loop_create', exec.signal, (state) => {
+          assertRoomForLoop(state, config().maxLoopsPerSession)
+          const now = runtime.clock.now()
+          const loop = createLoopRecord(input, allocateLoopId(state, randomHex), now)
+          return { result: toLoopView(loop, now), change: createChange(loop) }
+        })
+      },
+      presentCall: (args) => ({ card: 'generic', kind: 'other', title: presentCreateTitle(args.prompt, args.time_in_seconds), rawInput: args.prompt }),
+    }),
+    defineTool({
+      name: 'loop_list',
+      description: LIST_DESCRIPTION,
+      parameters: {},
+      output: { schema: { type: 'array', items: VIEW_SCHEMA }, render: renderJson },
+      async execute(args, exec): Promise<LoopView[]> {
+        assertOwner(agent, exec.agent)
+        validateListInput(args)
+        return runtime.transact('loop_list', exec.signal, (state) => {
+          const now = runtime.clock.now()
+          return { result: activeLoops(state).map((loop) => toLoopView(loop, now)) }
+        })
+      },
+      presentCall: () => ({ card: 'generic', kind: 'read', title: 'List loops' }),
+    }),
+    defineTool({
+      name: 'loop_delete',
+      description: DELETE_DESCRIPTION,
+      parameters: { id: { type: 'string', required: true, description: 'The loop id, for example loop_1a2b3c4d.' } },
+      output: { schema: DELETE_SCHEMA, render: renderJson },
+      async execute(args, exec): Promise<LoopDeleteResult> {
+        assertOwner(agent, exec.agent)
+        const id = validateDeleteInput(args)
+        return runtime.transact('loop_delete', exec.signal, (state) => {
+          requireActiveLoop(state, id)
+          return { result: { deleted: true, id }, change: deleteChange(id) }
+        })
+      },
+      presentCall: (args) => ({ card: 'generic', kind: 'delete', title: `Delete loop · ${args.id}` }),
+    }),
   ]
   const disposers: (() => void)[] = []
   const disposeAll = (): void => {

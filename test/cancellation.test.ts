@@ -11,15 +11,26 @@ describe('cancellation', () => {
     const fake = await createFakeAgent(host, 'ses-cancel')
     const held: (() => void)[] = []
     const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
-    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => new Promise<boolean>((resolve) => held.push(() => void real(session).then(resolve))))
+    const spy = vi
+      .spyOn(host.ctx.sessions, 'flush')
+      .mockImplementation((session) => new Promise<boolean>((resolve) => held.push(() => void real(session).then(resolve))))
     const controller = new AbortController()
-    const call = host.ctx.tools.execute({ callId: CallId('cancel-1'), name: 'loop_create', arguments: { prompt: 'never', time_in_seconds: 1 }, signal: controller.signal, agent: fake.agent })
+    const call = host.ctx.tools.execute({
+      callId: CallId('cancel-1'),
+      name: 'loop_create',
+      arguments: { prompt: 'never', time_in_seconds: 1 },
+      signal: controller.signal,
+      agent: fake.agent,
+    })
     await vi.advanceTimersByTimeAsync(0)
     controller.abort()
     spy.mockRestore()
     for (const release of held.splice(0)) release()
     const result = await call
-    expect(result.isError ? result.error : 'succeeded').toEqual({ message: 'loop_create was cancelled; nothing was saved.', info: { name: 'LoopError', code: 'cancelled' } })
+    expect(result.isError ? result.error : 'succeeded').toEqual({
+      message: 'loop_create was cancelled; nothing was saved.',
+      info: { name: 'LoopError', code: 'cancelled' },
+    })
     await advance(3000)
     expect(loopChanges(fake.agent)).toEqual([])
     expect(fake.send).not.toHaveBeenCalled()
@@ -40,7 +51,13 @@ describe('cancellation', () => {
         controller.abort()
         return real(session)
       })
-    const result = await host.ctx.tools.execute({ callId: CallId('cancel-2'), name: 'loop_create', arguments: { prompt: 'kept', time_in_seconds: 60 }, signal: controller.signal, agent: fake.agent })
+    const result = await host.ctx.tools.execute({
+      callId: CallId('cancel-2'),
+      name: 'loop_create',
+      arguments: { prompt: 'kept', time_in_seconds: 60 },
+      signal: controller.signal,
+      agent: fake.agent,
+    })
     spy.mockRestore()
     // The host reports the cancellation; the loop was already saved and stays (loop_list shows it).
     expect(result.isError ? result.error.message : 'succeeded').toBe('tool call aborted')

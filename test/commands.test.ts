@@ -16,9 +16,12 @@ describe('parseLoopCommand', () => {
     expect(parseLoopCommand(raw)).toEqual(parsed)
   })
 
-  it.each(['', ' ', ' 30', ' 30   ', ' abc do it', ' 1.5 x', ' -1 x', ' list all', ' LIST', ' delete', ' delete a b', ' pause loop_a'])('%j is usage', (raw) => {
-    expect(parseLoopCommand(raw)).toEqual({ kind: 'usage' })
-  })
+  it.each(['', ' ', ' 30', ' 30   ', ' abc do it', ' 1.5 x', ' -1 x', ' list all', ' LIST', ' delete', ' delete a b', ' pause loop_a'])(
+    '%j is usage',
+    (raw) => {
+      expect(parseLoopCommand(raw)).toEqual({ kind: 'usage' })
+    },
+  )
 })
 
 describe('/loop through the real command runtime', () => {
@@ -71,7 +74,11 @@ describe('/loop through the real command runtime', () => {
     })
     expect(loopChanges(fake.agent)).toEqual([])
     // A record an earlier build accepted: its next_at lies beyond what a Date represents.
-    fake.agent.session.append('loop/change', { version: 1, operation: 'create', loop: { id: 'loop_far', prompt: 'far away', time_in_seconds: 8_700_000_000_000, next_at: NOW + 8_700_000_000_000_000 } })
+    fake.agent.session.append('loop/change', {
+      version: 1,
+      operation: 'create',
+      loop: { id: 'loop_far', prompt: 'far away', time_in_seconds: 8_700_000_000_000, next_at: NOW + 8_700_000_000_000_000 },
+    })
     expect(await runCommand(host, fake.agent, '/loop list')).toEqual({
       kind: 'success',
       text: '1 active loop:\nloop_far  every 100694444d 10h 40m  next in 100694444d 10h 40m (beyond the representable date range)  far away',

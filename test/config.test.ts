@@ -26,7 +26,10 @@ describe('resolveLoopSettings', () => {
   const lastValid = { maxLoopsPerSession: 7, maxPromptLength: 99, resumeOnStart: false }
 
   it('applies every valid field and resolves an absent or empty one to its default', () => {
-    expect(resolveLoopSettings({ maxLoopsPerSession: 1000, maxPromptLength: 1 }, lastValid)).toEqual({ config: { maxLoopsPerSession: 1000, maxPromptLength: 1, resumeOnStart: true }, invalid: [] })
+    expect(resolveLoopSettings({ maxLoopsPerSession: 1000, maxPromptLength: 1 }, lastValid)).toEqual({
+      config: { maxLoopsPerSession: 1000, maxPromptLength: 1, resumeOnStart: true },
+      invalid: [],
+    })
     expect(resolveLoopSettings({ maxLoopsPerSession: null }, lastValid)).toEqual({ config: DEFAULT_LOOP_CONFIG, invalid: [] })
     expect(resolveLoopSettings(undefined, lastValid)).toEqual({ config: DEFAULT_LOOP_CONFIG, invalid: [] })
   })
@@ -80,7 +83,10 @@ async function bootWithSettings(text: string, row?: Record<string, unknown>) {
   const host = await bootHost({ settingsPath, settingsWatch: true, loop: false })
   hosts.push(host)
   const warnings: string[] = []
-  host.ctx.logger.exporter({ levels: { default: 3 }, export: (message) => void (message.name === 'loop' && message.type === 'warn' && warnings.push(String(message.args[0]))) })
+  host.ctx.logger.exporter({
+    levels: { default: 3 },
+    export: (message) => void (message.name === 'loop' && message.type === 'warn' && warnings.push(String(message.args[0]))),
+  })
   await host.ctx.plugin(loopPlugin, row as never)
   const settings = host.ctx.get('settings') as unknown as SettingsService
   const loopValue = () => settings.get('loop') as Record<string, unknown> | undefined
@@ -89,7 +95,9 @@ async function bootWithSettings(text: string, row?: Record<string, unknown>) {
 
 describe('an invalid loop section in the settings document', () => {
   it('at start: registers the section, warns once, applies the last valid value, accepts another field, and follows the fixed file', async () => {
-    const { host, settingsPath, warnings, settings, loopValue } = await bootWithSettings(`${ONBOARDING}loop:\n  maxLoopsPerSession: 0\n`, { maxLoopsPerSession: 2 })
+    const { host, settingsPath, warnings, settings, loopValue } = await bootWithSettings(`${ONBOARDING}loop:\n  maxLoopsPerSession: 0\n`, {
+      maxLoopsPerSession: 2,
+    })
     expect(warnings).toEqual([
       'settings: loop.maxLoopsPerSession is 0, but it accepts a whole number from 1 to 1000; keeping 2 (its last valid value) until the settings document holds a valid one',
     ])

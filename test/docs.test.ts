@@ -76,7 +76,8 @@ function loopErrorCodes(): string[] {
   const alias = source.statements.find((node): node is ts.TypeAliasDeclaration => ts.isTypeAliasDeclaration(node) && node.name.text === 'LoopErrorCode')
   if (alias === undefined || !ts.isUnionTypeNode(alias.type)) throw new Error('LoopErrorCode is no longer a union in src/errors.ts')
   return alias.type.types.map((member) => {
-    if (!ts.isLiteralTypeNode(member) || !ts.isStringLiteral(member.literal)) throw new Error(`LoopErrorCode member ${member.getText(source)} is not a string literal`)
+    if (!ts.isLiteralTypeNode(member) || !ts.isStringLiteral(member.literal))
+      throw new Error(`LoopErrorCode member ${member.getText(source)} is not a string literal`)
     return member.literal.text
   })
 }
@@ -84,7 +85,13 @@ function loopErrorCodes(): string[] {
 /** What schemastery keeps about one field (the parts the table states). */
 interface FieldSchema {
   readonly type: string
-  readonly meta: { readonly default?: unknown; readonly min?: number; readonly max?: number; readonly step?: number; readonly description?: Record<string, string> }
+  readonly meta: {
+    readonly default?: unknown
+    readonly min?: number
+    readonly max?: number
+    readonly step?: number
+    readonly description?: Record<string, string>
+  }
 }
 
 /** A number as the table writes it: digits grouped by commas. */
@@ -151,7 +158,10 @@ describe('README reference blocks match the code', () => {
 
       it('quotes the sentence a one-shot host appends to loop_create', () => {
         const create = (schemas as { name: string; description: string }[]).find((schema) => schema.name === 'loop_create')!
-        const note = docsBlock(text, 'one-shot-note').replace(/\s+/g, ' ').trim().replace(/^\*(.*)\*$/, '$1')
+        const note = docsBlock(text, 'one-shot-note')
+          .replace(/\s+/g, ' ')
+          .trim()
+          .replace(/^\*(.*)\*$/, '$1')
         expect(`${create.description} ${note}`).toBe(oneShotCreateDescription)
       })
 

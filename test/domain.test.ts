@@ -34,7 +34,12 @@ describe('create validation', () => {
   })
 
   it('first next_at is now plus the interval in milliseconds', () => {
-    expect(createLoopRecord({ prompt: 'p', time_in_seconds: 30 }, 'loop_x', NOW)).toEqual({ id: 'loop_x', prompt: 'p', time_in_seconds: 30, next_at: NOW + 30_000 })
+    expect(createLoopRecord({ prompt: 'p', time_in_seconds: 30 }, 'loop_x', NOW)).toEqual({
+      id: 'loop_x',
+      prompt: 'p',
+      time_in_seconds: 30,
+      next_at: NOW + 30_000,
+    })
   })
 
   const invisible = 'prompt must be a string with visible content (whitespace and invisible characters alone do not count).'
@@ -42,19 +47,55 @@ describe('create validation', () => {
     [null, 'invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.'],
     [[], 'invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.'],
     [{ prompt: 'p', time_in_seconds: 1, title: 't' }, 'invalid_arguments', 'loop_create does not accept "title"; it takes only prompt and time_in_seconds.'],
-    [{ prompt: 'p', time_in_seconds: 1, allow_steer: true }, 'invalid_arguments', 'loop_create does not accept "allow_steer"; it takes only prompt and time_in_seconds.'],
+    [
+      { prompt: 'p', time_in_seconds: 1, allow_steer: true },
+      'invalid_arguments',
+      'loop_create does not accept "allow_steer"; it takes only prompt and time_in_seconds.',
+    ],
     [{ prompt: '   ', time_in_seconds: 1 }, 'invalid_prompt', invisible],
     [{ prompt: '\u200B\u200B\u2060\uFEFF', time_in_seconds: 1 }, 'invalid_prompt', invisible],
     [{ prompt: 3, time_in_seconds: 1 }, 'invalid_prompt', invisible],
     [{ time_in_seconds: 1 }, 'invalid_prompt', invisible],
-    [{ prompt: 'ring\u0007', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+0007 at position 5; only printable text, tabs and line breaks are allowed.'],
-    [{ prompt: 'a\u0000b', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+0000 at position 2; only printable text, tabs and line breaks are allowed.'],
-    [{ prompt: '\u001b[31mred', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+001B at position 1; only printable text, tabs and line breaks are allowed.'],
-    [{ prompt: 'lone\rreturn', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+000D at position 5; only printable text, tabs and line breaks are allowed.'],
-    [{ prompt: 'x\u0085y', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+0085 at position 2; only printable text, tabs and line breaks are allowed.'],
-    [{ prompt: 'half \uD83D pair', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+D83D at position 6; only printable text, tabs and line breaks are allowed.'],
-    [{ prompt: 'tail \uDE00', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+DE00 at position 6; only printable text, tabs and line breaks are allowed.'],
-    [{ prompt: 'non\uFFFEchar', time_in_seconds: 1 }, 'invalid_prompt', 'prompt contains the control or non-text character U+FFFE at position 4; only printable text, tabs and line breaks are allowed.'],
+    [
+      { prompt: 'ring\u0007', time_in_seconds: 1 },
+      'invalid_prompt',
+      'prompt contains the control or non-text character U+0007 at position 5; only printable text, tabs and line breaks are allowed.',
+    ],
+    [
+      { prompt: 'a\u0000b', time_in_seconds: 1 },
+      'invalid_prompt',
+      'prompt contains the control or non-text character U+0000 at position 2; only printable text, tabs and line breaks are allowed.',
+    ],
+    [
+      { prompt: '\u001b[31mred', time_in_seconds: 1 },
+      'invalid_prompt',
+      'prompt contains the control or non-text character U+001B at position 1; only printable text, tabs and line breaks are allowed.',
+    ],
+    [
+      { prompt: 'lone\rreturn', time_in_seconds: 1 },
+      'invalid_prompt',
+      'prompt contains the control or non-text character U+000D at position 5; only printable text, tabs and line breaks are allowed.',
+    ],
+    [
+      { prompt: 'x\u0085y', time_in_seconds: 1 },
+      'invalid_prompt',
+      'prompt contains the control or non-text character U+0085 at position 2; only printable text, tabs and line breaks are allowed.',
+    ],
+    [
+      { prompt: 'half \uD83D pair', time_in_seconds: 1 },
+      'invalid_prompt',
+      'prompt contains the control or non-text character U+D83D at position 6; only printable text, tabs and line breaks are allowed.',
+    ],
+    [
+      { prompt: 'tail \uDE00', time_in_seconds: 1 },
+      'invalid_prompt',
+      'prompt contains the control or non-text character U+DE00 at position 6; only printable text, tabs and line breaks are allowed.',
+    ],
+    [
+      { prompt: 'non\uFFFEchar', time_in_seconds: 1 },
+      'invalid_prompt',
+      'prompt contains the control or non-text character U+FFFE at position 4; only printable text, tabs and line breaks are allowed.',
+    ],
   ])('rejects %j with %s', (args, code, message) => {
     const error = caught(() => validateCreateInput(args, LIMITS))
     expect([error.code, error.message]).toEqual([code, message])
@@ -73,11 +114,14 @@ describe('create validation', () => {
     ])
   })
 
-  it.each([0, -5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '30', MAX_INTERVAL_SECONDS + 1, 8_700_000_000_000, Number.MAX_SAFE_INTEGER + 1, undefined])('rejects time_in_seconds %s', (seconds) => {
-    const error = caught(() => validateCreateInput({ prompt: 'p', time_in_seconds: seconds }, LIMITS))
-    expect(error.code).toBe('invalid_interval')
-    expect(error.message).toBe('time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.')
-  })
+  it.each([0, -5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '30', MAX_INTERVAL_SECONDS + 1, 8_700_000_000_000, Number.MAX_SAFE_INTEGER + 1, undefined])(
+    'rejects time_in_seconds %s',
+    (seconds) => {
+      const error = caught(() => validateCreateInput({ prompt: 'p', time_in_seconds: seconds }, LIMITS))
+      expect(error.code).toBe('invalid_interval')
+      expect(error.message).toBe('time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.')
+    },
+  )
 
   it('accepts the one-second minimum and the 365-day maximum', () => {
     expect(validateCreateInput({ prompt: 'p', time_in_seconds: 1 }, LIMITS).time_in_seconds).toBe(1)
@@ -135,7 +179,15 @@ describe('delete and list validation', () => {
 describe('ids', () => {
   it('follow one rule: loop_ and 1-64 letters, digits, _ or -', () => {
     expect(['loop_1a2b3c4d', 'loop_a', 'loop_A-b_9', `loop_${'x'.repeat(64)}`].map(isLoopId)).toEqual([true, true, true, true])
-    expect(['loop_', 'loop_a b', 'loop_a\n', `loop_${'x'.repeat(65)}`, 'loop_<x>', 'Loop_a', 7].map(isLoopId)).toEqual([false, false, false, false, false, false, false])
+    expect(['loop_', 'loop_a b', 'loop_a\n', `loop_${'x'.repeat(65)}`, 'loop_<x>', 'Loop_a', 7].map(isLoopId)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ])
   })
 
   it('are prefixed and skip every id the session used, deleted ones included', () => {

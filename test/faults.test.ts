@@ -194,7 +194,11 @@ describe('a batch: every loop due in one drive, one flush for all their dispatch
     await advance(4000, 1000)
     return ids
   }
-  const creates = ([a, b, c]: readonly string[]) => [createRecord(a!, 'batch A', 5, NOW + 5000), createRecord(b!, 'batch B', 5, NOW + 5000), createRecord(c!, 'batch C', 5, NOW + 5000)]
+  const creates = ([a, b, c]: readonly string[]) => [
+    createRecord(a!, 'batch A', 5, NOW + 5000),
+    createRecord(b!, 'batch B', 5, NOW + 5000),
+    createRecord(c!, 'batch C', 5, NOW + 5000),
+  ]
 
   /** Wrap the recording send so that its `n`-th call (1-based) runs `fault` instead. */
   function onSend(n: number, fault: () => void): void {
@@ -229,7 +233,8 @@ describe('a batch: every loop due in one drive, one flush for all their dispatch
     const real = fake.agent.session.append.bind(fake.agent.session) as (type: string, data: unknown) => ReturnType<typeof fake.agent.session.append>
     let dispatches = 0
     const spy = vi.spyOn(fake.agent.session, 'append').mockImplementation(((type: string, data: unknown) => {
-      if (type === 'loop/change' && (data as { operation: string }).operation === 'dispatch' && ++dispatches === 2) throw new Error('session log sealed (injected)')
+      if (type === 'loop/change' && (data as { operation: string }).operation === 'dispatch' && ++dispatches === 2)
+        throw new Error('session log sealed (injected)')
       return real(type, data)
     }) as typeof fake.agent.session.append)
     await advance(1000)
@@ -245,7 +250,12 @@ describe('a batch: every loop due in one drive, one flush for all their dispatch
     ])
     expect(await durable()).toEqual([...creates(ids), ...ids.map((id) => dispatchRecord(id, NOW + 10_000))])
     // Every heartbeat but the unrecorded one has exactly one dispatch.
-    expect(auditDeliveries(await durable(), sent.filter((_heartbeat, index) => index !== 1)).violations).toEqual([])
+    expect(
+      auditDeliveries(
+        await durable(),
+        sent.filter((_heartbeat, index) => index !== 1),
+      ).violations,
+    ).toEqual([])
   })
 
   it('agent.send refuses the second loop: the first is sent and saved, the rest wait for the retry and are sent once', async () => {

@@ -20,7 +20,15 @@ describe('heartbeat', () => {
     expect(readHeartbeat({ source: plugin, content: [{ type: 'text', text }] })?.loopId).toBe('loop_1a2b3c4d')
     expect(readHeartbeat({ source: { kind: 'user' }, content: [{ type: 'text', text }] })).toBeUndefined()
     expect(readHeartbeat({ source: { kind: 'plugin', plugin: 'goal' }, content: [{ type: 'text', text }] })).toBeUndefined()
-    expect(readHeartbeat({ source: plugin, content: [{ type: 'text', text }, { type: 'text', text }] })).toBeUndefined()
+    expect(
+      readHeartbeat({
+        source: plugin,
+        content: [
+          { type: 'text', text },
+          { type: 'text', text },
+        ],
+      }),
+    ).toBeUndefined()
     expect(readHeartbeat({ source: plugin, content: [{ type: 'image' }] })).toBeUndefined()
     expect(readHeartbeat({ source: plugin, content: [{ type: 'text' }] })).toBeUndefined()
     expect(readHeartbeat({ source: plugin, content: [{ type: 'text', text: 'hello' }] })).toBeUndefined()

@@ -23,7 +23,13 @@ afterEach(async () => {
 })
 
 /** A model whose every step streams for about 3 s (10 chunks, 300 ms apart). */
-const SLOW_STEPS: Omit<MockLlmServerOptions, 'port'> = { sequence: ['slow_success'], repeatLast: true, successText: 'a step that takes a while..', chunkSize: 3, chunkDelayMs: 300 }
+const SLOW_STEPS: Omit<MockLlmServerOptions, 'port'> = {
+  sequence: ['slow_success'],
+  repeatLast: true,
+  successText: 'a step that takes a while..',
+  chunkSize: 3,
+  chunkDelayMs: 300,
+}
 
 /** Boot a real host against a fresh mock model. */
 async function start(script: Omit<MockLlmServerOptions, 'port'>, root = tempDir()): Promise<Host> {
@@ -59,7 +65,8 @@ async function createLoop(host: Host, agent: Agent, seconds: number, prompt: str
 const waitingOf = (agent: Agent, id: string) => [...agent.inbox.nextStep, ...agent.inbox.nextTurn].filter((message) => readHeartbeat(message)?.loopId === id)
 
 /** The loop's heartbeats that reached a step (logged user messages). */
-const deliveredOf = (events: readonly SessionEvent[], id: string) => events.filter((event) => event.type === 'user/message' && readHeartbeat(event.data)?.loopId === id)
+const deliveredOf = (events: readonly SessionEvent[], id: string) =>
+  events.filter((event) => event.type === 'user/message' && readHeartbeat(event.data)?.loopId === id)
 
 /** Whether a request the model received carried the loop's heartbeat. */
 const modelSaw = (id: string) => server!.requests.some((request) => JSON.stringify(request.body).includes(`<loop_id>${id}</loop_id>`))
@@ -83,7 +90,8 @@ function mostWaiting(events: readonly SessionEvent[], id: string): number {
 }
 
 /** A user's long task, as the composer queues it. */
-const task = (agent: Agent) => agent.send(createUserMessage({ content: [{ type: 'text', text: 'the long task' }], source: { kind: 'user' } }), 'next-turn', true)
+const task = (agent: Agent) =>
+  agent.send(createUserMessage({ content: [{ type: 'text', text: 'the long task' }], source: { kind: 'user' } }), 'next-turn', true)
 
 it('Stop keeping the inbox while a next-step heartbeat waits: the next occurrence wakes the idle agent with a fresh one', async () => {
   const host = await start(SLOW_STEPS)
@@ -154,7 +162,9 @@ it('a turn that ends in an error with a heartbeat waiting: the next occurrence r
   const id = await createLoop(host, agent, 1, 'ERROR_TURN')
   await until('a next-turn heartbeat waiting behind the held request', () => agent.inbox.nextTurn.some((message) => readHeartbeat(message)?.loopId === id))
   release()
-  await until('the turn to end in an error', () => agent.session.events.some((event) => event.type === 'turn/end' && (event.data as { reason: { kind: string } }).reason.kind === 'error'))
+  await until('the turn to end in an error', () =>
+    agent.session.events.some((event) => event.type === 'turn/end' && (event.data as { reason: { kind: string } }).reason.kind === 'error'),
+  )
   const failedAt = agent.session.events.length
   await until('a heartbeat delivered after the failed turn', () => deliveredOf(agent.session.events.slice(failedAt), id).length > 0, 10_000)
   await until('the model to answer it', () => agent.session.events.slice(failedAt).some((event) => event.type === 'assistant/message'), 10_000)
@@ -247,5 +257,7 @@ it('a child agent (no loops of its own) enters its steps untouched', async () =>
   child.send(createUserMessage({ content: [{ type: 'text', text: 'child task' }], source: { kind: 'user' } }), 'next-turn', true)
   await until('the child to answer', () => child.session.events.some((event) => event.type === 'assistant/message'))
   await child.whenIdle()
-  expect(child.session.events.filter((event) => event.type === 'user/message').map((event) => (event.data as { content: { text: string }[] }).content[0]!.text)).toEqual(['child task'])
+  expect(
+    child.session.events.filter((event) => event.type === 'user/message').map((event) => (event.data as { content: { text: string }[] }).content[0]!.text),
+  ).toEqual(['child task'])
 }, 30_000)

@@ -6,7 +6,19 @@
  * the durable log must agree with the heartbeats sent.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { bootHost, createFakeAgent, loopChanges, persistedLoopChanges, runTool, settle, stopFakeHost, TEST_NOW, useFakeClock, type FakeAgent, type Host } from './support/host.ts'
+import {
+  bootHost,
+  createFakeAgent,
+  loopChanges,
+  persistedLoopChanges,
+  runTool,
+  settle,
+  stopFakeHost,
+  TEST_NOW,
+  useFakeClock,
+  type FakeAgent,
+  type Host,
+} from './support/host.ts'
 import { auditDeliveries, occurrencesUntil, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
 
 const DAY_MS = 86_400_000
@@ -62,42 +74,50 @@ async function expectExactDay(target: FakeAgent, sessionId: string, sent: readon
 }
 
 describe('load over a simulated day', () => {
-  it('one session with 1,000 loops', async () => {
-    useFakeClock()
-    host = await bootHost({ loopConfig: { maxLoopsPerSession: 1000 } })
-    const agent = await createFakeAgent(host, 'ses-load-1000')
-    const sent = recordHeartbeats(agent.send)
-    await createLoops(agent, 1000, 0)
-    await settle()
-    const createdAt = Date.now()
-    await simulate(DAY_MS)
-    const until = createdAt + DAY_MS
-    expect(Date.now()).toBe(until)
-    const dispatches = await expectExactDay(agent, 'ses-load-1000', sent, 1000, until)
-    expect(sent).toHaveLength(dispatches)
-    console.info(`load: 1 session x 1000 loops, ${dispatches} dispatches over 24 h simulated, created from ${new Date(TEST_NOW).toISOString()}`)
-  }, CASE_TIMEOUT_MS)
+  it(
+    'one session with 1,000 loops',
+    async () => {
+      useFakeClock()
+      host = await bootHost({ loopConfig: { maxLoopsPerSession: 1000 } })
+      const agent = await createFakeAgent(host, 'ses-load-1000')
+      const sent = recordHeartbeats(agent.send)
+      await createLoops(agent, 1000, 0)
+      await settle()
+      const createdAt = Date.now()
+      await simulate(DAY_MS)
+      const until = createdAt + DAY_MS
+      expect(Date.now()).toBe(until)
+      const dispatches = await expectExactDay(agent, 'ses-load-1000', sent, 1000, until)
+      expect(sent).toHaveLength(dispatches)
+      console.info(`load: 1 session x 1000 loops, ${dispatches} dispatches over 24 h simulated, created from ${new Date(TEST_NOW).toISOString()}`)
+    },
+    CASE_TIMEOUT_MS,
+  )
 
-  it('100 sessions with 10 loops each', async () => {
-    useFakeClock()
-    host = await bootHost()
-    const sessions: { id: string; agent: FakeAgent; sent: SentHeartbeat[] }[] = []
-    for (let index = 0; index < 100; index += 1) {
-      const id = `ses-load-${String(index).padStart(3, '0')}`
-      const agent = await createFakeAgent(host, id)
-      sessions.push({ id, agent, sent: recordHeartbeats(agent.send) })
-    }
-    for (const [index, session] of sessions.entries()) await createLoops(session.agent, 10, index * 10)
-    await settle()
-    const createdAt = Date.now()
-    await simulate(DAY_MS)
-    let dispatches = 0
-    for (const session of sessions) {
-      dispatches += await expectExactDay(session.agent, session.id, session.sent, 10, createdAt + DAY_MS)
-      expect(session.sent.every((heartbeat) => heartbeat.prompt.startsWith('load loop '))).toBe(true)
-    }
-    // No heartbeat crossed sessions: each session's sends are its own loops (checked by the audit) and all are counted.
-    expect(sessions.reduce((total, session) => total + session.sent.length, 0)).toBe(dispatches)
-    console.info(`load: 100 sessions x 10 loops, ${dispatches} dispatches over 24 h simulated`)
-  }, CASE_TIMEOUT_MS)
+  it(
+    '100 sessions with 10 loops each',
+    async () => {
+      useFakeClock()
+      host = await bootHost()
+      const sessions: { id: string; agent: FakeAgent; sent: SentHeartbeat[] }[] = []
+      for (let index = 0; index < 100; index += 1) {
+        const id = `ses-load-${String(index).padStart(3, '0')}`
+        const agent = await createFakeAgent(host, id)
+        sessions.push({ id, agent, sent: recordHeartbeats(agent.send) })
+      }
+      for (const [index, session] of sessions.entries()) await createLoops(session.agent, 10, index * 10)
+      await settle()
+      const createdAt = Date.now()
+      await simulate(DAY_MS)
+      let dispatches = 0
+      for (const session of sessions) {
+        dispatches += await expectExactDay(session.agent, session.id, session.sent, 10, createdAt + DAY_MS)
+        expect(session.sent.every((heartbeat) => heartbeat.prompt.startsWith('load loop '))).toBe(true)
+      }
+      // No heartbeat crossed sessions: each session's sends are its own loops (checked by the audit) and all are counted.
+      expect(sessions.reduce((total, session) => total + session.sent.length, 0)).toBe(dispatches)
+      console.info(`load: 100 sessions x 10 loops, ${dispatches} dispatches over 24 h simulated`)
+    },
+    CASE_TIMEOUT_MS,
+  )
 })

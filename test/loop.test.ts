@@ -5,7 +5,24 @@ import * as loopPlugin from '../src/index.ts'
 import { holdFlushes, recordTimers } from './support/faults.ts'
 import { createChange } from '../src/domain.ts'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
-import { AGENT_OPTIONS, advance, bootHost, createFakeAgent, useFakeClock, loopChanges, persistedLoopChanges, resumeFakeAgent, runTool, settle, signal, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './support/host.ts'
+import {
+  AGENT_OPTIONS,
+  advance,
+  bootHost,
+  createFakeAgent,
+  useFakeClock,
+  loopChanges,
+  persistedLoopChanges,
+  resumeFakeAgent,
+  runTool,
+  settle,
+  signal,
+  type FakeAgent,
+  type Host,
+  startFakeHost,
+  stopFakeHost,
+  TEST_NOW,
+} from './support/host.ts'
 
 const NOW = TEST_NOW
 let host: Host
@@ -26,8 +43,7 @@ async function create(prompt: string, seconds: number, target: FakeAgent = fake)
 const heartbeat = (id: string, prompt: string) => `<heartbeat>\n  <loop_id>${id}</loop_id>\n  <prompt>${prompt}</prompt>\n</heartbeat>`
 
 /** The heartbeat text of each send, in order. */
-const sentTexts = (target: FakeAgent = fake) =>
-  target.send.mock.calls.map(([message]) => (message.content[0] as { text: string }).text)
+const sentTexts = (target: FakeAgent = fake) => target.send.mock.calls.map(([message]) => (message.content[0] as { text: string }).text)
 
 describe('delivery', () => {
   it('sends a one-second loop exactly once at its due boundary, idle → next-turn with wakeup', async () => {
@@ -58,7 +74,11 @@ describe('delivery', () => {
     await create('tick', 1)
     await advance(3000)
     expect(fake.send).toHaveBeenCalledTimes(3)
-    expect(loopChanges(fake.agent).slice(1).map((change) => (change as { next_at: number }).next_at)).toEqual([NOW + 2000, NOW + 3000, NOW + 4000])
+    expect(
+      loopChanges(fake.agent)
+        .slice(1)
+        .map((change) => (change as { next_at: number }).next_at),
+    ).toEqual([NOW + 2000, NOW + 3000, NOW + 4000])
   })
 
   it('sends next-step with wakeup when the agent is running', async () => {
@@ -119,7 +139,11 @@ describe('delivery', () => {
       steps.push('flush')
       return realFlush(session)
     })
-    const names = new Map([[a, 'A'], [b, 'B'], [c, 'C']])
+    const names = new Map([
+      [a, 'A'],
+      [b, 'B'],
+      [c, 'C'],
+    ])
     fake.send.mockImplementation((message) => {
       steps.push(`send ${/<prompt>(\w)<\/prompt>/.exec((message.content[0] as { text: string }).text)![1]}`)
     })
@@ -159,7 +183,10 @@ describe('delivery', () => {
       [heartbeat(first, 'first'), 'next-turn'],
       [heartbeat(second, 'second'), 'next-turn'],
     ])
-    expect(fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([heartbeat(first, 'first'), heartbeat(second, 'second')])
+    expect(fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
+      heartbeat(first, 'first'),
+      heartbeat(second, 'second'),
+    ])
   })
 
   it('escapes the id and prompt inside the heartbeat', async () => {
@@ -320,7 +347,9 @@ describe('lifecycle', () => {
       await settle()
       expect(sentTexts(agent)).toEqual([heartbeat(id, 'carry on'), heartbeat(id, 'carry on')])
       const listed = await runTool(reloadable, agent.agent, 'loop_list', {})
-      expect(listed.isError ? listed.error : (listed.value as { id: string; next_at: number }[]).map((loop) => [loop.id, loop.next_at])).toEqual([[id, NOW + 6000]])
+      expect(listed.isError ? listed.error : (listed.value as { id: string; next_at: number }[]).map((loop) => [loop.id, loop.next_at])).toEqual([
+        [id, NOW + 6000],
+      ])
     } finally {
       await reloadable.dispose()
     }
@@ -343,7 +372,9 @@ describe('failures', () => {
     await settle()
     let release!: () => void
     const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
-    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementationOnce((session) => new Promise<boolean>((resolve) => (release = () => void real(session).then(resolve))))
+    const spy = vi
+      .spyOn(host.ctx.sessions, 'flush')
+      .mockImplementationOnce((session) => new Promise<boolean>((resolve) => (release = () => void real(session).then(resolve))))
     await vi.advanceTimersByTimeAsync(1000)
     expect(spy).toHaveBeenCalledTimes(1)
     const disposal = fake.handle.dispose()
@@ -433,7 +464,16 @@ describe('failures', () => {
     await advance(1000)
     expect(fake.send).toHaveBeenCalledTimes(1)
     // Retries at +1 s, +2 s, +4 s, … after each refusal; one more send per step.
-    for (const [attempt, delay] of [[2, 1000], [3, 2000], [4, 4000], [5, 8000], [6, 16_000], [7, 32_000], [8, 60_000], [9, 60_000]] as const) {
+    for (const [attempt, delay] of [
+      [2, 1000],
+      [3, 2000],
+      [4, 4000],
+      [5, 8000],
+      [6, 16_000],
+      [7, 32_000],
+      [8, 60_000],
+      [9, 60_000],
+    ] as const) {
       await advance(delay - 1, 1000)
       expect(fake.send).toHaveBeenCalledTimes(attempt - 1)
       await advance(1)
@@ -534,7 +574,10 @@ describe('the queue, driven directly', () => {
     const flushes = holdFlushes()
     runtime.start()
     await vi.advanceTimersByTimeAsync(0)
-    const deletion = runtime.transact('loop_delete', signal(), (state) => ({ result: Object.keys(state.loops), change: { version: 1, operation: 'delete', id: 'loop_due' } }))
+    const deletion = runtime.transact('loop_delete', signal(), (state) => ({
+      result: Object.keys(state.loops),
+      change: { version: 1, operation: 'delete', id: 'loop_due' },
+    }))
     await vi.advanceTimersByTimeAsync(0)
     // The transaction waits behind the drive: nothing was deleted or flushed for it yet.
     expect(flushes.spy).toHaveBeenCalledTimes(1)
@@ -563,7 +606,9 @@ describe('the queue, driven directly', () => {
     expect(disposed).toBe(false)
     flushes.release()
     // Disposal began while the transaction waited: its second liveness check refuses it.
-    await expect(listing).rejects.toThrow('The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.')
+    await expect(listing).rejects.toThrow(
+      'The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.',
+    )
     await disposal
     expect(disposed).toBe(true)
   })
@@ -594,7 +639,9 @@ describe('the queue, driven directly', () => {
     await advance(3000)
     expect(send).not.toHaveBeenCalled()
     expect(flush).not.toHaveBeenCalled()
-    await expect(runtime.transact('loop_list', signal(), () => ({ result: 1 }))).rejects.toThrow('The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.')
+    await expect(runtime.transact('loop_list', signal(), () => ({ result: 1 }))).rejects.toThrow(
+      'The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.',
+    )
     flush.mockRestore()
     await runtime.dispose()
     await child.dispose()
@@ -633,7 +680,9 @@ describe('one waiting heartbeat per loop', () => {
     expect(fake.send).toHaveBeenCalledTimes(1)
     expect(fake.agent.inbox.nextStep.map((message) => (message.content[0] as { text: string }).text)).toEqual([heartbeat(id, 'one at a time')])
     // Seven occurrences: one heartbeat, six durable advances without a send.
-    expect(loopChanges(fake.agent).slice(1)).toEqual([2, 3, 4, 5, 6, 7, 8].map((second) => ({ version: 1, operation: 'dispatch', id, next_at: NOW + second * 1000 })))
+    expect(loopChanges(fake.agent).slice(1)).toEqual(
+      [2, 3, 4, 5, 6, 7, 8].map((second) => ({ version: 1, operation: 'dispatch', id, next_at: NOW + second * 1000 })),
+    )
     const spliced = fake.agent.session.events.filter((event) => event.type === 'agent/inbox/spliced')
     expect(spliced).toHaveLength(1)
     // The heartbeat leaves the inbox (the user discards it, or a step takes it): the next occurrence sends.
@@ -711,7 +760,7 @@ describe('one waiting heartbeat per loop', () => {
     }
   })
 
-  it('a delete takes the loop\'s waiting heartbeat out of the inbox, durably, before its delete record; other messages stay', async () => {
+  it("a delete takes the loop's waiting heartbeat out of the inbox, durably, before its delete record; other messages stay", async () => {
     admitToInbox(fake)
     fake.setStatus('running')
     const gone = await create('deleted while waiting', 1)
@@ -719,7 +768,10 @@ describe('one waiting heartbeat per loop', () => {
     fake.agent.inbox.append('next-turn', createUserMessage({ content: [{ type: 'text', text: 'the user queued this' }], source: { kind: 'user' } }))
     await advance(1000)
     const [goneBeat, keptBeat] = fake.agent.inbox.nextStep
-    expect([goneBeat, keptBeat].map((message) => (message!.content[0] as { text: string }).text)).toEqual([heartbeat(gone, 'deleted while waiting'), heartbeat(kept, 'kept')])
+    expect([goneBeat, keptBeat].map((message) => (message!.content[0] as { text: string }).text)).toEqual([
+      heartbeat(gone, 'deleted while waiting'),
+      heartbeat(kept, 'kept'),
+    ])
     const before = fake.agent.session.events.length
     const result = await runTool(host, fake.agent, 'loop_delete', { id: gone })
     expect(result.isError).toBe(false)
@@ -752,7 +804,12 @@ describe('one waiting heartbeat per loop', () => {
   })
 
   it('ignores inbox messages that are not its heartbeats', async () => {
-    fake.agent.inbox.append('next-turn', { id: 'msg-user' as never, role: 'user', content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } } as never)
+    fake.agent.inbox.append('next-turn', {
+      id: 'msg-user' as never,
+      role: 'user',
+      content: [{ type: 'text', text: 'hello' }],
+      source: { kind: 'user' },
+    } as never)
     await create('unrelated', 1)
     await advance(1000)
     expect(fake.send).toHaveBeenCalledTimes(1)
@@ -804,7 +861,9 @@ describe('the append feed', () => {
     // A drive is due; while its flush waits, a corrupt record lands and is observed: the drive sends nothing.
     let release!: () => void
     const real = bare.ctx.sessions.flush.bind(bare.ctx.sessions)
-    const spy = vi.spyOn(bare.ctx.sessions, 'flush').mockImplementationOnce((session) => new Promise<boolean>((resolve) => (release = () => void real(session).then(resolve))))
+    const spy = vi
+      .spyOn(bare.ctx.sessions, 'flush')
+      .mockImplementationOnce((session) => new Promise<boolean>((resolve) => (release = () => void real(session).then(resolve))))
     runtime.start()
     await vi.advanceTimersByTimeAsync(0)
     const corrupt = agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
@@ -851,7 +910,7 @@ describe('catching up with a log the runtime did not follow', () => {
 })
 
 describe('a heartbeat claimed but not yet logged', () => {
-  it('already counts as the open turn\'s: the next occurrence waits for the next turn', async () => {
+  it("already counts as the open turn's: the next occurrence waits for the next turn", async () => {
     fake.send.mockImplementation((message, inboxTarget) => fake.agent.inbox.append(inboxTarget, message))
     fake.setStatus('running')
     const id = await create('claimed', 1)

@@ -99,9 +99,7 @@ it('a running agent takes the heartbeat as next-step input inside the same turn'
 
   expect(lastUserText(server.requests[0]!.body)).toBe('start a long task')
   const events = agent.session.events
-  const heartbeatSplice = events.find(
-    (event) => event.type === 'agent/inbox/spliced' && JSON.stringify(event.data).includes('LOOP_BUSY_OK'),
-  )
+  const heartbeatSplice = events.find((event) => event.type === 'agent/inbox/spliced' && JSON.stringify(event.data).includes('LOOP_BUSY_OK'))
   expect(heartbeatSplice?.data).toMatchObject({ target: 'next-step' })
   // Same turn: the heartbeat's user message comes after the first turn/start and before its turn/end.
   const firstTurnStart = indexOf(events, (event) => event.type === 'turn/start', 'turn/start')
@@ -117,7 +115,14 @@ it('a running agent takes the heartbeat as next-step input inside the same turn'
 
 it('a 1 s loop and a busy agent: every turn ends, one heartbeat per turn, never more than one waiting', async () => {
   // Every step streams for about 2.5 s, so a 1 s loop falls due two or three times per step.
-  server = await startMockLlmServer({ port: 0, sequence: ['slow_success'], repeatLast: true, successText: 'step output that takes a while', chunkSize: 3, chunkDelayMs: 250 })
+  server = await startMockLlmServer({
+    port: 0,
+    sequence: ['slow_success'],
+    repeatLast: true,
+    successText: 'step output that takes a while',
+    chunkSize: 3,
+    chunkDelayMs: 250,
+  })
   host = await bootHost({ baseURL: `${server.baseURL}/v1` })
   const { agent } = await host.ctx.agents.create({ sessionId: SessionId('ses-model-fast-loop'), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS })
   const id = createdId((await runCommand(host, agent, '/loop 1 FAST_LOOP')).text)
@@ -147,5 +152,7 @@ it('a 1 s loop and a busy agent: every turn ends, one heartbeat per turn, never 
   expect(lastUserText(server.requests[0]!.body)).toBe('the task')
   const dispatches = events.filter((event) => event.type === 'loop/change' && (event.data as { operation: string }).operation === 'dispatch').length
   const delivered = events.filter((event) => event.type === 'user/message' && isHeartbeat(event)).length
-  console.log(`fast loop: ${turnEnds()} turns ended, ${delivered} heartbeats delivered, ${dispatches} occurrences handled (${dispatches - delivered} coalesced or skipped)`)
+  console.log(
+    `fast loop: ${turnEnds()} turns ended, ${delivered} heartbeats delivered, ${dispatches} occurrences handled (${dispatches - delivered} coalesced or skipped)`,
+  )
 }, 45_000)

@@ -5,7 +5,8 @@ import { advance, createFakeAgent, loopChanges, runTool, TEST_NOW, useHosts } fr
 const { boot } = useHosts()
 
 describe('one-shot hosts (dsh --profile headless)', () => {
-  const NOTE = 'This is a one-shot run (dsh --profile headless): loops are saved in this session but nothing fires in this run; they start when the session is opened in a long-lived DSH (dsh web).'
+  const NOTE =
+    'This is a one-shot run (dsh --profile headless): loops are saved in this session but nothing fires in this run; they start when the session is opened in a long-lived DSH (dsh web).'
 
   it('saves loops, tells the model, and never dispatches or arms a timer', async () => {
     const host = await boot({ oneShot: true })
@@ -17,6 +18,8 @@ describe('one-shot hosts (dsh --profile headless)', () => {
     await advance(5000)
     expect(fake.send).not.toHaveBeenCalled()
     expect(vi.getTimerCount()).toBe(0)
-    expect(loopChanges(fake.agent)).toEqual([{ version: 1, operation: 'create', loop: { id: expect.any(String), prompt: 'later', time_in_seconds: 1, next_at: TEST_NOW + 1000 } }])
+    expect(loopChanges(fake.agent)).toEqual([
+      { version: 1, operation: 'create', loop: { id: expect.any(String), prompt: 'later', time_in_seconds: 1, next_at: TEST_NOW + 1000 } },
+    ])
   })
 })

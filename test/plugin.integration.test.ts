@@ -5,7 +5,19 @@ import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
 import { registerLoopEventType } from '../src/persistence.ts'
-import { advance, bootHost, createFakeAgent, loopChanges, persistedLoopChanges, resumeFakeAgent, runCommand, runTool, settle, tempDir, type Host } from './support/host.ts'
+import {
+  advance,
+  bootHost,
+  createFakeAgent,
+  loopChanges,
+  persistedLoopChanges,
+  resumeFakeAgent,
+  runCommand,
+  runTool,
+  settle,
+  tempDir,
+  type Host,
+} from './support/host.ts'
 import { holdFlushes } from './support/faults.ts'
 
 const NOW = Date.parse('2026-11-30T00:00:00Z')
@@ -48,7 +60,10 @@ describe('event catalog', () => {
     try {
       const host = await boot({ loop: false })
       const warnings: string[] = []
-      host.ctx.logger.exporter({ levels: { default: 3 }, export: (message) => void (message.name === 'loop' && message.type === 'warn' && warnings.push(String(message.args[0]))) })
+      host.ctx.logger.exporter({
+        levels: { default: 3 },
+        export: (message) => void (message.name === 'loop' && message.type === 'warn' && warnings.push(String(message.args[0]))),
+      })
       await host.ctx.plugin(loopPlugin)
       expect(warnings).toEqual([
         `could not resolve the host's @deepseek-ai/dsh-session from its entry point (/nonexistent/dsh/lib/bin.js); only the plugin's own copy knows "loop/change", so sessions holding loops may fail to reopen after a restart if the host uses another copy`,
@@ -74,7 +89,8 @@ describe('event catalog', () => {
 
     const entry = join(root, 'project', 'node_modules', '@deepseek-ai', 'dsh', 'lib', 'bin.js')
     expect(await registerLoopEventType(entry)).toEqual({ catalogs: 2, hostResolved: true })
-    const hostCatalog = ((await import(pathToFileURL(join(hostSession, 'index.js')).href)) as { KNOWN_SESSION_EVENT_TYPES: Set<string> }).KNOWN_SESSION_EVENT_TYPES
+    const hostCatalog = ((await import(pathToFileURL(join(hostSession, 'index.js')).href)) as { KNOWN_SESSION_EVENT_TYPES: Set<string> })
+      .KNOWN_SESSION_EVENT_TYPES
     expect([...hostCatalog]).toEqual(['user/message', 'loop/change'])
     expect(KNOWN_SESSION_EVENT_TYPES.has('loop/change')).toBe(true)
   })
@@ -114,7 +130,9 @@ describe('restart through real JSONL persistence', () => {
     // A fresh process without the plugin has a catalog without loop/change.
     ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).delete('loop/change')
     const bare = await boot({ root, loop: false })
-    await expect(resumeFakeAgent(bare, 'ses-removed')).rejects.toThrow(/contains event type "loop\/change" \(seq 1\) unknown to this harness and not marked ignorable/)
+    await expect(resumeFakeAgent(bare, 'ses-removed')).rejects.toThrow(
+      /contains event type "loop\/change" \(seq 1\) unknown to this harness and not marked ignorable/,
+    )
     await bare.dispose()
     hosts.splice(hosts.indexOf(bare), 1)
 
@@ -228,8 +246,17 @@ describe('lifecycle', () => {
     await held.release()
     expect(await waiting).toEqual({
       isError: true,
-      error: { message: 'The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.', info: { name: 'LoopError', code: 'agent_unavailable' } },
-      content: [{ type: 'text', text: 'Error: The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.' }],
+      error: {
+        message:
+          'The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.',
+        info: { name: 'LoopError', code: 'agent_unavailable' },
+      },
+      content: [
+        {
+          type: 'text',
+          text: 'Error: The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.',
+        },
+      ],
     })
     const listed = await answered
     expect(listed.isError ? listed.error : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])

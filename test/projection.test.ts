@@ -2,16 +2,25 @@ import { SessionId } from '@deepseek-ai/dsh-session'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createChange, deleteChange, dispatchChange } from '../src/domain.ts'
-import {
-  LOOP_PROJECTION_KEY,
-  applyLoopProjection,
-  initLoopProjection,
-  loopProjectionSchema,
-  viewLoopProjection,
-} from '../src/projection.ts'
+import { LOOP_PROJECTION_KEY, applyLoopProjection, initLoopProjection, loopProjectionSchema, viewLoopProjection } from '../src/projection.ts'
 import * as loopPlugin from '../src/index.ts'
 import type { LoopRecord } from '../src/types.ts'
-import { AGENT_OPTIONS, advance, createFakeAgent, loopChanges, runCommand, runTool, settle, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW, bootHost, useFakeClock } from './support/host.ts'
+import {
+  AGENT_OPTIONS,
+  advance,
+  createFakeAgent,
+  loopChanges,
+  runCommand,
+  runTool,
+  settle,
+  type FakeAgent,
+  type Host,
+  startFakeHost,
+  stopFakeHost,
+  TEST_NOW,
+  bootHost,
+  useFakeClock,
+} from './support/host.ts'
 
 const NOW = TEST_NOW
 const loopA: LoopRecord = { id: 'loop_a', prompt: 'A', time_in_seconds: 5, next_at: NOW + 5000 }

@@ -7,7 +7,20 @@
  */
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { advance, createFakeAgent, bootHost, loopChanges, persistedLoopChanges, runTool, settle, signal, stopFakeHost, useFakeClock, type FakeAgent, type Host } from './support/host.ts'
+import {
+  advance,
+  createFakeAgent,
+  bootHost,
+  loopChanges,
+  persistedLoopChanges,
+  runTool,
+  settle,
+  signal,
+  stopFakeHost,
+  useFakeClock,
+  type FakeAgent,
+  type Host,
+} from './support/host.ts'
 import { createArguments, createLine, deleteArguments, hostilePrompt, listArguments, longPrompt, otherLine, plainPrompt } from './support/arbitraries.ts'
 import { parseHeartbeat } from './support/heartbeat-xml.ts'
 import { expectCreate, isValidStoredPrompt, type CreateExpectation } from './support/input-oracle.ts'
@@ -77,7 +90,11 @@ function expectOneCreate(added: unknown[], expectation: CreateExpectation, now: 
   expect(added).toHaveLength(1)
   const change = added[0] as { version: number; operation: string; loop: StoredLoop }
   const { loop } = change
-  expect(change).toEqual({ version: 1, operation: 'create', loop: { id: loop.id, prompt: loop.prompt, time_in_seconds: loop.time_in_seconds, next_at: now + loop.time_in_seconds * 1000 } })
+  expect(change).toEqual({
+    version: 1,
+    operation: 'create',
+    loop: { id: loop.id, prompt: loop.prompt, time_in_seconds: loop.time_in_seconds, next_at: now + loop.time_in_seconds * 1000 },
+  })
   expect(loop.id).toMatch(/^loop_[0-9a-f]{8}$/)
   expect(isValidStoredPrompt(loop.prompt)).toBe(true)
   expect(Number.isInteger(loop.time_in_seconds) && loop.time_in_seconds >= 1 && loop.time_in_seconds <= 31_536_000).toBe(true)
@@ -91,22 +108,24 @@ function expectOneCreate(added: unknown[], expectation: CreateExpectation, now: 
 describe('loop_create through the real tool runtime', () => {
   it(`accepts exactly the valid arguments and refuses the rest without an event (${RUNS.toolArguments} runs)`, async () => {
     await fc.assert(
-      fc.asyncProperty(createArguments, (args) => isolated(async () => {
-        const expectation = expectCreate(args)
-        const before = loopChanges(fake.agent).length
-        const now = Date.now()
-        const outcome = await runTool(host, fake.agent, 'loop_create', args)
-        const added = appendedSince(before)
-        if (outcome.isError) {
-          expect(expectation.kind, `refused: ${outcome.error.message}`).not.toBe('accept')
-          expect(added).toEqual([])
-          expectClearRefusal(outcome.error.message, outcome.error.info?.code)
-          return
-        }
-        expect(expectation.kind, `accepted ${JSON.stringify(outcome.value)}`).not.toBe('refuse')
-        const loop = expectOneCreate(added, expectation, now)
-        expect(outcome.value).toEqual({ ...loop, state: 'scheduled', delivery_mode: 'session-local' })
-      })),
+      fc.asyncProperty(createArguments, (args) =>
+        isolated(async () => {
+          const expectation = expectCreate(args)
+          const before = loopChanges(fake.agent).length
+          const now = Date.now()
+          const outcome = await runTool(host, fake.agent, 'loop_create', args)
+          const added = appendedSince(before)
+          if (outcome.isError) {
+            expect(expectation.kind, `refused: ${outcome.error.message}`).not.toBe('accept')
+            expect(added).toEqual([])
+            expectClearRefusal(outcome.error.message, outcome.error.info?.code)
+            return
+          }
+          expect(expectation.kind, `accepted ${JSON.stringify(outcome.value)}`).not.toBe('refuse')
+          const loop = expectOneCreate(added, expectation, now)
+          expect(outcome.value).toEqual({ ...loop, state: 'scheduled', delivery_mode: 'session-local' })
+        }),
+      ),
       parameters(RUNS.toolArguments),
     )
     await settle()
@@ -148,24 +167,26 @@ describe('the heartbeat', () => {
   it(`reads back as XML to exactly the stored id and prompt (${RUNS.heartbeat} runs)`, async () => {
     const prompts = fc.oneof(hostilePrompt, plainPrompt, longPrompt).filter((prompt) => expectCreate({ prompt, time_in_seconds: 1 }).kind !== 'refuse')
     await fc.assert(
-      fc.asyncProperty(prompts, (prompt) => isolated(async () => {
-        const outcome = await runTool(host, fake.agent, 'loop_create', { prompt, time_in_seconds: 1 })
-        if (outcome.isError) {
-          expect(expectCreate({ prompt, time_in_seconds: 1 }).kind, outcome.error.message).toBe('either')
-          return
-        }
-        const { id, prompt: stored } = outcome.value as { id: string; prompt: string }
-        const sendsBefore = fake.send.mock.calls.length
-        await advance(1000, 1000)
-        const calls = fake.send.mock.calls.slice(sendsBefore)
-        expect(calls).toHaveLength(1)
-        const [message, target, wakeup] = calls[0]!
-        expect([target, wakeup]).toEqual(['next-turn', true])
-        expect(message.content).toHaveLength(1)
-        const part = message.content[0] as { type: string; text: string }
-        expect(part.type).toBe('text')
-        expect(parseHeartbeat(part.text)).toEqual({ loopId: id, prompt: stored })
-      })),
+      fc.asyncProperty(prompts, (prompt) =>
+        isolated(async () => {
+          const outcome = await runTool(host, fake.agent, 'loop_create', { prompt, time_in_seconds: 1 })
+          if (outcome.isError) {
+            expect(expectCreate({ prompt, time_in_seconds: 1 }).kind, outcome.error.message).toBe('either')
+            return
+          }
+          const { id, prompt: stored } = outcome.value as { id: string; prompt: string }
+          const sendsBefore = fake.send.mock.calls.length
+          await advance(1000, 1000)
+          const calls = fake.send.mock.calls.slice(sendsBefore)
+          expect(calls).toHaveLength(1)
+          const [message, target, wakeup] = calls[0]!
+          expect([target, wakeup]).toEqual(['next-turn', true])
+          expect(message.content).toHaveLength(1)
+          const part = message.content[0] as { type: string; text: string }
+          expect(part.type).toBe('text')
+          expect(parseHeartbeat(part.text)).toEqual({ loopId: id, prompt: stored })
+        }),
+      ),
       parameters(RUNS.heartbeat),
     )
   })
@@ -173,30 +194,37 @@ describe('the heartbeat', () => {
 
 describe('/loop through the real command runtime', () => {
   it(`creates exactly one valid loop or replies with an error and no event; never throws (${RUNS.commandLines} runs)`, async () => {
-    const lines = fc.oneof(createLine, otherLine.map((line) => ({ line, digits: undefined, prompt: undefined })))
+    const lines = fc.oneof(
+      createLine,
+      otherLine.map((line) => ({ line, digits: undefined, prompt: undefined })),
+    )
     await fc.assert(
-      fc.asyncProperty(lines, ({ line, digits, prompt }) => isolated(async () => {
-        const before = loopChanges(fake.agent).length
-        const now = Date.now()
-        const execution = await host.ctx.commands.execute(fake.agent, line, [], signal())
-        expect(execution).toBeDefined()
-        const result = execution!.result
-        const added = appendedSince(before)
-        // A create-shaped line must do what the tool does with its remainder.
-        const expectation: CreateExpectation =
-          digits === undefined ? { kind: 'either', reason: 'not create-shaped' } : expectCreate({ prompt: line.slice(line.indexOf(digits) + digits.length), time_in_seconds: Number(digits) })
-        if (result.kind === 'error') {
-          expect(expectation.kind, `refused ${JSON.stringify(line)}: ${result.text}`).not.toBe('accept')
-          expect(added).toEqual([])
-          expect((result.text ?? '').trim().length).toBeGreaterThan(10)
-          expect(result.text).not.toMatch(/undefined|\[object Object\]|TypeError|Cannot read/)
-          return
-        }
-        expect(expectation.kind, `accepted ${JSON.stringify(line)} (prompt ${JSON.stringify(prompt)}): ${result.text}`).not.toBe('refuse')
-        if (added.length === 0) return // list
-        const loop = expectOneCreate(added, expectation, now)
-        expect(result.text?.startsWith(`Created ${loop.id}: `)).toBe(true)
-      })),
+      fc.asyncProperty(lines, ({ line, digits, prompt }) =>
+        isolated(async () => {
+          const before = loopChanges(fake.agent).length
+          const now = Date.now()
+          const execution = await host.ctx.commands.execute(fake.agent, line, [], signal())
+          expect(execution).toBeDefined()
+          const result = execution!.result
+          const added = appendedSince(before)
+          // A create-shaped line must do what the tool does with its remainder.
+          const expectation: CreateExpectation =
+            digits === undefined
+              ? { kind: 'either', reason: 'not create-shaped' }
+              : expectCreate({ prompt: line.slice(line.indexOf(digits) + digits.length), time_in_seconds: Number(digits) })
+          if (result.kind === 'error') {
+            expect(expectation.kind, `refused ${JSON.stringify(line)}: ${result.text}`).not.toBe('accept')
+            expect(added).toEqual([])
+            expect((result.text ?? '').trim().length).toBeGreaterThan(10)
+            expect(result.text).not.toMatch(/undefined|\[object Object\]|TypeError|Cannot read/)
+            return
+          }
+          expect(expectation.kind, `accepted ${JSON.stringify(line)} (prompt ${JSON.stringify(prompt)}): ${result.text}`).not.toBe('refuse')
+          if (added.length === 0) return // list
+          const loop = expectOneCreate(added, expectation, now)
+          expect(result.text?.startsWith(`Created ${loop.id}: `)).toBe(true)
+        }),
+      ),
       parameters(RUNS.commandLines),
     )
   })

@@ -14,7 +14,13 @@ describe('registration', () => {
     const fake = await createFakeAgent(host, 'ses-rollback')
     // Something already owns loop_list in this agent's scope: the second registration fails.
     fake.agent.ctx.tools.register(
-      defineTool({ name: 'loop_list', description: 'taken', parameters: {}, output: { schema: { type: 'string' }, render: () => [] }, execute: async () => 'taken' }),
+      defineTool({
+        name: 'loop_list',
+        description: 'taken',
+        parameters: {},
+        output: { schema: { type: 'string' }, render: () => [] },
+        execute: async () => 'taken',
+      }),
     )
     const runtime = new LoopRuntime(host.ctx, fake.agent, { oneShot: false })
     expect(() => registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShot: false })).toThrow()
@@ -22,7 +28,10 @@ describe('registration', () => {
     expect(host.ctx.tools.get('loop_list', fake.agent)?.description).toBe('taken')
 
     const other = await createFakeAgent(host, 'ses-rollback-2')
-    const dispose = registerLoopTools(other.agent.ctx, new LoopRuntime(host.ctx, other.agent, { oneShot: false }), { config: () => DEFAULT_LOOP_CONFIG, oneShot: false })
+    const dispose = registerLoopTools(other.agent.ctx, new LoopRuntime(host.ctx, other.agent, { oneShot: false }), {
+      config: () => DEFAULT_LOOP_CONFIG,
+      oneShot: false,
+    })
     dispose()
     dispose()
     expect(host.ctx.tools.get('loop_create', other.agent)).toBeUndefined()

@@ -13,7 +13,10 @@ afterEach(async () => {
 async function capture() {
   host = await bootHost({ loop: false })
   const logged: [string, string][] = []
-  host.ctx.logger.exporter({ levels: { default: 3 }, export: (message) => void (message.name === 'loop' && logged.push([message.type, String(message.args[0])])) })
+  host.ctx.logger.exporter({
+    levels: { default: 3 },
+    export: (message) => void (message.name === 'loop' && logged.push([message.type, String(message.args[0])])),
+  })
   const printed: unknown[][] = []
   vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void printed.push(args))
   return { report: createReport(host.ctx.logger('loop')), logged, printed }

@@ -70,7 +70,16 @@ describe('planRevival and its lines (pure)', () => {
         { id: 'untouched', createdAt: 99, cwd: '/w' },
         { id: 'e', createdAt: 2, cwd: '/w' },
       ],
-      hinted: new Map([['a', 100], ['b', 50], ['sub', 1], ['arch', 1], ['nocwd', 1], ['gone', 1], ['d', 7], ['e', 7]]),
+      hinted: new Map([
+        ['a', 100],
+        ['b', 50],
+        ['sub', 1],
+        ['arch', 1],
+        ['nocwd', 1],
+        ['gone', 1],
+        ['d', 7],
+        ['e', 7],
+      ]),
       checkpointed: new Set(['c']),
       archived: new Set(['arch']),
     })
@@ -124,7 +133,14 @@ describe('hint files', () => {
     writeFileSync(join(hints.dir, 'torn.json'), '{"sessionId":')
     writeFileSync(join(hints.dir, 'odd.json'), '{"touchedAt":"x"}')
     writeFileSync(join(hints.dir, 'plain.json.1234.tmp'), 'partial')
-    expect(await hints.read()).toEqual(new Map([['odd', 0], ['plain', 2_000], ['session/with odd:id', 1_000], ['torn', 0]]))
+    expect(await hints.read()).toEqual(
+      new Map([
+        ['odd', 0],
+        ['plain', 2_000],
+        ['session/with odd:id', 1_000],
+        ['torn', 0],
+      ]),
+    )
     // A create in a session already hinted renews the hint's time (its rank at the next start).
     await hints.note('session/with odd:id', 3_000)
     expect((await hints.read()).get('session/with odd:id')).toBe(3_000)
@@ -231,7 +247,11 @@ describe('resume on start in a real host with the host resolver', () => {
     const corrupt = await createFakeAgent(first, 'session-corrupt')
     const archived = await createFakeAgent(first, 'session-archived')
     const refused = await createFakeAgent(first, 'session-refused-preset')
-    const sub = await first.ctx.agents.create({ sessionId: SessionId('session-sub'), meta: { cwd: root, origin: 'subagent' }, agentOptions: { provider: 'deepseek-official', model: 'deepseek-chat' } })
+    const sub = await first.ctx.agents.create({
+      sessionId: SessionId('session-sub'),
+      meta: { cwd: root, origin: 'subagent' },
+      agentOptions: { provider: 'deepseek-official', model: 'deepseek-chat' },
+    })
     for (const fake of [withLoops, second, stale, archived, refused]) {
       expect((await runTool(first, fake.agent, 'loop_create', { prompt: `P ${fake.agent.id}`, time_in_seconds: 1 })).isError).toBe(false)
     }
@@ -288,7 +308,9 @@ describe('resume on start in a real host with the host resolver', () => {
         'session "session-sub" not brought back: owned by a subagent',
         'session "session-stale" not brought back: no active loop',
         'session "session-archived" not brought back: archived in DSH web',
-        expect.stringMatching(/^session "session-refused-preset" not brought back: the host could not bring it live \(internal: resume failed for session "session-refused-preset": Error: agent preset of session-refused-preset is no longer supplied\)$/),
+        expect.stringMatching(
+          /^session "session-refused-preset" not brought back: the host could not bring it live \(internal: resume failed for session "session-refused-preset": Error: agent preset of session-refused-preset is no longer supplied\)$/,
+        ),
         expect.stringMatching(/^session "session-corrupt" not brought back: its log cannot be read \(.*loop_00000000/),
       ]),
     )
@@ -300,7 +322,17 @@ describe('resume on start in a real host with the host resolver', () => {
       expect(fake.send.mock.calls[0]![1]).toBe('next-turn')
       expect(JSON.stringify(fake.send.mock.calls[0]![0])).toContain(`P ${id}`)
     }
-    expect((await next.ctx.tools.execute({ callId: 'c1' as never, name: PRESET_TOOL, arguments: {}, signal: new AbortController().signal, agent: resolvedFakes.get('session-loops')!.agent })).isError).toBe(false)
+    expect(
+      (
+        await next.ctx.tools.execute({
+          callId: 'c1' as never,
+          name: PRESET_TOOL,
+          arguments: {},
+          signal: new AbortController().signal,
+          agent: resolvedFakes.get('session-loops')!.agent,
+        })
+      ).isError,
+    ).toBe(false)
     // Untouched: no resume, not one byte changed; the stale and orphan hints are gone.
     expect(next.ctx.agents.get(SessionId('session-plain'))).toBeUndefined()
     expect(readFileSync(logFileOf(root, 'session-plain')).equals(plainBytes)).toBe(true)
@@ -331,7 +363,9 @@ describe('resume on start in a real host with the host resolver', () => {
     await until('the holder summary', () => lines.find((line) => line.startsWith('brought back 1 session')))
     const other = await bootHost({ root: tempDir(), home })
     hosts.push(other)
-    expect(await until('the holder line', () => lines.find((line) => line.includes('holds the loop lease')))).toBe(describeHolder((await new Lease(join(home, 'storages', 'loop')).read())!))
+    expect(await until('the holder line', () => lines.find((line) => line.includes('holds the loop lease')))).toBe(
+      describeHolder((await new Lease(join(home, 'storages', 'loop')).read())!),
+    )
     expect(other.ctx.agents.roots()).toEqual([])
 
     lines.length = 0
@@ -359,7 +393,10 @@ describe('resume on start: the other hosts and the background steps', () => {
     const fake = await createFakeAgent(host, 'session-hinted')
     const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'P', time_in_seconds: 60 })
     expect(created.isError).toBe(false)
-    expect(JSON.parse(readFileSync(join(home, 'storages', 'loop', 'sessions', 'session-hinted.json'), 'utf8'))).toEqual({ sessionId: 'session-hinted', touchedAt: expect.any(Number) })
+    expect(JSON.parse(readFileSync(join(home, 'storages', 'loop', 'sessions', 'session-hinted.json'), 'utf8'))).toEqual({
+      sessionId: 'session-hinted',
+      touchedAt: expect.any(Number),
+    })
     await new Promise((resolve) => setTimeout(resolve, 50))
     expect(lines).toEqual([])
   })
@@ -373,7 +410,10 @@ describe('resume on start: the other hosts and the background steps', () => {
     hosts.push(host)
     const fake = await createFakeAgent(host, 'session-unhinted')
     const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'P', time_in_seconds: 60 })
-    expect(created).toMatchObject({ isError: true, error: { message: expect.stringMatching(/^loop_create could not record this session for the next DSH start/), info: { code: 'persistence_failed' } } })
+    expect(created).toMatchObject({
+      isError: true,
+      error: { message: expect.stringMatching(/^loop_create could not record this session for the next DSH start/), info: { code: 'persistence_failed' } },
+    })
     expect(fake.agent.session.events.filter((event) => event.type === 'loop/change')).toEqual([])
     // The start-up path failed too, and said so.
     expect(await until('the failure line', () => lines.find((line) => line.startsWith('resume on start: ')))).toMatch(/EEXIST|ENOTDIR/)
@@ -514,7 +554,9 @@ describe('resume on start: disposal and partial hosts', () => {
     await rm(join(home, 'storages', 'loop', 'lease.json'))
     const bare = await bootHost({ root, home, webStores: false })
     hosts.push(bare)
-    expect(await until('the summary', () => lines.find((line) => line.startsWith('brought back')))).toBe('brought back 1 session holding active loops; skipped 0')
+    expect(await until('the summary', () => lines.find((line) => line.startsWith('brought back')))).toBe(
+      'brought back 1 session holding active loops; skipped 0',
+    )
   })
 
   it('a dangling symlink where the lease should be is replaced', async () => {
@@ -541,7 +583,9 @@ describe('resume on start: what a start with nothing to bring back reads', () =>
     hosts.push(next)
     const list = vi.spyOn(next.ctx.sessionPersistence, 'list')
     await next.ctx.plugin(loopPlugin)
-    expect(await until('the summary', () => lines.find((line) => line.startsWith('brought back')))).toBe('brought back 0 sessions holding active loops; skipped 0')
+    expect(await until('the summary', () => lines.find((line) => line.startsWith('brought back')))).toBe(
+      'brought back 0 sessions holding active loops; skipped 0',
+    )
     expect(list).not.toHaveBeenCalled()
   })
 })

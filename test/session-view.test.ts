@@ -53,16 +53,22 @@ describe('the session view over plain events', () => {
 
   it('starts after a fork seed: the inherited loop changes are not folded', () => {
     const view = new SessionView(1)
-    view.catchUp(log(['loop/change', createChange(LOOP)], ['loop/change', createChange({ ...LOOP, id: 'loop_00000002' })], ['loop/change', deleteChange('loop_00000002')]))
+    view.catchUp(
+      log(['loop/change', createChange(LOOP)], ['loop/change', createChange({ ...LOOP, id: 'loop_00000002' })], ['loop/change', deleteChange('loop_00000002')]),
+    )
     expect(view.position).toBe(3)
     expect(view.fold.loops).toEqual({})
     // Deleting the inherited loop would be corrupt here: it is not this session's.
-    expect(() => view.catchUp(log(['turn/start', {}], ['turn/start', {}], ['turn/start', {}], ['loop/change', deleteChange(LOOP.id)]))).toThrow(`delete targets inactive loop ${LOOP.id}`)
+    expect(() => view.catchUp(log(['turn/start', {}], ['turn/start', {}], ['turn/start', {}], ['loop/change', deleteChange(LOOP.id)]))).toThrow(
+      `delete targets inactive loop ${LOOP.id}`,
+    )
   })
 
   it('throws on a corrupt record and stays at its position', () => {
     const view = new SessionView(0)
-    expect(() => view.catchUp(log(['loop/change', createChange(LOOP)], ['loop/change', { version: 9 }]))).toThrow('corrupt loop/change record: unsupported version 9')
+    expect(() => view.catchUp(log(['loop/change', createChange(LOOP)], ['loop/change', { version: 9 }]))).toThrow(
+      'corrupt loop/change record: unsupported version 9',
+    )
     expect(view.position).toBe(1)
     expect(() => view.observe(log(['loop/change', createChange(LOOP)], ['loop/change', { version: 9 }])[1]!)).toThrow('unsupported version 9')
     expect(view.position).toBe(1)

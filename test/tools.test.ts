@@ -1,6 +1,17 @@
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { AGENT_OPTIONS, createFakeAgent, loopChanges, persistedLoopChanges, runTool, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './support/host.ts'
+import {
+  AGENT_OPTIONS,
+  createFakeAgent,
+  loopChanges,
+  persistedLoopChanges,
+  runTool,
+  type FakeAgent,
+  type Host,
+  startFakeHost,
+  stopFakeHost,
+  TEST_NOW,
+} from './support/host.ts'
 
 const NOW = TEST_NOW
 let host: Host
@@ -69,7 +80,11 @@ describe('loop_create', () => {
       delivery_mode: 'session-local',
     })
     expect(result.content).toEqual([{ type: 'text', text: JSON.stringify(view) }])
-    const expected = { version: 1, operation: 'create', loop: { id: view.id, prompt: 'Check whether the build is still healthy', time_in_seconds: 30, next_at: NOW + 30_000 } }
+    const expected = {
+      version: 1,
+      operation: 'create',
+      loop: { id: view.id, prompt: 'Check whether the build is still healthy', time_in_seconds: 30, next_at: NOW + 30_000 },
+    }
     expect(loopChanges(fake.agent)).toEqual([expected])
     expect(await persistedLoopChanges(host, 'ses-tools')).toEqual([expected])
   })
@@ -154,7 +169,9 @@ describe('session isolation', () => {
     const listed = await runTool(host, fake.agent, 'loop_list', {})
     expect(listed.isError ? listed.error : listed.value).toEqual([])
     const deleted = await runTool(host, fake.agent, 'loop_delete', { id: theirs })
-    expect(deleted.isError ? deleted.error.message : 'succeeded').toBe(`No active loop "${theirs}" in this session; run loop_list (or /loop list) to see its loops.`)
+    expect(deleted.isError ? deleted.error.message : 'succeeded').toBe(
+      `No active loop "${theirs}" in this session; run loop_list (or /loop list) to see its loops.`,
+    )
 
     await vi.advanceTimersByTimeAsync(1000)
     expect(other.send).toHaveBeenCalledTimes(1)

@@ -43,7 +43,11 @@ export function toScheduleLog(events: readonly SessionEvent[]): SessionEvent[] {
     const change = event.data as unknown as LoopChangeData
     const data =
       change.operation === 'create'
-        ? { version: 1, operation: 'create', schedule: Object.freeze({ id: change.loop.id, kind: 'every', prompt: change.loop.prompt, everySeconds: 300, scheduledAt: SCHEDULED_AT }) }
+        ? {
+            version: 1,
+            operation: 'create',
+            schedule: Object.freeze({ id: change.loop.id, kind: 'every', prompt: change.loop.prompt, everySeconds: 300, scheduledAt: SCHEDULED_AT }),
+          }
         : { version: 1, operation: 'delete', id: change.id }
     return Object.freeze({ ...event, type: 'schedule/change', data: Object.freeze(data) }) as unknown as SessionEvent
   })

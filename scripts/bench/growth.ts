@@ -359,7 +359,9 @@ export async function runGrowth(sizes: GrowthSizes, log: (line: string) => void)
     if (sizes.drive.includes(at)) {
       const point = await measureDrive(at, grown)
       drive.push(point)
-      log(`  drive ${point.drive.toFixed(3)} ms (floor ${point.floor.toFixed(3)}, plugin ${point.share.toFixed(3)}), idle ${point.idleDrive.toFixed(3)} ms, full fold ${point.fullFold.toFixed(3)} ms, foldScheduleEvents ${point.scheduleFold.toFixed(3)} ms`)
+      log(
+        `  drive ${point.drive.toFixed(3)} ms (floor ${point.floor.toFixed(3)}, plugin ${point.share.toFixed(3)}), idle ${point.idleDrive.toFixed(3)} ms, full fold ${point.fullFold.toFixed(3)} ms, foldScheduleEvents ${point.scheduleFold.toFixed(3)} ms`,
+      )
     }
     if (sizes.createDelete.includes(at)) {
       const point = await measureCreateDelete(at, grown)
@@ -368,12 +370,16 @@ export async function runGrowth(sizes: GrowthSizes, log: (line: string) => void)
     }
     if (at === largestCreateDelete) {
       createDeleteRepeats = { ...(await measureCreateDeleteRepeats(grown, reference, sizes.blocks)), at }
-      log(`  create+delete at ${at} ÷ at ${REFERENCE_EVENTS}, same heap: median ${createDeleteRepeats.ratio.median.toFixed(2)}× (${createDeleteRepeats.ratio.min.toFixed(2)}–${createDeleteRepeats.ratio.max.toFixed(2)})`)
+      log(
+        `  create+delete at ${at} ÷ at ${REFERENCE_EVENTS}, same heap: median ${createDeleteRepeats.ratio.median.toFixed(2)}× (${createDeleteRepeats.ratio.min.toFixed(2)}–${createDeleteRepeats.ratio.max.toFixed(2)})`,
+      )
     }
     if (at === largestDrive) {
       driveRepeats = { ...(await measureDriveRepeats(grown, reference, sizes.blocks)), at }
       const { shareRatio, driveRatio } = driveRepeats
-      log(`  drive at ${at} ÷ at ${REFERENCE_EVENTS}, same heap: plugin share ${shareRatio.median.toFixed(2)}× (${shareRatio.min.toFixed(2)}–${shareRatio.max.toFixed(2)}), whole drive ${driveRatio.median.toFixed(2)}×`)
+      log(
+        `  drive at ${at} ÷ at ${REFERENCE_EVENTS}, same heap: plugin share ${shareRatio.median.toFixed(2)}× (${shareRatio.min.toFixed(2)}–${shareRatio.max.toFixed(2)}), whole drive ${driveRatio.median.toFixed(2)}×`,
+      )
     }
   }
   await host.dispose()

@@ -191,7 +191,13 @@ let callNumber = 0
  */
 export async function runTool(host: Host, agent: Agent, name: string, args: unknown): Promise<unknown> {
   callNumber += 1
-  const result = await host.ctx.tools.execute({ callId: CallId(`bench-call-${callNumber}`), name, arguments: args, signal: new AbortController().signal, agent })
+  const result = await host.ctx.tools.execute({
+    callId: CallId(`bench-call-${callNumber}`),
+    name,
+    arguments: args,
+    signal: new AbortController().signal,
+    agent,
+  })
   if (result.isError) throw new Error(`${name} failed: ${result.error.message}`)
   return result.value
 }

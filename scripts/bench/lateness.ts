@@ -119,7 +119,12 @@ export async function runLateness(scenario: LatenessScenario, log: (line: string
 
   host.ctx.on('session/event', (session, event: SessionEvent) => {
     if (event.type !== 'loop/change') return
-    const change = event.data as unknown as { operation: string; id?: string; next_at?: number; loop?: { id: string; next_at: number; time_in_seconds: number } }
+    const change = event.data as unknown as {
+      operation: string
+      id?: string
+      next_at?: number
+      loop?: { id: string; next_at: number; time_in_seconds: number }
+    }
     const key = (id: string) => `${session.id}/${id}`
     if (change.operation === 'create' && change.loop !== undefined) {
       tracked.set(key(change.loop.id), { intervalMs: change.loop.time_in_seconds * 1000, instants: [change.loop.next_at] })

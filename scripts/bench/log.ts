@@ -29,7 +29,11 @@ export const SYNTHETIC_INTERVAL_SECONDS = 86_400
  * @returns the v1 create change.
  */
 export function syntheticCreate(id: string, prompt: string) {
-  return { version: 1, operation: 'create', loop: { id, prompt, time_in_seconds: SYNTHETIC_INTERVAL_SECONDS, next_at: Date.now() + SYNTHETIC_INTERVAL_SECONDS * 1000 } } as const
+  return {
+    version: 1,
+    operation: 'create',
+    loop: { id, prompt, time_in_seconds: SYNTHETIC_INTERVAL_SECONDS, next_at: Date.now() + SYNTHETIC_INTERVAL_SECONDS * 1000 },
+  } as const
 }
 
 /** Loops that stay active in every synthetic log (created first). */

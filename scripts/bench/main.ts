@@ -92,7 +92,8 @@ try {
   for (let pair = 0; pair < REPEATS.sides; pair += 1) {
     const withFirst = pair % 2 === 0
     const options = (loop: boolean) => ({ loop, snapshots: growth.snapshots, firstAt: (quick ? GROWTH_SIZES.quick : GROWTH_SIZES.full).append[0]! })
-    const runSide = (loop: boolean) => job<SideResult>('side', options(loop), `side ${loop ? 'with the plugin' : 'host alone'} (pair ${pair + 1} of ${REPEATS.sides})`)
+    const runSide = (loop: boolean) =>
+      job<SideResult>('side', options(loop), `side ${loop ? 'with the plugin' : 'host alone'} (pair ${pair + 1} of ${REPEATS.sides})`)
     const first = await runSide(withFirst)
     const second = await runSide(!withFirst)
     sides.push(withFirst ? { with: first, without: second, withFirst } : { with: second, without: first, withFirst })
@@ -108,7 +109,11 @@ try {
     for (let turn = 0; turn < targeted.length; turn += 1) await runScenario(targeted[(round + turn) % targeted.length]!, round, REPEATS.lateness)
   }
   const overdue = await job<OverdueResult>('overdue', { rounds: REPEATS.overdue, loops: OVERDUE_LOOPS.row }, `overdue: ${OVERDUE_LOOPS.row} loops`)
-  const overdueBurst = await job<OverdueResult>('overdue', { rounds: REPEATS.overdueBurst, loops: OVERDUE_LOOPS.burst }, `overdue: ${OVERDUE_LOOPS.burst} loops`)
+  const overdueBurst = await job<OverdueResult>(
+    'overdue',
+    { rounds: REPEATS.overdueBurst, loops: OVERDUE_LOOPS.burst },
+    `overdue: ${OVERDUE_LOOPS.burst} loops`,
+  )
   const memory = await job<MemoryResult>('memory', quick ? { activeLoops: 1_000, cycles: 20_000 } : { activeLoops: 1_000, cycles: 100_000 })
   const dock = await job<DockResult>('dock', { projectRoot: PROJECT })
   // The homes are stored once and each start process measures on its own copy of them.

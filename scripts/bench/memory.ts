@@ -66,7 +66,12 @@ function recordHeap(count: number): number {
   const before = heap()
   const records: object[] = []
   for (let index = 0; index < count; index += 1) {
-    records.push({ id: loopId(0x30000000 + index), prompt: `Check whether CI is green, round ${index}`, time_in_seconds: SYNTHETIC_INTERVAL_SECONDS, next_at: Date.now() })
+    records.push({
+      id: loopId(0x30000000 + index),
+      prompt: `Check whether CI is green, round ${index}`,
+      time_in_seconds: SYNTHETIC_INTERVAL_SECONDS,
+      next_at: Date.now(),
+    })
   }
   const after = heap()
   if (records.length !== count) throw new Error('unreachable')
@@ -110,7 +115,9 @@ export async function runMemory(activeLoops: number, cycles: number, log: (line:
     const end = heap()
     const perLoop = (end - middle - (middle - start)) / activeLoops
     perLoopSamples.push(perLoop)
-    log(`  ${activeLoops} active loops: ${(perLoop / 1024).toFixed(2)} KB per loop in the plugin (host log ${((middle - start) / activeLoops / 1024).toFixed(2)} KB per event)`)
+    log(
+      `  ${activeLoops} active loops: ${(perLoop / 1024).toFixed(2)} KB per loop in the plugin (host log ${((middle - start) / activeLoops / 1024).toFixed(2)} KB per event)`,
+    )
   }
   const recordBytes = recordHeap(activeLoops)
 
@@ -129,7 +136,9 @@ export async function runMemory(activeLoops: number, cycles: number, log: (line:
   const hostCycleGrowth = middle - start
   const cycleGrowth = end - middle - hostCycleGrowth
   const usedIdSetBytes = idSetHeap(cycles)
-  log(`  ${cycles} create/delete cycles: plugin +${(cycleGrowth / 1024 / 1024).toFixed(2)} MB (used-id Set floor ${(usedIdSetBytes / 1024 / 1024).toFixed(2)} MB), host log +${(hostCycleGrowth / 1024 / 1024).toFixed(2)} MB`)
+  log(
+    `  ${cycles} create/delete cycles: plugin +${(cycleGrowth / 1024 / 1024).toFixed(2)} MB (used-id Set floor ${(usedIdSetBytes / 1024 / 1024).toFixed(2)} MB), host log +${(hostCycleGrowth / 1024 / 1024).toFixed(2)} MB`,
+  )
   await withHost.dispose()
   await withoutHost.dispose()
   return { activeLoops, perLoop: median(perLoopSamples), recordBytes, cycles, cycleGrowth, hostCycleGrowth, usedIdSetBytes, perLoopSamples }

@@ -129,7 +129,9 @@ async function trial(source: string, runtime: boolean, loops: number): Promise<O
   // Every dispatch record made durable: the writes a batch costs, whoever issued them.
   await host.ctx.sessions.flush(fake.agent.session)
   const durableWrites = host.diskWrites() - writesAt
-  const dispatched = fake.agent.session.events.filter((event) => event.type === 'loop/change' && (event.data as { operation?: string }).operation === 'dispatch').length
+  const dispatched = fake.agent.session.events.filter(
+    (event) => event.type === 'loop/change' && (event.data as { operation?: string }).operation === 'dispatch',
+  ).length
   if (dispatched !== loops) throw new Error(`overdue: ${dispatched} of ${loops} dispatch records in the log after the last send`)
   await host.dispose()
   rmSync(root, { recursive: true, force: true })
@@ -158,7 +160,9 @@ export async function runOverdue(rounds: number, loops: number, log: (line: stri
       ;(runtime ? runtimeTrials : perLoopTrials).push(result)
     }
     const [own, each] = [runtimeTrials.at(-1)!, perLoopTrials.at(-1)!]
-    log(`  ${loops} overdue: runtime ${own.allSent.toFixed(1)} ms (${own.durableWrites} writes), one flush per loop ${each.allSent.toFixed(1)} ms (${each.durableWrites} writes)`)
+    log(
+      `  ${loops} overdue: runtime ${own.allSent.toFixed(1)} ms (${own.durableWrites} writes), one flush per loop ${each.allSent.toFixed(1)} ms (${each.durableWrites} writes)`,
+    )
   }
   rmSync(source, { recursive: true, force: true })
   return {

@@ -108,7 +108,8 @@ const kib = (bytes: number) => `${(bytes / 1024).toFixed(2)} KiB`
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(2)} MiB`
 const mark = (status: Status) => (status === 'not judged' ? 'not judged' : status === 'context' ? 'context (no target)' : `**${status}**`)
 /** `min–max (n unit)` of a spread, each end formatted. */
-const range = (value: Spread, format: (value: number) => string, noun: string) => `${format(value.min)} – ${format(value.max)} (${plural(value.samples.length, noun)})`
+const range = (value: Spread, format: (value: number) => string, noun: string) =>
+  `${format(value.min)} – ${format(value.max)} (${plural(value.samples.length, noun)})`
 /** `1 pair`, `3 pairs`. */
 const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : noun.endsWith('s') ? 'es' : 's'}`
 
@@ -158,8 +159,11 @@ function verdicts(results: BenchResults): Verdict[] {
     })
   }
   {
-    const flat = reached(sizes, lastAppend) ? spread(sides.map((pair) => appendAt(pair.with, lastAppend)!.perTenK / appendAt(pair.with, firstAppend)!.perTenK)) : undefined
-    const hostFlat = flat === undefined ? undefined : median(sides.map((pair) => appendAt(pair.without, lastAppend)!.perTenK / appendAt(pair.without, firstAppend)!.perTenK))
+    const flat = reached(sizes, lastAppend)
+      ? spread(sides.map((pair) => appendAt(pair.with, lastAppend)!.perTenK / appendAt(pair.with, firstAppend)!.perTenK))
+      : undefined
+    const hostFlat =
+      flat === undefined ? undefined : median(sides.map((pair) => appendAt(pair.without, lastAppend)!.perTenK / appendAt(pair.without, firstAppend)!.perTenK))
     out.push({
       row: '1',
       target: `append flat: the plugin’s 10k at ${count(lastAppend)} ≤ 1.5× at ${count(firstAppend)} (its own process)`,
@@ -459,7 +463,11 @@ function appendLines(results: BenchResults): string[] {
     ...sizes.map(row),
     '',
     `Flatness, each side in its own process (10k at ${count(last)} ÷ 10k at ${count(first)}): with the plugin ${ratio(median(flat((pair) => pair.with)))}`,
-    `(${flat((pair) => pair.with).map(ratio).join(', ')}), host alone ${ratio(median(flat((pair) => pair.without)))} (${flat((pair) => pair.without).map(ratio).join(', ')}).`,
+    `(${flat((pair) => pair.with)
+      .map(ratio)
+      .join(', ')}), host alone ${ratio(median(flat((pair) => pair.without)))} (${flat((pair) => pair.without)
+      .map(ratio)
+      .join(', ')}).`,
     `The plugin’s share went from ${ms(firstShare, 1)} at ${count(first)} to ${ms(lastShare, 1)} at ${count(last)} per 10k (medians over pairs). The target is on the`,
     'process with the plugin, what a user’s DSH pays; the host alone beside it is how much of that growth is the host’s own.',
     '',
@@ -517,7 +525,9 @@ function createDeleteLines(growth: GrowthResult): string[] {
     '',
     '| Log length | Create + delete | Create | Delete |',
     '| --- | --- | --- | --- |',
-    ...growth.createDelete.map((point) => `| ${count(point.at)} (${exact(point.events)}) | ${ms(point.createDelete)} | ${ms(point.create)} | ${ms(point.delete)} |`),
+    ...growth.createDelete.map(
+      (point) => `| ${count(point.at)} (${exact(point.events)}) | ${ms(point.createDelete)} | ${ms(point.create)} | ${ms(point.delete)} |`,
+    ),
     '',
   ]
 }
@@ -561,7 +571,9 @@ function latenessLines(results: BenchResults): string[] {
       )
     })
   }
-  const scenarios = results.lateness.map(({ scenario }) => `${scenario.label}: ${scenario.intervalSeconds} s interval, ${scenario.measureSeconds} s window`).join('; ')
+  const scenarios = results.lateness
+    .map(({ scenario }) => `${scenario.label}: ${scenario.intervalSeconds} s interval, ${scenario.measureSeconds} s window`)
+    .join('; ')
   return [
     '## 5. Dispatch lateness',
     '',
@@ -697,7 +709,10 @@ function dockLines(dock: DockResult): string[] {
     '',
     '| Layout | Render (median) | Render (fastest) | One countdown repaint (median) | Repaint (fastest) |',
     '| --- | --- | --- | --- | --- |',
-    ...dock.points.map((point) => `| ${point.label} | ${ms(point.render)} | ${ms(Math.min(...point.renderSamples))} | ${ms(point.repaint)} | ${ms(Math.min(...point.repaintSamples))} |`),
+    ...dock.points.map(
+      (point) =>
+        `| ${point.label} | ${ms(point.render)} | ${ms(Math.min(...point.renderSamples))} | ${ms(point.repaint)} | ${ms(Math.min(...point.repaintSamples))} |`,
+    ),
     '',
     `After the last unmount: ${dock.leftAfterUnmount.intervals} intervals, ${dock.leftAfterUnmount.timeouts} timeouts, ${dock.leftAfterUnmount.frames} animation frames and ${dock.leftAfterUnmount.documentListeners} document listeners left (the dock armed ${dock.intervalsArmed} intervals over all mounts).`,
     '',

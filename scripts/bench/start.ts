@@ -200,7 +200,12 @@ export async function storeStartHomes(options: StartBenchOptions = {}): Promise<
   const idleSessions = options.idleSessions ?? 200
   const loopSessions = options.loopSessions ?? 20
   const commands = options.commandsPerSession ?? 10
-  const [idleRoot, idleHome, loopRoot, loopHome] = ['idle', 'idle-home', 'loops', 'loops-home'].map((name) => freshDir(`loop-bench-start-${name}-`)) as [string, string, string, string]
+  const [idleRoot, idleHome, loopRoot, loopHome] = ['idle', 'idle-home', 'loops', 'loops-home'].map((name) => freshDir(`loop-bench-start-${name}-`)) as [
+    string,
+    string,
+    string,
+    string,
+  ]
   await storeSessions(idleRoot, idleHome, idleSessions, 0, commands)
   const ids = await storeSessions(loopRoot, loopHome, loopSessions, loopSessions, commands)
   return { idleRoot, idleHome, loopRoot, loopHome, ids, idleSessions, loopSessions }
@@ -220,7 +225,9 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
   const shared = options.homes ?? stored!
   // A private copy of shared homes: revival appends to the logs and the start-up path writes its marker and lease.
   const { idleSessions, loopSessions } = shared
-  const [idleRoot, idleHome, loopRoot, loopHome] = [shared.idleRoot, shared.idleHome, shared.loopRoot, shared.loopHome].map((source) => (stored === undefined ? copyRoot(source) : source)) as [string, string, string, string]
+  const [idleRoot, idleHome, loopRoot, loopHome] = [shared.idleRoot, shared.idleHome, shared.loopRoot, shared.loopHome].map((source) =>
+    stored === undefined ? copyRoot(source) : source,
+  ) as [string, string, string, string]
   const dirs = [idleRoot, idleHome, loopRoot, loopHome]
   try {
     // Idle start: 200 sessions, no loops; the hint directory is empty, so nothing is read.

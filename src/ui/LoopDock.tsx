@@ -9,17 +9,24 @@
  */
 import { createContext, memo, useCallback, useContext, useEffect, useId, useLayoutEffect, useRef, useState, type KeyboardEvent } from 'react'
 import type { LoopRecord } from '../types.ts'
-import { REPAINT_MS, deleteCommand, deleteFailureText, dockLayout, loopsOf, readDeleteReply, summaryText, thrownDeleteFailure, type DeleteFailure } from './dock.ts'
+import {
+  REPAINT_MS,
+  deleteCommand,
+  deleteFailureText,
+  dockLayout,
+  loopsOf,
+  readDeleteReply,
+  summaryText,
+  thrownDeleteFailure,
+  type DeleteFailure,
+} from './dock.ts'
 import { localDue, localInterval, type LoopTranslate } from './locales.ts'
 import styles from './LoopDock.module.css'
 import type { LoopDockProps } from './slot-props.ts'
 
 /** Where one row's Delete stands; a row without an entry shows its plain `Delete` button. */
 type DeleteState =
-  | { readonly phase: 'confirm' }
-  | { readonly phase: 'pending' }
-  | { readonly phase: 'deleted' }
-  | { readonly phase: 'error'; readonly failure: DeleteFailure }
+  { readonly phase: 'confirm' } | { readonly phase: 'pending' } | { readonly phase: 'deleted' } | { readonly phase: 'error'; readonly failure: DeleteFailure }
 
 type Phase = DeleteState['phase'] | 'idle'
 

@@ -10,7 +10,16 @@
  */
 import { DisclosurePart, DisclosureRow } from './DisclosureRow.tsx'
 import type { LoopTranslate } from './locales.ts'
-import { LOOP_TOOL_TITLES, firstLine, toolCallArgs, toolCallOutput, toolCallState, toolCallSummary, type LoopToolName, type ToolCallBlockLike } from './tool-call.ts'
+import {
+  LOOP_TOOL_TITLES,
+  firstLine,
+  toolCallArgs,
+  toolCallOutput,
+  toolCallState,
+  toolCallSummary,
+  type LoopToolName,
+  type ToolCallBlockLike,
+} from './tool-call.ts'
 import styles from './ToolCallRow.module.css'
 
 /** What the row's entry injects: which of the plugin's tools the entry is keyed by. */
@@ -38,7 +47,13 @@ export function ToolCallRow({ loopTool: tool, block, t }: ToolCallRowProps) {
   const parts = failure === undefined ? toolCallSummary(t, tool, toolCallArgs(block)) : [failure]
   const status = state === 'ok' ? undefined : t(STATUS_KEYS[state])
   return (
-    <DisclosureRow attributes={{ 'data-loop-tool': tool, 'data-state': state }} title={t(LOOP_TOOL_TITLES[tool])} text={output} textLabel={t('tool.result')} classes={{ text: styles.body }}>
+    <DisclosureRow
+      attributes={{ 'data-loop-tool': tool, 'data-state': state }}
+      title={t(LOOP_TOOL_TITLES[tool])}
+      text={output}
+      textLabel={t('tool.result')}
+      classes={{ text: styles.body }}
+    >
       {parts.map((part, index) => (
         <DisclosurePart key={index} cut className={failure === undefined ? styles.part : `${styles.part} ${styles.failed}`} title={part}>
           {part}

@@ -158,7 +158,10 @@ afterAll(async () => {
   timings.push(['whole browser test file', performance.now() - suiteStarted])
   const table = timings.map(([name, ms]) => `  ${name.padEnd(32)} ${(ms / 1000).toFixed(1).padStart(6)} s`).join('\n')
   console.log(`browser test timings:\n${table}`)
-  writeFileSync(join(PROJECT, 'artifacts', 'browser-test-timings.json'), `${JSON.stringify(Object.fromEntries(timings.map(([name, ms]) => [name, Math.round(ms)])), null, 2)}\n`)
+  writeFileSync(
+    join(PROJECT, 'artifacts', 'browser-test-timings.json'),
+    `${JSON.stringify(Object.fromEntries(timings.map(([name, ms]) => [name, Math.round(ms)])), null, 2)}\n`,
+  )
 })
 
 /** Create a session and run its first turn to the end. */
@@ -211,7 +214,10 @@ const toggle = () => page.locator('[data-loop-dock] [data-loop-summary] button')
 function setLanguagePreference(language: 'zh' | 'en'): void {
   const text = readFileSync(settingsFile, 'utf8')
   const section = /^locale:\n {2}preference: \w+$/m
-  writeFileSync(settingsFile, section.test(text) ? text.replace(section, `locale:\n  preference: ${language}`) : `${text.trimEnd()}\nlocale:\n  preference: ${language}\n`)
+  writeFileSync(
+    settingsFile,
+    section.test(text) ? text.replace(section, `locale:\n  preference: ${language}`) : `${text.trimEnd()}\nlocale:\n  preference: ${language}\n`,
+  )
 }
 
 /** Switch the language live and wait until the page has followed. */
@@ -325,10 +331,13 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(await target.getByRole('status').textContent()).toBe('删除此循环？')
     expect(await target.getByRole('button').allTextContents()).toEqual(['确认', '取消'])
     // Apart from the prompts (the user's own words), not one Latin letter is left, visible or accessible.
-    const words = await dock().evaluate((root, prompts) => {
-      const labels = [...root.querySelectorAll('[aria-label]')].map((element) => element.getAttribute('aria-label'))
-      return prompts.reduce((text, prompt) => text.replace(prompt, ''), [root.textContent ?? '', ...labels].join(' '))
-    }, LOOPS.map((loop) => loop.prompt))
+    const words = await dock().evaluate(
+      (root, prompts) => {
+        const labels = [...root.querySelectorAll('[aria-label]')].map((element) => element.getAttribute('aria-label'))
+        return prompts.reduce((text, prompt) => text.replace(prompt, ''), [root.textContent ?? '', ...labels].join(' '))
+      },
+      LOOPS.map((loop) => loop.prompt),
+    )
     expect(words).not.toMatch(/[A-Za-z]/)
     await shoot('zh-delete-confirmation')
     await target.getByRole('button', { name: '取消' }).click()
@@ -412,7 +421,9 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(metrics).toEqual({ overflow: true, ellipsis: 'ellipsis', oneLine: true, text: LOOPS[2].prompt })
 
     // Every interactive target is at least 44 × 44 px.
-    const boxes = await dock().getByRole('button').evaluateAll((buttons) => buttons.map((button) => button.getBoundingClientRect()).map(({ width, height }) => ({ width, height })))
+    const boxes = await dock()
+      .getByRole('button')
+      .evaluateAll((buttons) => buttons.map((button) => button.getBoundingClientRect()).map(({ width, height }) => ({ width, height })))
     expect(boxes).toHaveLength(4)
     for (const box of boxes) {
       expect(box.width).toBeGreaterThanOrEqual(44)
@@ -426,7 +437,9 @@ describe('loop dock in dsh web (Chromium)', () => {
     const order: string[] = []
     for (let step = 0; step < 3; step += 1) {
       await page.keyboard.press('Tab')
-      order.push(await page.evaluate(() => `${document.activeElement?.textContent}|${document.activeElement?.closest('[data-loop-row]')?.children[2]?.textContent}`))
+      order.push(
+        await page.evaluate(() => `${document.activeElement?.textContent}|${document.activeElement?.closest('[data-loop-row]')?.children[2]?.textContent}`),
+      )
     }
     expect(order).toEqual(LOOPS.map((loop) => `Delete|${loop.prompt}`))
 
@@ -472,10 +485,9 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(await deleteRuns(targetId)).toBe(1)
     expect(await page.getByRole('alert').count()).toBe(0)
     // Focus left with the deleted row and landed on the dock's first usable button.
-    expect(await page.evaluate(() => [document.activeElement?.textContent, document.activeElement?.closest('[data-loop-row]')?.children[2]?.textContent])).toEqual([
-      'Delete',
-      LOOPS[0].prompt,
-    ])
+    expect(
+      await page.evaluate(() => [document.activeElement?.textContent, document.activeElement?.closest('[data-loop-row]')?.children[2]?.textContent]),
+    ).toEqual(['Delete', LOOPS[0].prompt])
     await shoot('6-after-delete')
   })
 
@@ -494,7 +506,7 @@ describe('loop dock in dsh web (Chromium)', () => {
     await expect.poll(() => dock().count(), { timeout: 10_000 }).toBe(0)
   })
 
-  it('shows heartbeats in the conversation as loop rows, in the user\'s language, and leaves other context rows to DSH', async () => {
+  it("shows heartbeats in the conversation as loop rows, in the user's language, and leaves other context rows to DSH", async () => {
     expect((await runCommand(web!.url, sessionId, `/loop 1 ${HEARTBEAT_PROMPT}`)).kind).toBe('success')
     const [id] = await loopIds()
     const beat = await waitFor('a heartbeat', async () => heartbeatsIn((await history(web!.url, sessionId)).events)[0])
@@ -525,7 +537,10 @@ describe('loop dock in dsh web (Chromium)', () => {
     await page.mouse.move(1_270, 10)
     const box = (await row.boundingBox())!
     const chat = (await page.locator('[data-composer-seat]').boundingBox())!
-    await page.screenshot({ path: join(SHOTS, 'heartbeat-row-zh.png'), clip: { x: chat.x, y: Math.max(0, box.y - 52), width: chat.width, height: box.height + 64 } })
+    await page.screenshot({
+      path: join(SHOTS, 'heartbeat-row-zh.png'),
+      clip: { x: chat.x, y: Math.max(0, box.y - 52), width: chat.width, height: box.height + 64 },
+    })
     expect((await runCommand(web!.url, sessionId, `/loop delete ${id}`)).kind).toBe('success')
     await expect.poll(() => button.textContent()).toBe(`↻循环触发·${HEARTBEAT_PROMPT}▴`)
     await switchLanguage('en')
@@ -594,7 +609,9 @@ describe('loop dock in dsh web (Chromium)', () => {
     const card = page.locator('[data-loop-settings]')
     await card.waitFor({ timeout: 10_000 })
     // Listed with DSH's own cards, in slot registration order, which follows how the client bundles happened to load.
-    const names = await page.locator('ul:has([data-loop-settings]) li').evaluateAll((items) => items.map((item) => item.querySelector('button span span')?.textContent))
+    const names = await page
+      .locator('ul:has([data-loop-settings]) li')
+      .evaluateAll((items) => items.map((item) => item.querySelector('button span span')?.textContent))
     expect(names.sort()).toEqual(['终端', 'Agent 循环', '网页搜索', '定时循环'].sort())
     const header = card.locator('button[aria-expanded]').first()
     expect(await header.textContent()).toBe('定时循环通过 /loop 或由模型创建的定时重复提示。')

@@ -67,7 +67,11 @@ function sendsIn(log: readonly DurableRecord[]): Send[] {
     const inserted = (record.data as { inserted?: { content?: { type: string; text?: string }[]; source?: { plugin?: string } }[] }).inserted ?? []
     return inserted
       .filter((message) => message.source?.plugin === 'loop')
-      .map((message) => ({ seq: record.seq, time: record.time, loopId: LOOP_ID.exec(message.content?.map((part) => part.text ?? '').join('') ?? '')?.[1] ?? '' }))
+      .map((message) => ({
+        seq: record.seq,
+        time: record.time,
+        loopId: LOOP_ID.exec(message.content?.map((part) => part.text ?? '').join('') ?? '')?.[1] ?? '',
+      }))
   })
 }
 
@@ -75,7 +79,9 @@ function sendsIn(log: readonly DurableRecord[]): Send[] {
 function dispatchesIn(log: readonly DurableRecord[]): Dispatch[] {
   return log.flatMap((record) => {
     const data = record.data as { operation?: string; id?: string; next_at?: number }
-    return record.type === 'loop/change' && data.operation === 'dispatch' ? [{ seq: record.seq, time: record.time, loopId: data.id!, next_at: data.next_at! }] : []
+    return record.type === 'loop/change' && data.operation === 'dispatch'
+      ? [{ seq: record.seq, time: record.time, loopId: data.id!, next_at: data.next_at! }]
+      : []
   })
 }
 
@@ -88,7 +94,12 @@ function waitingAtDispatch(log: readonly DurableRecord[]): Map<number, string[]>
   const waiting = new Map<number, string[]>()
   for (const record of log) {
     if (record.type === 'agent/inbox/spliced') {
-      const data = record.data as { target: string; start: number; removedCount?: number; inserted?: { content?: { text?: string }[]; source?: { plugin?: string } }[] }
+      const data = record.data as {
+        target: string
+        start: number
+        removedCount?: number
+        inserted?: { content?: { text?: string }[]; source?: { plugin?: string } }[]
+      }
       const queue = queues.get(data.target) ?? []
       const inserted = (data.inserted ?? []).map((message) =>
         message.source?.plugin === 'loop' ? LOOP_ID.exec(message.content?.map((part) => part.text ?? '').join('') ?? '')?.[1] : undefined,
@@ -97,7 +108,10 @@ function waitingAtDispatch(log: readonly DurableRecord[]): Map<number, string[]>
       queues.set(data.target, queue)
     }
     if (record.type === 'loop/change' && (record.data as { operation?: string }).operation === 'dispatch') {
-      waiting.set(record.seq, [...queues.values()].flat().filter((id): id is string => id !== undefined))
+      waiting.set(
+        record.seq,
+        [...queues.values()].flat().filter((id): id is string => id !== undefined),
+      )
     }
   }
   return waiting
@@ -114,12 +128,19 @@ function userTexts(body: unknown): string[] {
   const messages = (body as { messages?: { role: string; content: unknown }[] }).messages ?? []
   return messages
     .filter((message) => message.role === 'user')
-    .map((message) => (typeof message.content === 'string' ? message.content : (message.content as { text?: string }[]).map((part) => part.text ?? '').join('')))
+    .map((message) =>
+      typeof message.content === 'string' ? message.content : (message.content as { text?: string }[]).map((part) => part.text ?? '').join(''),
+    )
 }
 
 /** Heartbeat user messages (what turns consumed) per loop. */
 function consumedIn(log: readonly DurableRecord[], loopId: string): DurableRecord[] {
-  return log.filter((record) => record.type === 'user/message' && (record.data as { source?: { plugin?: string } }).source?.plugin === 'loop' && JSON.stringify(record.data).includes(`<loop_id>${loopId}</loop_id>`))
+  return log.filter(
+    (record) =>
+      record.type === 'user/message' &&
+      (record.data as { source?: { plugin?: string } }).source?.plugin === 'loop' &&
+      JSON.stringify(record.data).includes(`<loop_id>${loopId}</loop_id>`),
+  )
 }
 
 /** The records of a log that belong to one run (by the process's own timestamps). */
@@ -128,201 +149,212 @@ function within<T extends { readonly time: number }>(log: readonly T[], run: Run
 }
 
 describe('crashes in a real process', () => {
-  test(`8. SIGKILL dsh web at seeded random moments while two loops fire, ${CYCLES} cycles: nothing lost, no burst, only the send-before-flush duplicate`, { timeout: 240_000 }, async ({ rig }) => {
-    const seed = Number(process.env.LOOP_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 32))
-    console.log(`8: crash schedule seed ${seed} (LOOP_CRASH_SEED=${seed} replays it)`)
-    const random = seededRandom(seed)
-    const requestTimes = new Map<number, number>()
-    const model = await startMockLlmServer({
-      host: '127.0.0.1',
-      port: 0,
-      sequence: ['success'],
-      repeatLast: true,
-      successText: REPLY,
-      onEvent: (event) => {
-        if (event.type === 'request') requestTimes.set(event.attempt, Date.now())
-      },
-    })
-    const started = Date.now()
-    // Timed from each reopen: resume on start (resume.e2e.test.ts) stays off so the session comes back only then.
-    const r = await rig({}, { model, settings: 'loop:\n  resumeOnStart: false\n' })
-    const sessionId = await createSession(r.url)
-    const fast = await createLoop(r.url, sessionId, 1, 'CRASH_FAST')
-    const slow = await createLoop(r.url, sessionId, 2, 'CRASH_SLOW')
-    const loops = [
-      { id: fast, prompt: 'CRASH_FAST', intervalMs: 1_000 },
-      { id: slow, prompt: 'CRASH_SLOW', intervalMs: 2_000 },
-    ]
-    const runs: Run[] = []
-    let startedAt = started
-    // The first run's loops start when they are created.
-    let reopenedAt = Date.now()
-    const boots: number[] = []
+  test(
+    `8. SIGKILL dsh web at seeded random moments while two loops fire, ${CYCLES} cycles: nothing lost, no burst, only the send-before-flush duplicate`,
+    { timeout: 240_000 },
+    async ({ rig }) => {
+      const seed = Number(process.env.LOOP_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 32))
+      console.log(`8: crash schedule seed ${seed} (LOOP_CRASH_SEED=${seed} replays it)`)
+      const random = seededRandom(seed)
+      const requestTimes = new Map<number, number>()
+      const model = await startMockLlmServer({
+        host: '127.0.0.1',
+        port: 0,
+        sequence: ['success'],
+        repeatLast: true,
+        successText: REPLY,
+        onEvent: (event) => {
+          if (event.type === 'request') requestTimes.set(event.attempt, Date.now())
+        },
+      })
+      const started = Date.now()
+      // Timed from each reopen: resume on start (resume.e2e.test.ts) stays off so the session comes back only then.
+      const r = await rig({}, { model, settings: 'loop:\n  resumeOnStart: false\n' })
+      const sessionId = await createSession(r.url)
+      const fast = await createLoop(r.url, sessionId, 1, 'CRASH_FAST')
+      const slow = await createLoop(r.url, sessionId, 2, 'CRASH_SLOW')
+      const loops = [
+        { id: fast, prompt: 'CRASH_FAST', intervalMs: 1_000 },
+        { id: slow, prompt: 'CRASH_SLOW', intervalMs: 2_000 },
+      ]
+      const runs: Run[] = []
+      let startedAt = started
+      // The first run's loops start when they are created.
+      let reopenedAt = Date.now()
+      const boots: number[] = []
 
-    for (let cycle = 0; cycle <= CYCLES; cycle += 1) {
-      if (cycle > 0) {
-        const booting = Date.now()
-        await r.start()
-        boots.push(Date.now() - booting)
-        startedAt = booting
-        reopenedAt = Date.now()
-        await reopenSession(r.url, sessionId)
-      }
-      // Nothing lost: both loops listed with their original ids and prompts after every restart.
-      const listed = await runCommand(r.url, sessionId, '/loop list')
-      expect(listed.text?.split('\n').map((line) => [line.split('  ')[0], line.split('  ').at(-1)]), `cycle ${cycle}`).toEqual([
-        ['2 active loops:', '2 active loops:'],
-        [fast, 'CRASH_FAST'],
-        [slow, 'CRASH_SLOW'],
-      ])
-      if (cycle === CYCLES) break
-      // Half the kills land at a uniformly random moment, half just after a loop falls due, where the send → flush window is.
-      let plan: string
-      if (random() < 0.5) {
-        const delay = Math.round(300 + random() * 2_700)
-        plan = `random, ${delay} ms after reopen`
-        await sleep(delay)
-      } else {
-        await sleep(Math.round(200 + random() * 1_000))
-        const projected = (await loopProjection(r.url, sessionId)) as { loops: { id: string; next_at: number }[] }
-        const target = projected.loops[random() < 0.5 ? 0 : 1]!
-        const offset = Math.round(random() * 40)
-        const due = target.next_at > Date.now() ? target.next_at : target.next_at + loops.find((loop) => loop.id === target.id)!.intervalMs
-        plan = `aimed, ${offset} ms after ${target.id === fast ? 'fast' : 'slow'} is due`
-        await sleepUntil(due + offset)
-      }
-      await r.stop('SIGKILL')
-      const endedAt = Date.now()
-      const durable = await readDurableLog(r.home, sessionId)
-      runs.push({ index: runs.length, startedAt, endedAt, reopenedAt, plan, durable })
-    }
-
-    // The last run: both loops still fire; then a graceful stop so the final log is complete.
-    await sleep(4_500)
-    await r.stop('SIGTERM')
-    const finalLog = await readDurableLog(r.home, sessionId)
-    runs.push({ index: runs.length, startedAt, endedAt: Date.now(), reopenedAt, plan: 'final, graceful stop', durable: finalLog })
-    const wall = Date.now() - started
-
-    // Nothing durable disappears: every record the raw reader saw after a kill is in the final log, unchanged.
-    const bySeq = new Map(finalLog.map((record) => [record.seq, JSON.stringify(record)]))
-    for (const run of runs) for (const record of run.durable) expect(bySeq.get(record.seq), `run ${run.index} seq ${record.seq}`).toBe(JSON.stringify(record))
-
-    const sends = sendsIn(finalLog)
-    const dispatches = dispatchesIn(finalLog)
-    expect(new Set(sends.map((send) => send.loopId))).toEqual(new Set([fast, slow]))
-    const table = runs.map((run) => [`${run.index}`.padStart(2), run.plan.padEnd(32)])
-    const catchUps: string[] = []
-    const waiting = waitingAtDispatch(finalLog)
-    let coalescedTotal = 0
-    const duplicatesPerRun = runs.map(() => 0)
-    for (const loop of loops) {
-      const text = heartbeat(loop.id, loop.prompt)
-      const loopSends = sends.filter((send) => send.loopId === loop.id)
-      const loopDispatches = dispatches.filter((dispatch) => dispatch.loopId === loop.id)
-      const consumed = consumedIn(finalLog, loop.id)
-      // The heartbeat text is the stored prompt every time.
-      for (const record of consumed) expect(messageText(record)).toBe(text)
-
-      // Anti-burst: every dispatch schedules in the future of its decision, at most one and a half intervals ahead (a
-      // late dispatch skips a cadence point less than half an interval away; the record's time is its append, a few ms
-      // after the decision and the send).
-      for (const dispatch of loopDispatches) {
-        expect(dispatch.next_at, JSON.stringify(dispatch)).toBeGreaterThan(dispatch.time - SLACK_MS)
-        expect(dispatch.next_at, JSON.stringify(dispatch)).toBeLessThanOrEqual(dispatch.time + loop.intervalMs * 1.5)
-      }
-      // Never early: each dispatch happens at or after the due time the previous change set; one dispatch per due occurrence.
-      let due = creationOf(finalLog, loop.id).next_at
-      const lateness = new Map<number, number>()
-      for (const dispatch of loopDispatches) {
-        expect(dispatch.time, `${loop.id} dispatch at seq ${dispatch.seq} before its due time ${due}`).toBeGreaterThanOrEqual(due - SLACK_MS)
-        lateness.set(dispatch.seq, dispatch.time - due)
-        due = dispatch.next_at
-      }
-      // Every send has its own dispatch right after it (the first dispatch before the next send of that loop): nothing is
-      // sent twice for one decision. Any further dispatch before the next send is a coalesced occurrence, which the
-      // specification allows only while a heartbeat of that loop still waits in the agent's inbox.
-      const ownDispatch = new Map<number, Dispatch>()
-      for (const [index, send] of loopSends.entries()) {
-        const following = loopSends[index + 1]
-        const [own, ...coalesced] = loopDispatches.filter((dispatch) => dispatch.seq > send.seq && (following === undefined || dispatch.seq < following.seq))
-        expect(own, `${loop.id} send at seq ${send.seq} has no dispatch`).toBeDefined()
-        ownDispatch.set(send.seq, own!)
-        for (const dispatch of coalesced) expect(waiting.get(dispatch.seq), `${loop.id} dispatch at seq ${dispatch.seq} without a send`).toContain(loop.id)
-      }
-      // Dispatches before the first send are coalesced too (none: the loop was created with an empty inbox).
-      for (const dispatch of loopDispatches.filter((entry) => entry.seq < (loopSends[0]?.seq ?? Infinity))) expect(waiting.get(dispatch.seq)).toContain(loop.id)
-      coalescedTotal += loopDispatches.length - ownDispatch.size
-      // No burst: two sends closer than the interval only when the first was a catch-up (a resumed overdue loop fires at once,
-      // and the anti-burst rule of SPEC.md then keeps the original grid, so the next one may follow after half an interval).
-      for (const [index, send] of loopSends.entries()) {
-        if (index === 0) continue
-        const gap = send.time - loopSends[index - 1]!.time
-        // Never closer than half an interval, catch-up or not.
-        expect(gap, `${loop.id}: two sends ${gap} ms apart at seq ${send.seq}`).toBeGreaterThanOrEqual(loop.intervalMs / 2 - BURST_SLACK_MS)
-        if (gap >= loop.intervalMs - BURST_SLACK_MS) continue
-        const previousLateness = lateness.get(ownDispatch.get(loopSends[index - 1]!.seq)!.seq)!
-        catchUps.push(`${loop.id === fast ? 'fast' : 'slow'} ${gap} ms after a send ${previousLateness} ms late`)
-        expect(previousLateness, `${loop.id}: burst of two sends ${gap} ms apart at seq ${send.seq}`).toBeGreaterThan(BURST_SLACK_MS)
-      }
-
-      let durableSoFar = 0
-      for (const run of runs) {
-        const runSends = loopSends.filter((send) => send.time >= run.startedAt && send.time <= run.endedAt)
-        const runDispatches = loopDispatches.filter((dispatch) => dispatch.time >= run.startedAt && dispatch.time <= run.endedAt)
-        const runRequests = model.requests.filter((request) => {
-          const time = requestTimes.get(request.attempt) ?? 0
-          return time >= run.startedAt && time <= run.endedAt
-        })
-        durableSoFar += runSends.length
-        // Still firing after every restart: a run that lived an interval (plus a second for the flush) past the
-        // reopen has a durable dispatch of the loop.
-        if (run.endedAt - run.reopenedAt >= loop.intervalMs + 1_000) expect(runDispatches.length, `${loop.id} in run ${run.index}`).toBeGreaterThanOrEqual(1)
-        // The model's view: how many of this loop's heartbeats the history of the run's last request held. More than the
-        // durable log ever sent means the model saw a send that never became durable (nor its dispatch): the crash fell
-        // between send and the dispatch flush, the one duplicate the specification allows, and the resume sends it again.
-        const seen = Math.max(0, ...runRequests.map((request) => userTexts(request.body).filter((message) => message === text).length))
-        const unflushed = Math.max(0, seen - durableSoFar)
-        duplicatesPerRun[run.index]! += unflushed
-        const endingWith = runRequests.filter((request) => lastUserText(request.body) === text).length
-        table[run.index]!.push(`${runSends.length}/${runDispatches.length}/${within(consumed, run).length}/${endingWith}/${unflushed}`.padEnd(14))
-        if (run.index === runs.length - 1) {
-          // The count is sound: after the graceful run the model's last history holds exactly the durable heartbeats up to it.
-          const last = runRequests.at(-1)!
-          expect(seen).toBe(consumed.filter((record) => record.time <= requestTimes.get(last.attempt)!).length)
+      for (let cycle = 0; cycle <= CYCLES; cycle += 1) {
+        if (cycle > 0) {
+          const booting = Date.now()
+          await r.start()
+          boots.push(Date.now() - booting)
+          startedAt = booting
+          reopenedAt = Date.now()
+          await reopenSession(r.url, sessionId)
         }
+        // Nothing lost: both loops listed with their original ids and prompts after every restart.
+        const listed = await runCommand(r.url, sessionId, '/loop list')
+        expect(
+          listed.text?.split('\n').map((line) => [line.split('  ')[0], line.split('  ').at(-1)]),
+          `cycle ${cycle}`,
+        ).toEqual([
+          ['2 active loops:', '2 active loops:'],
+          [fast, 'CRASH_FAST'],
+          [slow, 'CRASH_SLOW'],
+        ])
+        if (cycle === CYCLES) break
+        // Half the kills land at a uniformly random moment, half just after a loop falls due, where the send → flush window is.
+        let plan: string
+        if (random() < 0.5) {
+          const delay = Math.round(300 + random() * 2_700)
+          plan = `random, ${delay} ms after reopen`
+          await sleep(delay)
+        } else {
+          await sleep(Math.round(200 + random() * 1_000))
+          const projected = (await loopProjection(r.url, sessionId)) as { loops: { id: string; next_at: number }[] }
+          const target = projected.loops[random() < 0.5 ? 0 : 1]!
+          const offset = Math.round(random() * 40)
+          const due = target.next_at > Date.now() ? target.next_at : target.next_at + loops.find((loop) => loop.id === target.id)!.intervalMs
+          plan = `aimed, ${offset} ms after ${target.id === fast ? 'fast' : 'slow'} is due`
+          await sleepUntil(due + offset)
+        }
+        await r.stop('SIGKILL')
+        const endedAt = Date.now()
+        const durable = await readDurableLog(r.home, sessionId)
+        runs.push({ index: runs.length, startedAt, endedAt, reopenedAt, plan, durable })
       }
-      // Still firing in the last run (reopen, list, 4.5 s, no crash). Counted from the reopen: the resume catch-up of both
-      // loops is one drive that runs before the list's transaction, and after it the anti-burst rule may put the 2 s loop's
-      // next send up to two intervals later.
-      expect(loopDispatches.filter((dispatch) => dispatch.time >= reopenedAt).length, `${loop.id} in the final run`).toBeGreaterThanOrEqual(Math.floor(4_000 / loop.intervalMs))
-    }
-    const duplicates = duplicatesPerRun.reduce((sum, count) => sum + count, 0)
-    // The durable log right after each kill (raw reader): a send there without its dispatch is the crash window itself.
-    const undispatchedAtCrash = runs.slice(0, -1).map((run) => {
-      const killedLog = within(run.durable, run)
-      const runSends = sendsIn(killedLog)
-      const runDispatches = dispatchesIn(killedLog)
-      return runSends.filter((send) => !runDispatches.some((dispatch) => dispatch.loopId === send.loopId && dispatch.seq > send.seq)).length
-    })
-    for (const [index, count] of undispatchedAtCrash.entries()) expect(count, `run ${index}: sends without their dispatch at the crash`).toBeLessThanOrEqual(1)
-    // How soon the model sees a send: the first request after each send that opened a turn.
-    const toModel = sends
-      .map((send) => Math.min(...[...requestTimes.values()].filter((time) => time >= send.time).map((time) => time - send.time)))
-      .filter((gap) => gap < 1_000)
-      .sort((a, b) => a - b)
-    console.log(
-      [
-        `8: seed ${seed}: ${CYCLES} SIGKILL cycles + a final run in ${wall} ms; dsh web boot ${Math.min(...boots)}–${Math.max(...boots)} ms (median ${boots.sort((a, b) => a - b)[boots.length >> 1]})`,
-        'per run and loop: sends (inbox splices) / dispatches / heartbeat user messages / model requests ending with it / seen by the model but never durable',
-        `run kill${' '.repeat(29)}fast (1 s)     slow (2 s)`,
-        ...table.map((columns) => columns.join(' ')),
-        `sends closer than interval-${BURST_SLACK_MS} ms, each after a late catch-up (resume): ${catchUps.length === 0 ? 'none' : catchUps.join('; ')}`,
-        `send to its model request: min ${toModel[0]} ms, median ${toModel[toModel.length >> 1]} ms; sends durable without their dispatch right after a kill: ${undispatchedAtCrash.reduce((sum, count) => sum + count, 0)}`,
-        `totals: ${sends.length} sends, ${dispatches.length} dispatches (${coalescedTotal} coalesced while a heartbeat waited), 0 loops lost, duplicates (send before the dispatch flush, seen by the model) ${duplicates} in ${CYCLES} crashes (${((100 * duplicates) / CYCLES).toFixed(1)}%)`,
-      ].join('\n'),
-    )
-    // At most one duplicate per crash (drives are serialized: one send awaits its flush before the next), none without a crash.
-    for (const [index, count] of duplicatesPerRun.entries()) expect(count, `run ${index}`).toBeLessThanOrEqual(index === runs.length - 1 ? 0 : 1)
-  })
+
+      // The last run: both loops still fire; then a graceful stop so the final log is complete.
+      await sleep(4_500)
+      await r.stop('SIGTERM')
+      const finalLog = await readDurableLog(r.home, sessionId)
+      runs.push({ index: runs.length, startedAt, endedAt: Date.now(), reopenedAt, plan: 'final, graceful stop', durable: finalLog })
+      const wall = Date.now() - started
+
+      // Nothing durable disappears: every record the raw reader saw after a kill is in the final log, unchanged.
+      const bySeq = new Map(finalLog.map((record) => [record.seq, JSON.stringify(record)]))
+      for (const run of runs) for (const record of run.durable) expect(bySeq.get(record.seq), `run ${run.index} seq ${record.seq}`).toBe(JSON.stringify(record))
+
+      const sends = sendsIn(finalLog)
+      const dispatches = dispatchesIn(finalLog)
+      expect(new Set(sends.map((send) => send.loopId))).toEqual(new Set([fast, slow]))
+      const table = runs.map((run) => [`${run.index}`.padStart(2), run.plan.padEnd(32)])
+      const catchUps: string[] = []
+      const waiting = waitingAtDispatch(finalLog)
+      let coalescedTotal = 0
+      const duplicatesPerRun = runs.map(() => 0)
+      for (const loop of loops) {
+        const text = heartbeat(loop.id, loop.prompt)
+        const loopSends = sends.filter((send) => send.loopId === loop.id)
+        const loopDispatches = dispatches.filter((dispatch) => dispatch.loopId === loop.id)
+        const consumed = consumedIn(finalLog, loop.id)
+        // The heartbeat text is the stored prompt every time.
+        for (const record of consumed) expect(messageText(record)).toBe(text)
+
+        // Anti-burst: every dispatch schedules in the future of its decision, at most one and a half intervals ahead (a
+        // late dispatch skips a cadence point less than half an interval away; the record's time is its append, a few ms
+        // after the decision and the send).
+        for (const dispatch of loopDispatches) {
+          expect(dispatch.next_at, JSON.stringify(dispatch)).toBeGreaterThan(dispatch.time - SLACK_MS)
+          expect(dispatch.next_at, JSON.stringify(dispatch)).toBeLessThanOrEqual(dispatch.time + loop.intervalMs * 1.5)
+        }
+        // Never early: each dispatch happens at or after the due time the previous change set; one dispatch per due occurrence.
+        let due = creationOf(finalLog, loop.id).next_at
+        const lateness = new Map<number, number>()
+        for (const dispatch of loopDispatches) {
+          expect(dispatch.time, `${loop.id} dispatch at seq ${dispatch.seq} before its due time ${due}`).toBeGreaterThanOrEqual(due - SLACK_MS)
+          lateness.set(dispatch.seq, dispatch.time - due)
+          due = dispatch.next_at
+        }
+        // Every send has its own dispatch right after it (the first dispatch before the next send of that loop): nothing is
+        // sent twice for one decision. Any further dispatch before the next send is a coalesced occurrence, which the
+        // specification allows only while a heartbeat of that loop still waits in the agent's inbox.
+        const ownDispatch = new Map<number, Dispatch>()
+        for (const [index, send] of loopSends.entries()) {
+          const following = loopSends[index + 1]
+          const [own, ...coalesced] = loopDispatches.filter((dispatch) => dispatch.seq > send.seq && (following === undefined || dispatch.seq < following.seq))
+          expect(own, `${loop.id} send at seq ${send.seq} has no dispatch`).toBeDefined()
+          ownDispatch.set(send.seq, own!)
+          for (const dispatch of coalesced) expect(waiting.get(dispatch.seq), `${loop.id} dispatch at seq ${dispatch.seq} without a send`).toContain(loop.id)
+        }
+        // Dispatches before the first send are coalesced too (none: the loop was created with an empty inbox).
+        for (const dispatch of loopDispatches.filter((entry) => entry.seq < (loopSends[0]?.seq ?? Infinity)))
+          expect(waiting.get(dispatch.seq)).toContain(loop.id)
+        coalescedTotal += loopDispatches.length - ownDispatch.size
+        // No burst: two sends closer than the interval only when the first was a catch-up (a resumed overdue loop fires at once,
+        // and the anti-burst rule of SPEC.md then keeps the original grid, so the next one may follow after half an interval).
+        for (const [index, send] of loopSends.entries()) {
+          if (index === 0) continue
+          const gap = send.time - loopSends[index - 1]!.time
+          // Never closer than half an interval, catch-up or not.
+          expect(gap, `${loop.id}: two sends ${gap} ms apart at seq ${send.seq}`).toBeGreaterThanOrEqual(loop.intervalMs / 2 - BURST_SLACK_MS)
+          if (gap >= loop.intervalMs - BURST_SLACK_MS) continue
+          const previousLateness = lateness.get(ownDispatch.get(loopSends[index - 1]!.seq)!.seq)!
+          catchUps.push(`${loop.id === fast ? 'fast' : 'slow'} ${gap} ms after a send ${previousLateness} ms late`)
+          expect(previousLateness, `${loop.id}: burst of two sends ${gap} ms apart at seq ${send.seq}`).toBeGreaterThan(BURST_SLACK_MS)
+        }
+
+        let durableSoFar = 0
+        for (const run of runs) {
+          const runSends = loopSends.filter((send) => send.time >= run.startedAt && send.time <= run.endedAt)
+          const runDispatches = loopDispatches.filter((dispatch) => dispatch.time >= run.startedAt && dispatch.time <= run.endedAt)
+          const runRequests = model.requests.filter((request) => {
+            const time = requestTimes.get(request.attempt) ?? 0
+            return time >= run.startedAt && time <= run.endedAt
+          })
+          durableSoFar += runSends.length
+          // Still firing after every restart: a run that lived an interval (plus a second for the flush) past the
+          // reopen has a durable dispatch of the loop.
+          if (run.endedAt - run.reopenedAt >= loop.intervalMs + 1_000) expect(runDispatches.length, `${loop.id} in run ${run.index}`).toBeGreaterThanOrEqual(1)
+          // The model's view: how many of this loop's heartbeats the history of the run's last request held. More than the
+          // durable log ever sent means the model saw a send that never became durable (nor its dispatch): the crash fell
+          // between send and the dispatch flush, the one duplicate the specification allows, and the resume sends it again.
+          const seen = Math.max(0, ...runRequests.map((request) => userTexts(request.body).filter((message) => message === text).length))
+          const unflushed = Math.max(0, seen - durableSoFar)
+          duplicatesPerRun[run.index]! += unflushed
+          const endingWith = runRequests.filter((request) => lastUserText(request.body) === text).length
+          table[run.index]!.push(`${runSends.length}/${runDispatches.length}/${within(consumed, run).length}/${endingWith}/${unflushed}`.padEnd(14))
+          if (run.index === runs.length - 1) {
+            // The count is sound: after the graceful run the model's last history holds exactly the durable heartbeats up to it.
+            const last = runRequests.at(-1)!
+            expect(seen).toBe(consumed.filter((record) => record.time <= requestTimes.get(last.attempt)!).length)
+          }
+        }
+        // Still firing in the last run (reopen, list, 4.5 s, no crash). Counted from the reopen: the resume catch-up of both
+        // loops is one drive that runs before the list's transaction, and after it the anti-burst rule may put the 2 s loop's
+        // next send up to two intervals later.
+        expect(loopDispatches.filter((dispatch) => dispatch.time >= reopenedAt).length, `${loop.id} in the final run`).toBeGreaterThanOrEqual(
+          Math.floor(4_000 / loop.intervalMs),
+        )
+      }
+      const duplicates = duplicatesPerRun.reduce((sum, count) => sum + count, 0)
+      // The durable log right after each kill (raw reader): a send there without its dispatch is the crash window itself.
+      const undispatchedAtCrash = runs.slice(0, -1).map((run) => {
+        const killedLog = within(run.durable, run)
+        const runSends = sendsIn(killedLog)
+        const runDispatches = dispatchesIn(killedLog)
+        return runSends.filter((send) => !runDispatches.some((dispatch) => dispatch.loopId === send.loopId && dispatch.seq > send.seq)).length
+      })
+      for (const [index, count] of undispatchedAtCrash.entries())
+        expect(count, `run ${index}: sends without their dispatch at the crash`).toBeLessThanOrEqual(1)
+      // How soon the model sees a send: the first request after each send that opened a turn.
+      const toModel = sends
+        .map((send) => Math.min(...[...requestTimes.values()].filter((time) => time >= send.time).map((time) => time - send.time)))
+        .filter((gap) => gap < 1_000)
+        .sort((a, b) => a - b)
+      console.log(
+        [
+          `8: seed ${seed}: ${CYCLES} SIGKILL cycles + a final run in ${wall} ms; dsh web boot ${Math.min(...boots)}–${Math.max(...boots)} ms (median ${boots.sort((a, b) => a - b)[boots.length >> 1]})`,
+          'per run and loop: sends (inbox splices) / dispatches / heartbeat user messages / model requests ending with it / seen by the model but never durable',
+          `run kill${' '.repeat(29)}fast (1 s)     slow (2 s)`,
+          ...table.map((columns) => columns.join(' ')),
+          `sends closer than interval-${BURST_SLACK_MS} ms, each after a late catch-up (resume): ${catchUps.length === 0 ? 'none' : catchUps.join('; ')}`,
+          `send to its model request: min ${toModel[0]} ms, median ${toModel[toModel.length >> 1]} ms; sends durable without their dispatch right after a kill: ${undispatchedAtCrash.reduce((sum, count) => sum + count, 0)}`,
+          `totals: ${sends.length} sends, ${dispatches.length} dispatches (${coalescedTotal} coalesced while a heartbeat waited), 0 loops lost, duplicates (send before the dispatch flush, seen by the model) ${duplicates} in ${CYCLES} crashes (${((100 * duplicates) / CYCLES).toFixed(1)}%)`,
+        ].join('\n'),
+      )
+      // At most one duplicate per crash (drives are serialized: one send awaits its flush before the next), none without a crash.
+      for (const [index, count] of duplicatesPerRun.entries()) expect(count, `run ${index}`).toBeLessThanOrEqual(index === runs.length - 1 ? 0 : 1)
+    },
+  )
 })

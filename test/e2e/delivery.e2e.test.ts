@@ -20,7 +20,9 @@ import {
 } from './rig.ts'
 
 describe('loop in a real dsh web', () => {
-  test('1. /loop 1 LOOP_SMOKE_OK: listed by /loop list, by the model through loop_list, and in the projection; the idle agent wakes with its heartbeat', async ({ rig }) => {
+  test('1. /loop 1 LOOP_SMOKE_OK: listed by /loop list, by the model through loop_list, and in the projection; the idle agent wakes with its heartbeat', async ({
+    rig,
+  }) => {
     // The first model request answers with a loop_list call, every later one with text.
     const r = await rig({ sequence: ['tool_call_success', 'success'], toolName: 'loop_list', toolArguments: '{}' })
     const sessionId = await createSession(r.url)
@@ -43,7 +45,14 @@ describe('loop in a real dsh web', () => {
     }
     expect(result.message.content[0]!.isError).toBe(false)
     expect(JSON.parse(result.message.content[0]!.content[0]!.text)).toEqual([
-      { id, prompt: 'LOOP_SMOKE_OK', time_in_seconds: 1, next_at: expect.any(Number), state: expect.stringMatching(/^(scheduled|overdue)$/), delivery_mode: 'session-local' },
+      {
+        id,
+        prompt: 'LOOP_SMOKE_OK',
+        time_in_seconds: 1,
+        next_at: expect.any(Number),
+        state: expect.stringMatching(/^(scheduled|overdue)$/),
+        delivery_mode: 'session-local',
+      },
     ])
     expect(r.model.requests[0]!.behavior).toBe('tool_call_success')
     expect(lastUserText(r.model.requests[0]!.body)).toBe('Which loops are active in this session?')
@@ -121,7 +130,10 @@ describe('loop in a real dsh web', () => {
     ] as const) {
       for (const beat of beats) {
         const turn = turnAround(log, beat.seq)
-        expect(log.some((event) => event.type === 'assistant/message' && event.seq > beat.seq && event.seq < turn.end!.seq), `answer to ${beat.loopId} at seq ${beat.seq}`).toBe(true)
+        expect(
+          log.some((event) => event.type === 'assistant/message' && event.seq > beat.seq && event.seq < turn.end!.seq),
+          `answer to ${beat.loopId} at seq ${beat.seq}`,
+        ).toBe(true)
       }
     }
     expect(JSON.stringify(logA)).not.toContain(b1)
@@ -173,7 +185,9 @@ describe('loop in a real dsh web', () => {
     expect(r.model.requests.length).toBe(requestsBefore)
     expect(log.slice(settled.length).map((event) => event.type)).toEqual([])
     for (const id of [one, two]) {
-      const deletion = log.find((event) => event.type === 'loop/change' && JSON.stringify(event.data) === JSON.stringify({ version: 1, operation: 'delete', id }))!
+      const deletion = log.find(
+        (event) => event.type === 'loop/change' && JSON.stringify(event.data) === JSON.stringify({ version: 1, operation: 'delete', id }),
+      )!
       expect(deletion).toBeDefined()
       expect(dispatchesOf(log, id).every((dispatch) => dispatch.seq < deletion.seq)).toBe(true)
     }

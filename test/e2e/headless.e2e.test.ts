@@ -56,7 +56,9 @@ function toolResultText(body: unknown): string {
 }
 
 describe('a one-shot headless run', () => {
-  test('7.1 a model that creates a 2 s loop with 3 s steps: the run ends with the task answer, the loop is saved undispatched, and fires once the session is opened in dsh web', async ({ rig }) => {
+  test('7.1 a model that creates a 2 s loop with 3 s steps: the run ends with the task answer, the loop is saved undispatched, and fires once the session is opened in dsh web', async ({
+    rig,
+  }) => {
     const model = await startRoutedModel({
       // The task: first step calls loop_create, the second streams the final answer.
       task: {
@@ -91,7 +93,13 @@ describe('a one-shot headless run', () => {
     expect(others).toEqual([])
     const log = await readDurableLog(r.home, sessionId!)
     const changes = loopChanges(log)
-    expect(changes).toEqual([{ version: 1, operation: 'create', loop: { id: expect.stringMatching(/^loop_[0-9a-f]{8}$/), prompt: LOOP_PROMPT, time_in_seconds: 2, next_at: expect.any(Number) } }])
+    expect(changes).toEqual([
+      {
+        version: 1,
+        operation: 'create',
+        loop: { id: expect.stringMatching(/^loop_[0-9a-f]{8}$/), prompt: LOOP_PROMPT, time_in_seconds: 2, next_at: expect.any(Number) },
+      },
+    ])
     const created = (changes[0] as { loop: { id: string; next_at: number } }).loop
     const createdAt = log.find((record) => record.type === 'loop/change')!.time
     // Due one interval after its decision, which is at most a few ms before the append.
@@ -99,12 +107,21 @@ describe('a one-shot headless run', () => {
     expect(created.next_at).toBeGreaterThan(createdAt + 2_000 - 50)
     // The user messages of the run: the task (and the host's runtime-context snapshot), no heartbeat.
     const userMessages = log.filter((record) => record.type === 'user/message').map((record) => record.data as { source?: { kind?: string; plugin?: string } })
-    expect(userMessages.filter((data) => data.source?.kind === 'user').map((data) => JSON.stringify(data))).toEqual([expect.stringContaining(JSON.stringify(TASK))])
+    expect(userMessages.filter((data) => data.source?.kind === 'user').map((data) => JSON.stringify(data))).toEqual([
+      expect.stringContaining(JSON.stringify(TASK)),
+    ])
     expect(userMessages.filter((data) => data.source?.kind !== 'user').map((data) => data.source?.plugin)).toEqual(['@deepseek-ai/dsh-system-prompt'])
 
     // The tool result the model read is the loop, then where it will run.
     const result = toolResultText(model.requests[1]!.body)
-    const view = JSON.stringify({ id: created.id, prompt: LOOP_PROMPT, time_in_seconds: 2, next_at: created.next_at, state: 'scheduled', delivery_mode: 'session-local' })
+    const view = JSON.stringify({
+      id: created.id,
+      prompt: LOOP_PROMPT,
+      time_in_seconds: 2,
+      next_at: created.next_at,
+      state: 'scheduled',
+      delivery_mode: 'session-local',
+    })
     // The adapter sends the tool's two text parts as one string, joined with nothing between them.
     expect(result).toBe(`${view}\n${ONE_SHOT_NOTE}`)
     // So does the tool's description in that run.
@@ -119,7 +136,11 @@ describe('a one-shot headless run', () => {
     const listed = await runCommand(r.url, sessionId!, '/loop list')
     expect(listed.text).toMatch(new RegExp(`^1 active loop:\\n${created.id}  every 2s  [^\\n]+  ${LOOP_PROMPT}$`))
     const expected = heartbeat(created.id, LOOP_PROMPT)
-    await waitFor('the heartbeat answered in dsh web', () => (model.heartbeat.requests.some((request) => request.outcome === 'completed') ? true : undefined), 15_000)
+    await waitFor(
+      'the heartbeat answered in dsh web',
+      () => (model.heartbeat.requests.some((request) => request.outcome === 'completed') ? true : undefined),
+      15_000,
+    )
     expect(await runCommand(r.url, sessionId!, `/loop delete ${created.id}`)).toEqual({ kind: 'success', text: `Deleted ${created.id}.` })
     const webLog = await settle(r.url, sessionId!)
     const beats = heartbeatsOf(webLog, created.id)

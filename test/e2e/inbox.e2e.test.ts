@@ -109,9 +109,15 @@ describe('a heartbeat waiting in the inbox', () => {
       await settle(r.url, sessionId)
       await sleep(3 * 2_000)
       const log = await events(r.url, sessionId)
-      const deletion = log.find((event) => event.type === 'loop/change' && JSON.stringify(event.data) === JSON.stringify({ version: 1, operation: 'delete', id }))!
+      const deletion = log.find(
+        (event) => event.type === 'loop/change' && JSON.stringify(event.data) === JSON.stringify({ version: 1, operation: 'delete', id }),
+      )!
       const afterDelete = log.filter((event) => event.seq > deletion.seq)
-      const figures = { stepsAfterDelete: count(afterDelete, 'step/start'), turnsAfterDelete: count(afterDelete, 'turn/start'), heartbeatsAfterDelete: heartbeatsOf(afterDelete, id).length }
+      const figures = {
+        stepsAfterDelete: count(afterDelete, 'step/start'),
+        turnsAfterDelete: count(afterDelete, 'turn/start'),
+        heartbeatsAfterDelete: heartbeatsOf(afterDelete, id).length,
+      }
       console.log(`/loop delete while a ${target} heartbeat waits: ${JSON.stringify(figures)}`)
       // Before the fix: one more step (next-step) or one more whole turn (next-turn) with the heartbeat.
       expect(figures).toEqual({ stepsAfterDelete: 0, turnsAfterDelete: 0, heartbeatsAfterDelete: 0 })

@@ -65,7 +65,13 @@ export async function startRoutedModel(scripts: Readonly<Record<Route, SideScrip
       if (incoming.url?.endsWith('/chat/completions') === true) requests.push({ attempt: requests.length + 1, behavior: route, body, time: Date.now() })
       const target = route === 'heartbeat' ? heartbeat : task
       const upstream = forward(
-        { host: '127.0.0.1', port: target.port, method: incoming.method, path: incoming.url, headers: { ...incoming.headers, host: `127.0.0.1:${target.port}` } },
+        {
+          host: '127.0.0.1',
+          port: target.port,
+          method: incoming.method,
+          path: incoming.url,
+          headers: { ...incoming.headers, host: `127.0.0.1:${target.port}` },
+        },
         (answer) => {
           outgoing.writeHead(answer.statusCode ?? 502, answer.headers)
           answer.pipe(outgoing)

@@ -28,10 +28,13 @@ async function rejection(promise: Promise<unknown>): Promise<string> {
   throw new Error('the call succeeded')
 }
 
-const UNKNOWN_EVENT = /session "session-[0-9a-f-]+" contains event type "loop\/change" \(seq \d+\) unknown to this harness and not marked ignorable; refusing to interpret the log/
+const UNKNOWN_EVENT =
+  /session "session-[0-9a-f-]+" contains event type "loop\/change" \(seq \d+\) unknown to this harness and not marked ignorable; refusing to interpret the log/
 
 describe('removing the plugin', () => {
-  test('6. without the plugin a session that holds loops does not open; adding it back restores the session and its loops with nothing lost', async ({ rig }) => {
+  test('6. without the plugin a session that holds loops does not open; adding it back restores the session and its loops with nothing lost', async ({
+    rig,
+  }) => {
     // Cold reads must resume nothing here, so resume on start (resume.e2e.test.ts) stays off.
     const r = await rig({}, { settings: 'loop:\n  resumeOnStart: false\n' })
     const sessionId = await createSession(r.url)
@@ -71,7 +74,9 @@ describe('removing the plugin', () => {
       command: await rejection(runCommand(r.url, sessionId, '/loop list')),
     }
     console.log(`step 6, without the plugin (dsh plugin remove said: ${JSON.stringify(removed.trim().split('\n').at(-1))}):\n${JSON.stringify(seen, null, 2)}`)
-    expect(seen.history).toMatch(/^session\.history failed: \{"code":"internal","message":"history unavailable for session \\"session-[0-9a-f-]+\\": SessionFormatUnsupportedError: /)
+    expect(seen.history).toMatch(
+      /^session\.history failed: \{"code":"internal","message":"history unavailable for session \\"session-[0-9a-f-]+\\": SessionFormatUnsupportedError: /,
+    )
     for (const message of Object.values(seen)) expect(message.replaceAll('\\"', '"')).toMatch(UNKNOWN_EVENT)
     await r.stop('SIGTERM')
     // The failed attempts changed nothing on disk.

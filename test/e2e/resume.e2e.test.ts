@@ -75,18 +75,27 @@ function agentShape(body: unknown): { tools: string[]; model: string } {
 
 /** The model requests (from index `from` on) whose last real user message is this loop's heartbeat. */
 function heartbeatRequests(model: ModelServer, loopId: string, prompt: string, from = 0): unknown[] {
-  return model.requests.slice(from).filter((request) => lastUserText(request.body) === heartbeat(loopId, prompt)).map((request) => request.body)
+  return model.requests
+    .slice(from)
+    .filter((request) => lastUserText(request.body) === heartbeat(loopId, prompt))
+    .map((request) => request.body)
 }
 
 describe('resume on start', () => {
-  test('14. after SIGTERM and SIGKILL restarts, with no session opened, the sessions holding loops come back as DSH web opens them; a loop-less session is untouched', async ({ rig }) => {
+  test('14. after SIGTERM and SIGKILL restarts, with no session opened, the sessions holding loops come back as DSH web opens them; a loop-less session is untouched', async ({
+    rig,
+  }) => {
     const r = await rig()
     const first = await createSession(r.url)
     const second = await createSession(r.url)
     const plain = await createSession(r.url)
     // The first session runs another model than the deployment default: a resume without the host's setup would not.
-    const models = await call<{ current: { provider: string; model: string }; groups: { id: string; models: { id: string }[] }[] }>(r.url, 'session.models', { sessionId: first })
-    const other = models.groups.flatMap((group) => group.models.map((model) => ({ provider: group.id, model: model.id }))).find((choice) => choice.model !== models.current.model)
+    const models = await call<{ current: { provider: string; model: string }; groups: { id: string; models: { id: string }[] }[] }>(r.url, 'session.models', {
+      sessionId: first,
+    })
+    const other = models.groups
+      .flatMap((group) => group.models.map((model) => ({ provider: group.id, model: model.id })))
+      .find((choice) => choice.model !== models.current.model)
     expect(other, JSON.stringify(models)).toBeDefined()
     await call(r.url, 'session.selectModel', { sessionId: first, ...other })
     // Selecting also saves the default: put it back through the loop-less session.
@@ -146,7 +155,9 @@ describe('resume on start', () => {
     expect(r.web.output()).not.toMatch(/cannot prepare session|resume failed/)
   })
 
-  test('14. two dsh web on one home: one brings the sessions back and each occurrence is delivered once; the other takes over after a SIGKILL; a headless run fires nothing', async ({ rig }) => {
+  test('14. two dsh web on one home: one brings the sessions back and each occurrence is delivered once; the other takes over after a SIGKILL; a headless run fires nothing', async ({
+    rig,
+  }) => {
     const r = await rig()
     const session = await createSession(r.url)
     const loopId = await createLoop(r.url, session, 1, 'TWO_HOSTS')
@@ -159,7 +170,9 @@ describe('resume on start', () => {
       const holderLine = 'holds the loop lease on this DSH_HOME'
       await waitFor('one host to bring the session back and the other to name the holder', () => {
         const outputs = [r.web.output(), other!.output()]
-        return outputs.some((output) => output.includes('brought back 1 session holding active loops')) && outputs.some((output) => output.includes(holderLine)) ? true : undefined
+        return outputs.some((output) => output.includes('brought back 1 session holding active loops')) && outputs.some((output) => output.includes(holderLine))
+          ? true
+          : undefined
       })
       const holderIsFirst = r.web.output().includes('brought back 1 session')
       expect([r.web.output(), other.output()].filter((output) => output.includes('brought back')).length).toBe(1)

@@ -116,7 +116,11 @@ export class Rig {
    */
   async oneShot(task: string, timeoutMs: number): Promise<OneShotRun> {
     let output = ''
-    const entry = { label: `process #${this.processes.length + 1}: dsh --profile headless ${JSON.stringify(task)}`, output: () => output, stop: async () => undefined }
+    const entry = {
+      label: `process #${this.processes.length + 1}: dsh --profile headless ${JSON.stringify(task)}`,
+      output: () => output,
+      stop: async () => undefined,
+    }
     this.processes.push(entry)
     const run = await runOneShot({ home: this.home, model: mockEndpoint(this.model), task, timeoutMs, onOutput: (chunk) => (output += chunk) })
     entry.label += ` (exit ${run.code ?? run.signal} after ${run.durationMs} ms${run.timedOut ? ', killed by the hard timeout' : ''})`

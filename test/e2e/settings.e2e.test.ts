@@ -35,7 +35,16 @@ describe('an invalid loop settings section at start', () => {
     const url = r.url
     await waitFor('the warning in the host log', () => (r.web.output().includes(`loop: ${WARNING}\n`) ? true : undefined))
     expect(r.web.output().split(WARNING)).toHaveLength(2)
-    expect(await loopNamespace(url)).toEqual({ ns: 'loop', value: { maxLoopsPerSession: 0, maxPromptLength: 4000, resumeOnStart: true }, user: { maxLoopsPerSession: 0 }, base: expect.anything(), schema: expect.anything(), applies: 'live', secrets: [], revision: expect.any(Number) })
+    expect(await loopNamespace(url)).toEqual({
+      ns: 'loop',
+      value: { maxLoopsPerSession: 0, maxPromptLength: 4000, resumeOnStart: true },
+      user: { maxLoopsPerSession: 0 },
+      base: expect.anything(),
+      schema: expect.anything(),
+      applies: 'live',
+      secrets: [],
+      revision: expect.any(Number),
+    })
 
     // The limit in force is the last valid value: the default 20.
     const sessionId = await createSession(url)
@@ -47,7 +56,10 @@ describe('an invalid loop settings section at start', () => {
 
     // Fixed while DSH runs: the new limit applies, no restart.
     writeFileSync(settingsFile, readFileSync(settingsFile, 'utf8').replace('maxLoopsPerSession: 0', 'maxLoopsPerSession: 21'))
-    await waitFor('the fixed section', async () => ((await loopNamespace(url))?.value as { maxLoopsPerSession?: number } | undefined)?.maxLoopsPerSession === 21 || undefined)
+    await waitFor(
+      'the fixed section',
+      async () => ((await loopNamespace(url))?.value as { maxLoopsPerSession?: number } | undefined)?.maxLoopsPerSession === 21 || undefined,
+    )
     expect((await runCommand(url, sessionId, '/loop 3600 now allowed')).kind).toBe('success')
     expect(await runCommand(url, sessionId, '/loop 3600 one too many')).toEqual({ kind: 'error', text: TOO_MANY(21, 21) })
     expect(r.web.output().split(WARNING)).toHaveLength(2)

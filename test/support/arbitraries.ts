@@ -14,7 +14,10 @@ export const hostileChar: fc.Arbitrary<string> = fc.oneof(
   { weight: 6, arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 1 }) },
   { weight: 2, arbitrary: ONE_OF('&<>"\'') },
   { weight: 1, arbitrary: fc.constantFrom(']]>', '&amp;', '<prompt>', '</heartbeat>', '&#0;', '<![CDATA[') },
-  { weight: 3, arbitrary: fc.constantFrom(' ', '  ', '\t', '\n', '\r\n', '\r', '\u000B', '\u000C', '\u00A0', '\u2028', '\u2029', '\u3000', '\u1680', '\uFEFF') },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(' ', '  ', '\t', '\n', '\r\n', '\r', '\u000B', '\u000C', '\u00A0', '\u2028', '\u2029', '\u3000', '\u1680', '\uFEFF'),
+  },
   { weight: 2, arbitrary: fc.integer({ min: 0, max: 0x1f }).map((code) => String.fromCharCode(code)) },
   { weight: 1, arbitrary: fc.integer({ min: 0x7f, max: 0x9f }).map((code) => String.fromCharCode(code)) },
   { weight: 1, arbitrary: fc.constantFrom('\u200B', '\u200C', '\u200D', '\u2060', '\u061C', '\u00AD', '\u180E', '\u2066') },
@@ -43,7 +46,25 @@ export const hostileSeconds: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 1, arbitrary: fc.double() },
   {
     weight: 2,
-    arbitrary: fc.constantFrom(0, -0, -1, 1, 0.5, 1.5, 30.0, 2 ** 31, 2 ** 53, 2 ** 53 - 1, -(2 ** 53), MAX_INTERVAL_SECONDS, MAX_INTERVAL_SECONDS + 1, Number.MAX_VALUE, Number.MIN_VALUE, Number.EPSILON, 1e21),
+    arbitrary: fc.constantFrom(
+      0,
+      -0,
+      -1,
+      1,
+      0.5,
+      1.5,
+      30.0,
+      2 ** 31,
+      2 ** 53,
+      2 ** 53 - 1,
+      -(2 ** 53),
+      MAX_INTERVAL_SECONDS,
+      MAX_INTERVAL_SECONDS + 1,
+      Number.MAX_VALUE,
+      Number.MIN_VALUE,
+      Number.EPSILON,
+      1e21,
+    ),
   },
   { weight: 1, arbitrary: fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY) },
   { weight: 1, arbitrary: fc.oneof(fc.integer().map(String), fc.constantFrom('30', ' 30', '30.0', '1e3', '0x1e', '', 'NaN', '2**53')) },
@@ -60,7 +81,10 @@ export const createArguments: fc.Arbitrary<unknown> = fc.oneof(
     arbitrary: fc
       .tuple(
         fc.record({ prompt: plainPrompt, time_in_seconds: fc.integer({ min: 1, max: 3600 }) }),
-        fc.dictionary(fc.constantFrom('title', 'allow_steer', 'id', 'next_at', 'extra', 'Prompt', '__proto__', 'constructor'), fc.jsonValue(), { minKeys: 1, maxKeys: 2 }),
+        fc.dictionary(fc.constantFrom('title', 'allow_steer', 'id', 'next_at', 'extra', 'Prompt', '__proto__', 'constructor'), fc.jsonValue(), {
+          minKeys: 1,
+          maxKeys: 2,
+        }),
       )
       .map(([args, extra]) => ({ ...extra, ...args })),
   },
@@ -72,10 +96,7 @@ export const createArguments: fc.Arbitrary<unknown> = fc.oneof(
 export const createLine: fc.Arbitrary<{ line: string; digits: string; prompt: string }> = fc
   .tuple(
     fc.constantFrom(' ', '  ', '\t'),
-    fc.oneof(
-      fc.integer({ min: 0, max: MAX_INTERVAL_SECONDS + 5 }).map(String),
-      fc.constantFrom('0030', '9007199254740992', '99999999999999999999999', '00'),
-    ),
+    fc.oneof(fc.integer({ min: 0, max: MAX_INTERVAL_SECONDS + 5 }).map(String), fc.constantFrom('0030', '9007199254740992', '99999999999999999999999', '00')),
     fc.constantFrom(' ', '   ', '\t', '\n'),
     fc.oneof(hostilePrompt, plainPrompt, longPrompt),
     fc.constantFrom('', ' ', '\n', '\t '),
@@ -86,7 +107,14 @@ export const createLine: fc.Arbitrary<{ line: string; digits: string; prompt: st
 export const otherLine: fc.Arbitrary<string> = fc.oneof(
   fc.tuple(fc.constantFrom(' list', ' list ', ' LIST', ' list all'), fc.constantFrom('', '\n')).map(([head, tail]) => `/loop${head}${tail}`),
   fc
-    .tuple(fc.constantFrom(' delete ', ' delete  ', ' delete\t'), fc.oneof(fc.string({ unit: 'grapheme-ascii', maxLength: 16 }), hostilePrompt, fc.string({ unit: ONE_OF('0123456789abcdef'), minLength: 8, maxLength: 8 }).map((hex) => `loop_${hex}`)))
+    .tuple(
+      fc.constantFrom(' delete ', ' delete  ', ' delete\t'),
+      fc.oneof(
+        fc.string({ unit: 'grapheme-ascii', maxLength: 16 }),
+        hostilePrompt,
+        fc.string({ unit: ONE_OF('0123456789abcdef'), minLength: 8, maxLength: 8 }).map((hex) => `loop_${hex}`),
+      ),
+    )
     .map(([head, id]) => `/loop${head}${id}`),
   hostilePrompt.map((rest) => `/loop ${rest}`),
   fc.tuple(hostileSeconds.map(String), hostilePrompt).map(([seconds, prompt]) => `/loop ${seconds} ${prompt}`),
@@ -94,11 +122,24 @@ export const otherLine: fc.Arbitrary<string> = fc.oneof(
 
 /** Arbitrary argument objects for `loop_delete`: hostile ids, missing and extra fields, any JSON. */
 export const deleteArguments: fc.Arbitrary<unknown> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ id: fc.oneof(hostilePrompt, fc.string({ unit: ONE_OF('0123456789abcdef'), minLength: 8, maxLength: 8 }).map((hex) => `loop_${hex}`), fc.constantFrom('loop_', 'loop', '', ' loop_1a2b3c4d', 'loop_1a2b3c4d ', 'LOOP_1A2B3C4D')) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      id: fc.oneof(
+        hostilePrompt,
+        fc.string({ unit: ONE_OF('0123456789abcdef'), minLength: 8, maxLength: 8 }).map((hex) => `loop_${hex}`),
+        fc.constantFrom('loop_', 'loop', '', ' loop_1a2b3c4d', 'loop_1a2b3c4d ', 'LOOP_1A2B3C4D'),
+      ),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ id: fc.jsonValue() }, { requiredKeys: [] }) },
   { weight: 1, arbitrary: fc.record({ id: fc.constant('loop_1a2b3c4d'), extra: fc.jsonValue() }) },
   { weight: 1, arbitrary: fc.jsonValue() },
 )
 
 /** Arbitrary argument values for `loop_list`, which takes exactly `{}`. */
-export const listArguments: fc.Arbitrary<unknown> = fc.oneof(fc.constant({}), fc.jsonValue(), fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue(), { minKeys: 1, maxKeys: 3 }))
+export const listArguments: fc.Arbitrary<unknown> = fc.oneof(
+  fc.constant({}),
+  fc.jsonValue(),
+  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue(), { minKeys: 1, maxKeys: 3 }),
+)

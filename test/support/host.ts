@@ -137,7 +137,9 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
     ...options,
     root,
     apiKeyEnv: API_KEY_ENV,
-    ...(home === undefined ? {} : { beforeLoop: (hostCtx: Context) => mountWebComposition(hostCtx, home, options.resolver !== false, options.webStores !== false) }),
+    ...(home === undefined
+      ? {}
+      : { beforeLoop: (hostCtx: Context) => mountWebComposition(hostCtx, home, options.resolver !== false, options.webStores !== false) }),
   })
   trackFlushes(ctx)
   return { ctx, root, dispose: () => ctx.fiber.dispose() }
@@ -279,7 +281,7 @@ export async function settle(): Promise<void> {
  */
 export async function advance(ms: number, step = 250): Promise<void> {
   await settle()
-  for (let elapsed = 0; elapsed < ms; ) {
+  for (let elapsed = 0; elapsed < ms;) {
     const next = Math.min(step, ms - elapsed)
     await vi.advanceTimersByTimeAsync(next)
     elapsed += next
@@ -321,7 +323,13 @@ let callNumber = 0
  */
 export function runTool(host: Host, agent: Agent | undefined, name: string, args: unknown) {
   callNumber += 1
-  return host.ctx.tools.execute({ callId: CallId(`test-call-${callNumber}`), name, arguments: args, signal: signal(), ...(agent === undefined ? {} : { agent }) })
+  return host.ctx.tools.execute({
+    callId: CallId(`test-call-${callNumber}`),
+    name,
+    arguments: args,
+    signal: signal(),
+    ...(agent === undefined ? {} : { agent }),
+  })
 }
 
 /**

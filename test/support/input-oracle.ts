@@ -66,5 +66,12 @@ export function expectCreate(args: unknown, maxPromptLength = DEFAULT_MAX_PROMPT
 
 /** Whether a stored prompt obeys the storage rules (for loops accepted under `either`). */
 export function isValidStoredPrompt(prompt: string, maxPromptLength = DEFAULT_MAX_PROMPT_LENGTH): boolean {
-  return prompt === prompt.trim() && !FORBIDDEN.test(prompt) && !prompt.includes('\r') && !CLEARLY_INVISIBLE.test(prompt) && prompt.length > 0 && [...prompt].length <= maxPromptLength
+  return (
+    prompt === prompt.trim() &&
+    !FORBIDDEN.test(prompt) &&
+    !prompt.includes('\r') &&
+    !CLEARLY_INVISIBLE.test(prompt) &&
+    prompt.length > 0 &&
+    [...prompt].length <= maxPromptLength
+  )
 }

@@ -120,9 +120,11 @@ export function auditDeliveries(changes: readonly unknown[], sent: readonly Sent
     dueOfSend.set(heartbeat, due)
     if (heartbeat.at < due) violations.push(`${ledger.id}: heartbeat at ${heartbeat.at} is early for next_at ${due}`)
     if (heartbeat.prompt !== ledger.prompt) violations.push(`${ledger.id}: heartbeat prompt ${JSON.stringify(heartbeat.prompt)} is not the stored one`)
-    if ((nextAt - due) % ledger.intervalMs !== 0 || nextAt <= due) violations.push(`${ledger.id}: next_at ${nextAt} is off the grid of ${due} every ${ledger.intervalMs} ms`)
+    if ((nextAt - due) % ledger.intervalMs !== 0 || nextAt <= due)
+      violations.push(`${ledger.id}: next_at ${nextAt} is off the grid of ${due} every ${ledger.intervalMs} ms`)
     if (nextAt + slackMs <= heartbeat.at) violations.push(`${ledger.id}: next_at ${nextAt} is not after the heartbeat at ${heartbeat.at}`)
-    if (nextAt - ledger.intervalMs > heartbeat.at + slackMs) violations.push(`${ledger.id}: next_at ${nextAt} skips an occurrence after the heartbeat at ${heartbeat.at}`)
+    if (nextAt - ledger.intervalMs > heartbeat.at + slackMs)
+      violations.push(`${ledger.id}: next_at ${nextAt} skips an occurrence after the heartbeat at ${heartbeat.at}`)
   }
 
   for (const [id, heartbeats] of sendsById) {

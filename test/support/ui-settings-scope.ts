@@ -20,7 +20,14 @@ const resolveSection = LOOP_SETTINGS_SECTION as unknown as (section: object) => 
  * and the user layer; a write the schema refuses leaves the user layer as it
  * was (the host's recovery read), `hold` parks writes until released.
  */
-export function sectionScope(options: { base?: Record<string, number | boolean>; user?: Record<string, number | boolean>; status?: SettingsScopeSnapshot['status']; writable?: boolean } = {}) {
+export function sectionScope(
+  options: {
+    base?: Record<string, number | boolean>
+    user?: Record<string, number | boolean>
+    status?: SettingsScopeSnapshot['status']
+    writable?: boolean
+  } = {},
+) {
   const base = options.base ?? { ...DEFAULT_LOOP_CONFIG }
   let user: Record<string, number | boolean> | undefined = options.user
   let status = options.status ?? 'ready'

@@ -83,11 +83,22 @@ function seedRequire() {
 }
 
 /** The English `t` seat, filled as DSH's locale runtime fills `{name}` placeholders. */
-const englishSeat: LoopTranslate = (key, params) =>
-  LOOP_DICTIONARIES.en[key].replace(/\{(\w+)\}/g, (match, name: string) => String(params?.[name] ?? match))
+const englishSeat: LoopTranslate = (key, params) => LOOP_DICTIONARIES.en[key].replace(/\{(\w+)\}/g, (match, name: string) => String(params?.[name] ?? match))
 
-type DockOptions = { readonly name: 'conversation.input.dock'; readonly id: string; readonly order: number; readonly locale: 'loop'; readonly inject: (sessionId: string) => LoopDockInjected }
-type NodeOptions = { readonly name: 'conversation.chat.node'; readonly key: 'context'; readonly priority: number; readonly locale: 'loop'; readonly inject: () => HeartbeatRowInjected }
+type DockOptions = {
+  readonly name: 'conversation.input.dock'
+  readonly id: string
+  readonly order: number
+  readonly locale: 'loop'
+  readonly inject: (sessionId: string) => LoopDockInjected
+}
+type NodeOptions = {
+  readonly name: 'conversation.chat.node'
+  readonly key: 'context'
+  readonly priority: number
+  readonly locale: 'loop'
+  readonly inject: () => HeartbeatRowInjected
+}
 type ToolOptions = { readonly name: 'tool.call.toolview'; readonly key: string; readonly locale: 'loop'; readonly inject: () => ToolCallRowInjected }
 type CardOptions = { readonly name: 'settings.plugin.item'; readonly key: 'loop'; readonly locale: 'loop'; readonly inject: () => LoopSettingsInjected }
 type AnyOptions = DockOptions | NodeOptions | ToolOptions | CardOptions
@@ -145,7 +156,17 @@ function fakeContext() {
       declarations.set(key, callback)
       return () => undefined
     }),
-    entries: vi.fn(() => [...registered.filter(({ options }) => options.name === 'conversation.chat.node').map(({ options, component }) => ({ component, options: { key: 'context', priority: (options as NodeOptions).priority }, locale: 'loop', inject: options.inject })), hostEntry]),
+    entries: vi.fn(() => [
+      ...registered
+        .filter(({ options }) => options.name === 'conversation.chat.node')
+        .map(({ options, component }) => ({
+          component,
+          options: { key: 'context', priority: (options as NodeOptions).priority },
+          locale: 'loop',
+          inject: options.inject,
+        })),
+      hostEntry,
+    ]),
     register,
   }
   // The fiber Cordis runs `ctx.inject(['settingsScope'], …)` in: the same slots, its own lifetime and the scope binder.
@@ -161,7 +182,20 @@ function fakeContext() {
     slots,
     remote: { commands: { execute } },
   } as unknown as LoopClientContext
-  return { ctx, register, registered, execute, calls, dispose, unregister, hostContextRow, conversationT, settingsFiber, section, declareSlot: (key: string) => declarations.get(key)!() }
+  return {
+    ctx,
+    register,
+    registered,
+    execute,
+    calls,
+    dispose,
+    unregister,
+    hostContextRow,
+    conversationT,
+    settingsFiber,
+    section,
+    declareSlot: (key: string) => declarations.get(key)!(),
+  }
 }
 
 type Entry = { apply: (ctx: LoopClientContext) => void; inject: readonly string[] }
@@ -187,7 +221,12 @@ async function checkEntry(entry: Entry) {
   expect(section.listeners.size).toBe(1)
   vi.mocked(settingsFiber.effect).mock.results[0]!.value()
   expect(section.listeners.size).toBe(0)
-  expect(vi.mocked(ctx.slots.inject).mock.calls.map(([key]) => key)).toEqual(['conversation.input.dock', 'conversation.chat.node', 'tool.call.toolview', 'settings.plugin.item'])
+  expect(vi.mocked(ctx.slots.inject).mock.calls.map(([key]) => key)).toEqual([
+    'conversation.input.dock',
+    'conversation.chat.node',
+    'tool.call.toolview',
+    'settings.plugin.item',
+  ])
   expect(register).not.toHaveBeenCalled() // only once the host declares each slot
   expect(declareSlot('conversation.input.dock')).toBe(dispose)
   expect(declareSlot('conversation.chat.node')).toBe(dispose)
@@ -209,7 +248,13 @@ async function checkEntry(entry: Entry) {
   const toolView = render(
     React.createElement(create.component, {
       ...create.options.inject(),
-      block: { callId: 'c1', kind: 'tool-result', call: { argsRaw: '{"time_in_seconds":300,"prompt":"Check whether CI is green"}' }, content: [{ type: 'text', text: '{}' }], isError: false },
+      block: {
+        callId: 'c1',
+        kind: 'tool-result',
+        call: { argsRaw: '{"time_in_seconds":300,"prompt":"Check whether CI is green"}' },
+        content: [{ type: 'text', text: '{}' }],
+        isError: false,
+      },
       t: englishSeat,
     }),
   )
@@ -230,7 +275,8 @@ async function checkEntry(entry: Entry) {
     React.createElement(card.component, {
       ...actions,
       t: englishSeat,
-      useLoopSettings: <S>(selector: (state: ReturnType<typeof store.getSnapshot>) => S) => selector(React.useSyncExternalStore(store.subscribe, store.getSnapshot)),
+      useLoopSettings: <S>(selector: (state: ReturnType<typeof store.getSnapshot>) => S) =>
+        selector(React.useSyncExternalStore(store.subscribe, store.getSnapshot)),
     }),
   )
   fireEvent.click(screen.getByRole('button', { name: 'Show settings: Loops' }))
@@ -264,7 +310,10 @@ async function checkEntry(entry: Entry) {
     return selector === undefined ? value : selector(value)
   }) as LoopDockProps['useProjection']
   const loops = [{ id: 'loop_a1b2', prompt: 'Check the build', time_in_seconds: 90, next_at: Date.now() + 5_000 }]
-  const heartbeat = { content: [{ type: 'text', text: '<heartbeat>\n  <loop_id>loop_a1b2</loop_id>\n  <prompt>Check the build</prompt>\n</heartbeat>' }], source: { kind: 'plugin', plugin: 'loop' } }
+  const heartbeat = {
+    content: [{ type: 'text', text: '<heartbeat>\n  <loop_id>loop_a1b2</loop_id>\n  <prompt>Check the build</prompt>\n</heartbeat>' }],
+    source: { kind: 'plugin', plugin: 'loop' },
+  }
   const nodeView = render(React.createElement(node.component, { node: { data: heartbeat }, t: englishSeat, useProjection, ...nodeFace }))
   expect(nodeView.container.querySelector('[data-loop-heartbeat] button')!.textContent).toBe('↻Loop heartbeat·every 1m 30s·Check the build▾')
   const heartbeatText = nodeView.container.querySelector('pre')!.className

@@ -15,16 +15,7 @@ import { languageSource, translator, type Language } from '../support/ui-locale.
 import { A, B, C, D, T0, loop, projectionSource, runAtT0 } from '../support/ui-loops.ts'
 import type { LoopProjection, LoopRecord } from '../../src/types.ts'
 import { LoopDock } from '../../src/ui/LoopDock.tsx'
-import {
-  REPAINT_MS,
-  deleteCommand,
-  deleteFailureText,
-  dockLayout,
-  loopsOf,
-  readDeleteReply,
-  summaryText,
-  thrownDeleteFailure,
-} from '../../src/ui/dock.ts'
+import { REPAINT_MS, deleteCommand, deleteFailureText, dockLayout, loopsOf, readDeleteReply, summaryText, thrownDeleteFailure } from '../../src/ui/dock.ts'
 import { localDue, localInterval } from '../../src/ui/locales.ts'
 import type { LoopDockProps } from '../../src/ui/slot-props.ts'
 
@@ -53,7 +44,13 @@ function renderDock(loops: readonly LoopRecord[] | undefined, execute = vi.fn<(l
   const Outlet = () => createElement(LoopDock, { ...props, t: languages.useSeat() } as LoopDockProps)
   const view = render(createElement(Outlet))
   const untouched = () => {
-    for (const spy of [untouchable.useSession, untouchable.useInput, untouchable.useSessions, untouchable.useWorkspaces, ...Object.values(untouchable.inputActions)]) {
+    for (const spy of [
+      untouchable.useSession,
+      untouchable.useInput,
+      untouchable.useSessions,
+      untouchable.useWorkspaces,
+      ...Object.values(untouchable.inputActions),
+    ]) {
       expect(spy).not.toHaveBeenCalled()
     }
   }
@@ -126,7 +123,18 @@ describe('dock rules (src/ui/dock.ts)', () => {
       relayed('Session persistence failed: disk full'),
     )
     expect(readDeleteReply({ ok: true, value: { commandId: 'c', result: { kind: 'error' } } })).toEqual({ ok: false, failure: { reason: 'commandError' } })
-    for (const malformed of [null, undefined, 'Deleted', 42, {}, { ok: 'yes' }, { ok: true, value: null }, { ok: true, value: 'x' }, { ok: true, value: {} }, { ok: true, value: { result: { kind: 'maybe' } } }]) {
+    for (const malformed of [
+      null,
+      undefined,
+      'Deleted',
+      42,
+      {},
+      { ok: 'yes' },
+      { ok: true, value: null },
+      { ok: true, value: 'x' },
+      { ok: true, value: {} },
+      { ok: true, value: { result: { kind: 'maybe' } } },
+    ]) {
       expect(readDeleteReply(malformed)).toEqual({ ok: false, failure: { reason: 'malformed' } })
     }
   })
@@ -169,7 +177,11 @@ describe('thresholds', () => {
     expect(cell(row, 0)).toBe('↻ every 30s')
     expect(cell(row, 1)).toBe('next in 8s')
     expect(cell(row, 2)).toBe('Check whether the build is healthy')
-    expect(within(row).getAllByRole('button').map((button) => button.textContent)).toEqual(['Delete'])
+    expect(
+      within(row)
+        .getAllByRole('button')
+        .map((button) => button.textContent),
+    ).toEqual(['Delete'])
     expect(row.textContent).toBe('↻ every 30snext in 8sCheck whether the build is healthyDelete')
     expect(container.textContent).not.toMatch(/loop_|session|title/i)
     expect(screen.queryByRole('button', { name: /expand/i })).toBeNull()
@@ -208,7 +220,11 @@ describe('thresholds', () => {
     expect(button.getAttribute('aria-expanded')).toBe('true')
     const list = document.getElementById(button.getAttribute('aria-controls')!)!
     expect(list.hidden).toBe(false)
-    expect(within(list).getAllByRole('listitem').map((row) => cell(row, 2))).toEqual([A.prompt, B.prompt, C.prompt])
+    expect(
+      within(list)
+        .getAllByRole('listitem')
+        .map((row) => cell(row, 2)),
+    ).toEqual([A.prompt, B.prompt, C.prompt])
     expect(document.querySelector('[data-loop-summary]')!.firstElementChild!.textContent).toBe('↻ 3 active loops · next in 5s')
     fireEvent.click(button)
     expect(button.getAttribute('aria-expanded')).toBe('false')
@@ -409,11 +425,19 @@ describe('delete', () => {
     expect(execute).not.toHaveBeenCalled()
     expect(within(row).getByRole('status').textContent).toBe('Delete this loop?')
     const confirm = within(row).getByRole('button', { name: 'Confirm' })
-    expect(within(row).getAllByRole('button').map((button) => button.textContent)).toEqual(['Confirm', 'Cancel'])
+    expect(
+      within(row)
+        .getAllByRole('button')
+        .map((button) => button.textContent),
+    ).toEqual(['Confirm', 'Cancel'])
     expect(document.activeElement).toBe(confirm)
     expect(confirm.getAttribute('aria-describedby')).toBe(row.children[2]!.id)
     // the other row is untouched
-    expect(within(rowOf(B.prompt)).getAllByRole('button').map((button) => button.textContent)).toEqual(['Delete'])
+    expect(
+      within(rowOf(B.prompt))
+        .getAllByRole('button')
+        .map((button) => button.textContent),
+    ).toEqual(['Delete'])
   })
 
   it('cancels back to Delete, focused, without sending anything', () => {
@@ -464,7 +488,10 @@ describe('delete', () => {
 
   it('moves focus once after a deleted row leaves, never again on later repaints', async () => {
     const composer = document.body.appendChild(document.createElement('textarea'))
-    const { setLoops } = renderDock([A, B], vi.fn(async () => SUCCESS))
+    const { setLoops } = renderDock(
+      [A, B],
+      vi.fn(async () => SUCCESS),
+    )
     fireEvent.click(within(rowOf(A.prompt)).getByRole('button', { name: 'Delete' }))
     await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
     setLoops([B])
@@ -484,11 +511,18 @@ describe('delete', () => {
     fireEvent.click(within(rowOf(B.prompt)).getByRole('button', { name: 'Delete' }))
     fireEvent.click(within(rowOf(B.prompt)).getByRole('button', { name: 'Cancel' }))
     source.set({ loops: [A, B] })
-    expect(within(rowOf(A.prompt)).getAllByRole('button').map((button) => button.textContent)).toEqual(['Delete'])
+    expect(
+      within(rowOf(A.prompt))
+        .getAllByRole('button')
+        .map((button) => button.textContent),
+    ).toEqual(['Delete'])
   })
 
   it('lets the dock disappear after the last loop is deleted', async () => {
-    const { setLoops, container } = renderDock([A], vi.fn(async () => SUCCESS))
+    const { setLoops, container } = renderDock(
+      [A],
+      vi.fn(async () => SUCCESS),
+    )
     fireEvent.click(screen.getByRole('button', { name: 'Delete' }))
     await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
     setLoops([])
@@ -498,7 +532,10 @@ describe('delete', () => {
 
   it('does not move focus when the deleted row did not hold it', async () => {
     const outside = document.body.appendChild(document.createElement('input'))
-    const { setLoops } = renderDock([A, B], vi.fn(async () => SUCCESS))
+    const { setLoops } = renderDock(
+      [A, B],
+      vi.fn(async () => SUCCESS),
+    )
     fireEvent.click(within(rowOf(A.prompt)).getByRole('button', { name: 'Delete' }))
     await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
     outside.focus()
@@ -518,19 +555,30 @@ describe('delete', () => {
     await act(async () => void fireEvent.click(confirmA))
     expect(document.activeElement).toBe(confirmA)
     setLoops([B])
-    expect(within(rows()[0]!).getAllByRole('button').every((button) => button.getAttribute('aria-disabled') === 'true')).toBe(true)
+    expect(
+      within(rows()[0]!)
+        .getAllByRole('button')
+        .every((button) => button.getAttribute('aria-disabled') === 'true'),
+    ).toBe(true)
     expect(document.activeElement).toBe(document.body)
   })
 
   it('copes with the projection dropping the loop before the reply arrives', async () => {
     const pending = deferred()
-    const { setLoops } = renderDock([A, B], vi.fn(() => pending.promise))
+    const { setLoops } = renderDock(
+      [A, B],
+      vi.fn(() => pending.promise),
+    )
     fireEvent.click(within(rowOf(A.prompt)).getByRole('button', { name: 'Delete' }))
     fireEvent.click(screen.getByRole('button', { name: 'Confirm' }))
     setLoops([B])
     await settle(pending, { value: SUCCESS })
     expect(rows().map((row) => cell(row, 2))).toEqual([B.prompt])
-    expect(within(rows()[0]!).getAllByRole('button').map((button) => button.textContent)).toEqual(['Delete'])
+    expect(
+      within(rows()[0]!)
+        .getAllByRole('button')
+        .map((button) => button.textContent),
+    ).toEqual(['Delete'])
   })
 
   it.each([
@@ -556,7 +604,11 @@ describe('delete', () => {
     expect(within(row).getByRole('alert').textContent).toBe(message)
     expect(row.getAttribute('aria-busy')).toBeNull()
     expect(within(row).getByRole('status').textContent).toBe('Delete this loop?')
-    expect(within(row).getAllByRole('button').map((button) => [button.textContent, button.getAttribute('aria-disabled')])).toEqual([
+    expect(
+      within(row)
+        .getAllByRole('button')
+        .map((button) => [button.textContent, button.getAttribute('aria-disabled')]),
+    ).toEqual([
       ['Confirm', null],
       ['Cancel', null],
     ])
@@ -572,7 +624,11 @@ describe('delete', () => {
   })
 
   it.each([
-    ['a rejected promise', () => Promise.reject(new Error('client api: commands/execute failed: socket closed')), 'Delete failed: client api: commands/execute failed: socket closed'],
+    [
+      'a rejected promise',
+      () => Promise.reject(new Error('client api: commands/execute failed: socket closed')),
+      'Delete failed: client api: commands/execute failed: socket closed',
+    ],
     [
       'a synchronous throw',
       () => {
@@ -600,7 +656,11 @@ describe('delete', () => {
     fireEvent.keyDown(document.activeElement!, { key: 'Escape' })
     expect(document.activeElement).toBe(toggle())
     fireEvent.click(toggle())
-    expect(within(rowOf(C.prompt)).getAllByRole('button').map((button) => button.textContent)).toEqual(['Confirm', 'Cancel'])
+    expect(
+      within(rowOf(C.prompt))
+        .getAllByRole('button')
+        .map((button) => button.textContent),
+    ).toEqual(['Confirm', 'Cancel'])
     expect(document.activeElement).toBe(toggle()) // re-expanding does not jump into the row
   })
 })
@@ -667,7 +727,11 @@ describe('languages', () => {
     const row = rowOf(A.prompt)
     fireEvent.click(within(row).getByRole('button', { name: '删除' }))
     expect(within(row).getByRole('status').textContent).toBe('删除此循环？')
-    expect(within(row).getAllByRole('button').map((button) => button.textContent)).toEqual(['确认', '取消'])
+    expect(
+      within(row)
+        .getAllByRole('button')
+        .map((button) => button.textContent),
+    ).toEqual(['确认', '取消'])
     // Apart from the prompts (the user's own words), not one Latin letter is left, visible or accessible.
     const labels = [...dock()!.querySelectorAll('[aria-label]')].map((element) => element.getAttribute('aria-label'))
     const words = [dock()!.textContent!, ...labels].join(' ').replace(A.prompt, '').replace(B.prompt, '').replace('Late one', '')
@@ -680,7 +744,10 @@ describe('languages', () => {
   })
 
   it('follows a language switch live, keeping expansion, confirmation and errors', async () => {
-    const { setLanguage, execute } = renderDock([A, B, C], vi.fn(async () => ({ ok: false })))
+    const { setLanguage, execute } = renderDock(
+      [A, B, C],
+      vi.fn(async () => ({ ok: false })),
+    )
     fireEvent.click(screen.getByRole('button', { name: 'Expand' }))
     const row = rowOf(B.prompt)
     fireEvent.click(within(row).getByRole('button', { name: 'Delete' }))

@@ -29,7 +29,9 @@ describe('heartbeat row', () => {
   })
 
   /** DSH's own context renderer, as this entry finds it in the registry. */
-  const HostContextRow = vi.fn((props: Record<string, unknown>) => createElement('div', { 'data-host-row': '' }, (props.t as AnyTranslate)('message.contextInjection')))
+  const HostContextRow = vi.fn((props: Record<string, unknown>) =>
+    createElement('div', { 'data-host-row': '' }, (props.t as AnyTranslate)('message.contextInjection')),
+  )
 
   /** Render one chat node the way the keyed outlet does, with a live language and the loop projection. */
   function renderNode(data: unknown, loops: readonly LoopRecord[] | undefined, options: { language?: Language; host?: boolean } = {}) {
@@ -37,11 +39,22 @@ describe('heartbeat row', () => {
     const source = projectionSource(loops === undefined ? undefined : { loops: [...loops] })
     let active: Language = options.language ?? 'en'
     const hostWords: Record<Language, string> = { en: 'Context injection', zh: '上下文注入' }
-    const bindNamespace = vi.fn((ns: string): AnyTranslate => (key) => `${ns}/${key}: ${hostWords[active]}`)
+    const bindNamespace = vi.fn(
+      (ns: string): AnyTranslate =>
+        (key) =>
+          `${ns}/${key}: ${hostWords[active]}`,
+    )
     const shadowedRenderer = vi.fn(() => (options.host === false ? undefined : { component: HostContextRow, locale: 'conversation' }))
     const kit = { sessionId: 'session-5e55', useSession: vi.fn(), useTurnData: vi.fn(), renderMessageImages: vi.fn(), cwd: '/work' }
     const Outlet = () =>
-      createElement(ContextNode, { ...kit, node: { key: 'input-message:m1', kind: 'context', data }, t: languages.useSeat(), useProjection: source.useProjection, shadowedRenderer, bindNamespace } as HeartbeatRowProps)
+      createElement(ContextNode, {
+        ...kit,
+        node: { key: 'input-message:m1', kind: 'context', data },
+        t: languages.useSeat(),
+        useProjection: source.useProjection,
+        shadowedRenderer,
+        bindNamespace,
+      } as HeartbeatRowProps)
     const view = render(createElement(Outlet))
     return {
       ...view,

@@ -23,7 +23,13 @@ describe('heartbeat rules (src/ui/heartbeat.ts)', () => {
 
   it('joins text blocks as the model received them', () => {
     const text = renderHeartbeat({ id: 'loop_1', prompt: 'p', time_in_seconds: 1, next_at: T0 })
-    const data = { content: [{ type: 'text', text: text.slice(0, 20) }, { type: 'text', text: text.slice(20) }], source: { kind: 'plugin', plugin: 'loop' } }
+    const data = {
+      content: [
+        { type: 'text', text: text.slice(0, 20) },
+        { type: 'text', text: text.slice(20) },
+      ],
+      source: { kind: 'plugin', plugin: 'loop' },
+    }
     expect(readHeartbeat(data)).toEqual({ loopId: 'loop_1', prompt: 'p', text })
   })
 

@@ -24,7 +24,11 @@ describe('languages', () => {
       }
     }
     // zh carries no English word; en no Chinese character.
-    const words = (value: string) => value.replace(/\{\w+\}/g, '').replace('/loop', '').replace('DSH', '')
+    const words = (value: string) =>
+      value
+        .replace(/\{\w+\}/g, '')
+        .replace('/loop', '')
+        .replace('DSH', '')
     for (const value of Object.values(zh)) expect(words(value)).not.toMatch(/[A-Za-z]/)
     for (const value of Object.values(en)) expect(value).not.toMatch(/[\u3000-\u9fff\uff00-\uffef]/)
   })

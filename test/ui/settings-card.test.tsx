@@ -63,7 +63,11 @@ describe('settings card', () => {
     expect(input('Active loops per session').inputMode).toBe('numeric')
     expect(hintOf('Active loops per session')).toBe('From 1 to 1000. Creating one more is refused until a loop is deleted.')
     expect(hintOf('Prompt length (characters)')).toBe('From 1 to 100000. A longer prompt is refused, not cut; every heartbeat repeats the prompt.')
-    expect(within(card()!).getAllByRole('button').map((element) => element.textContent)).toEqual([header().textContent, 'Discard', 'Save'])
+    expect(
+      within(card()!)
+        .getAllByRole('button')
+        .map((element) => element.textContent),
+    ).toEqual([header().textContent, 'Discard', 'Save'])
     expect(button('Discard').disabled).toBe(true)
     expect(button('Save').disabled).toBe(true)
     expect(screen.queryByRole('status')).toBeNull()
@@ -113,7 +117,11 @@ describe('settings card', () => {
       'The settings file holds an invalid value here; the last valid one applies until you fix it. Enter a whole number from 1 to 1000, or leave blank to use the default.',
     )
     expect(within(card()!).getByText('Overridden')).toBeTruthy()
-    expect(form.getSnapshot()).toMatchObject({ dirty: false, invalid: false, fields: { maxLoopsPerSession: { text: '0', overridden: true, invalid: true, invalidStored: true } } })
+    expect(form.getSnapshot()).toMatchObject({
+      dirty: false,
+      invalid: false,
+      fields: { maxLoopsPerSession: { text: '0', overridden: true, invalid: true, invalidStored: true } },
+    })
     type('Prompt length (characters)', '500')
     expect(button('Save').disabled).toBe(false)
     await act(async () => fireEvent.click(button('Save')))
@@ -213,7 +221,10 @@ describe('settings card', () => {
     fireEvent.click(button('Reset to default'))
     expect(form.getSnapshot()).toMatchObject({ dirty: true, toggles: { resumeOnStart: { checked: true, overridden: false } } })
     await act(async () => fireEvent.click(button('Save')))
-    expect(host.writes).toEqual([['set', 'resumeOnStart', false], ['unset', 'resumeOnStart']])
+    expect(host.writes).toEqual([
+      ['set', 'resumeOnStart', false],
+      ['unset', 'resumeOnStart'],
+    ])
     expect(host.user).toBeUndefined()
     // Staging the value it already has, or a reset of nothing stored, writes nothing.
     fireEvent.click(box())
@@ -253,7 +264,11 @@ describe('settings card', () => {
     type('提示词长度上限（字符）', '100')
     await act(async () => fireEvent.click(button('保存')))
     expect(screen.getByRole('status').textContent).toBe('本部署没有接受这些值，已保留供你修改。')
-    expect(within(card()!).getAllByRole('button').map((element) => element.textContent)).toEqual(['定时循环通过 /loop 或由模型创建的定时重复提示。未保存', '恢复默认', '恢复默认', '放弃修改', '保存'])
+    expect(
+      within(card()!)
+        .getAllByRole('button')
+        .map((element) => element.textContent),
+    ).toEqual(['定时循环通过 /loop 或由模型创建的定时重复提示。未保存', '恢复默认', '恢复默认', '放弃修改', '保存'])
     const words = [card()!.textContent!, ...[...card()!.querySelectorAll('[aria-label]')].map((element) => element.getAttribute('aria-label'))].join(' ')
     expect(words.replace(/\/loop/g, '')).not.toMatch(/[A-Za-z]/)
     const before = card()

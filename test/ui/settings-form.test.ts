@@ -92,7 +92,11 @@ describe('settings form', () => {
     const host = sectionScope()
     const form = new LoopSettingsForm(host.scope)
     form.edit('maxLoopsPerSession', '0')
-    expect(form.getSnapshot()).toMatchObject({ dirty: true, invalid: true, fields: { maxLoopsPerSession: { text: '0', overridden: false, invalid: true, invalidStored: false } } })
+    expect(form.getSnapshot()).toMatchObject({
+      dirty: true,
+      invalid: true,
+      fields: { maxLoopsPerSession: { text: '0', overridden: false, invalid: true, invalidStored: false } },
+    })
     await form.save()
     expect(host.writes).toEqual([])
     form.edit('maxLoopsPerSession', '1')
@@ -100,7 +104,10 @@ describe('settings form', () => {
     expect(form.getSnapshot()).toMatchObject({
       dirty: true,
       invalid: false,
-      fields: { maxLoopsPerSession: { text: '1', overridden: true, invalid: false, invalidStored: false }, maxPromptLength: { text: '4000', overridden: false, invalid: false, invalidStored: false } },
+      fields: {
+        maxLoopsPerSession: { text: '1', overridden: true, invalid: false, invalidStored: false },
+        maxPromptLength: { text: '4000', overridden: false, invalid: false, invalidStored: false },
+      },
     })
     await act(() => form.save())
     expect(host.writes).toEqual([['set', 'maxLoopsPerSession', 1]])
@@ -128,7 +135,10 @@ describe('settings form', () => {
     const host = sectionScope({ base: { maxLoopsPerSession: 8, maxPromptLength: 4000 }, user: { maxLoopsPerSession: 3, maxPromptLength: 900 } })
     const form = new LoopSettingsForm(host.scope)
     form.resetField('maxLoopsPerSession')
-    expect(form.getSnapshot()).toMatchObject({ dirty: true, fields: { maxLoopsPerSession: { text: '8', overridden: false, invalid: false, invalidStored: false } } })
+    expect(form.getSnapshot()).toMatchObject({
+      dirty: true,
+      fields: { maxLoopsPerSession: { text: '8', overridden: false, invalid: false, invalidStored: false } },
+    })
     form.edit('maxPromptLength', '  ')
     expect(form.getSnapshot().fields.maxPromptLength).toEqual({ text: '  ', overridden: false, invalid: false, invalidStored: false })
     await act(() => form.save())
@@ -137,7 +147,11 @@ describe('settings form', () => {
       ['unset', 'maxPromptLength'],
     ])
     expect(host.user).toBeUndefined()
-    expect(form.getSnapshot()).toMatchObject({ dirty: false, failed: false, fields: { maxLoopsPerSession: { text: '8', overridden: false }, maxPromptLength: { text: '4000', overridden: false } } })
+    expect(form.getSnapshot()).toMatchObject({
+      dirty: false,
+      failed: false,
+      fields: { maxLoopsPerSession: { text: '8', overridden: false }, maxPromptLength: { text: '4000', overridden: false } },
+    })
     // A reset of a field the user layer does not hold writes nothing.
     form.resetField('maxPromptLength')
     expect(form.getSnapshot().dirty).toBe(false)
