@@ -93,8 +93,11 @@ for (const file of docFiles()) {
       if (!roots.has(first) || (!path.includes('/') && !/\.[a-z]+$/.test(path))) continue
       if (!exists(path)) problems.push(`${where}: \`${code}\` does not exist`)
     }
-    // Markdown links and images: relative targets resolve against the linking file.
-    for (const [, target] of line.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+    // Markdown links, images and reference definitions: relative targets resolve against the linking file.
+    const targets = [...line.matchAll(/\]\(<?([^)\s>]+)>?(?:\s+"[^"]*")?\)/g)].map((match) => match[1])
+    const definition = /^\s{0,3}\[[^\]]+\]:\s*<?([^\s>]+)>?/.exec(line)
+    if (definition) targets.push(definition[1])
+    for (const target of targets) {
       if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue
       const [pathPart, anchor] = target.split('#')
       const abs = pathPart === '' ? join(root, file) : resolve(dirname(join(root, file)), pathPart)
