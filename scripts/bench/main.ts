@@ -40,7 +40,7 @@ const outFile = resolve(PROJECT, outIndex === -1 ? 'BENCHMARKS.md' : args[outInd
  */
 const REPEATS = quick
   ? { sides: 1, lateness: 1, overdue: 3, overdueBurst: 1, start: 1, startTrials: 4 }
-  : { sides: 3, lateness: 3, overdue: 7, overdueBurst: 3, start: 3, startTrials: 6 }
+  : { sides: 5, lateness: 3, overdue: 7, overdueBurst: 3, start: 5, startTrials: 6 }
 const timings: JobTiming[] = []
 /** Copies of the grown log the growth job leaves for the side jobs, and the start job's stored homes; removed at the end, whatever happens. */
 const snapshotRoots: string[] = []

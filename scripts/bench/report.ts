@@ -404,7 +404,7 @@ function methodLines(context: RunContext, results: BenchResults): string[] {
     '  growth of the floor itself with the heap is in the context table.',
     `- **Lateness (row 5)**: ${plural(latenessRuns, 'run')} of each targeted scenario, each in a fresh process, the scenarios’ order rotating per round.`,
     '  A p99 depends on the few worst moments of a window (a slow fsync, a GC pause), so one window is one sample of it. The two',
-    '  1,000-loop scenarios measure a 10 s window in a full run (2,000 instants each) to keep the whole run within about 8 minutes.',
+    '  1,000-loop scenarios measure a 10 s window in a full run (2,000 instants each) to keep the whole run within about 10 minutes.',
     `- **Overdue at start (row 8)**: pairs of trials on fresh copies of one log, alternating which side goes first, after one`,
     `  untimed pair: ${plural(results.overdue.runtime.length, 'pair')} for ${results.overdue.loops} loops, ${plural(results.overdueBurst.runtime.length, 'pair')} for the ${exact(results.overdueBurst.loops)}-loop burst.`,
     `- **Start (row 9)**: ${plural(results.start.length, 'process')}, each booting both sides ${plural(results.start[0]!.result.samples.idleStartWith.length, 'time')} alternately (after three untimed idle boots and one untimed revival of each, the`,
