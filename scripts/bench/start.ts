@@ -30,17 +30,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Context } from '@deepseek-ai/cordis'
 import type { AgentStatus } from '@deepseek-ai/dsh-agent'
-import { createApiRemoteAgentResolver } from '@deepseek-ai/dsh-api-remotes'
 import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
-import TypertRegistry from '@deepseek-ai/dsh-typert-registry'
-import StoragePlugin from '@deepseek-ai/dsh-storage'
-import * as storageDomainPlugin from '@deepseek-ai/dsh-storage-domain'
-import * as storageJsonPlugin from '@deepseek-ai/dsh-storage-json'
-import ProjectionCachePlugin from '@deepseek-ai/dsh-session-projection-cache'
-import WorkspacePlugin from '@deepseek-ai/dsh-workspace'
 import * as loopPlugin from '../../src/index.ts'
 import { activeLoops, emptyLoopFold, foldLoopEvents } from '../../src/domain.ts'
 import { REVIVE_CONCURRENCY } from '../../src/revive.ts'
+import { mountWebComposition, type PluginModule } from '../../test/support/compose-host.ts'
 import { bootHost, copyRoot, createAgent, runTool, type Host } from './host.ts'
 import { collectGarbage, median, preciseNow } from './stats.ts'
 
@@ -108,43 +102,22 @@ export interface StartBenchResult {
   }
 }
 
-type PluginModule = Parameters<Context['plugin']>[0]
-
 /** Untimed boots of each side before the timed idle boots. */
 const WARM_UP_ROUNDS = 3
 
-/** Agent options of every bench agent; the provider is never reached. */
-const AGENT_OPTIONS = { provider: 'deepseek-official', model: 'deepseek-chat' } as const
-
 /**
- * Mount what DSH web composes around cold sessions, in its order (dsh-web-app's patch, as
- * test/host.ts's `home` option does): a home, storage with the JSON domain backend, the workspace
- * registry (archive), the projection cache (checkpoints), the Typert registry and the host's resolver.
+ * Mount what DSH web composes around cold sessions (the tests' composition, `mountWebComposition`),
+ * with a resolver whose setup keeps the model boundary fake: a brought-back session must never reach a provider.
  */
 async function mountWebResolver(ctx: Context, home: string): Promise<void> {
-  ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
-  await ctx.plugin(StoragePlugin as unknown as PluginModule)
-  await ctx.plugin(storageJsonPlugin as unknown as PluginModule, { root: join(home, 'storages') } as never)
-  await ctx.plugin(storageDomainPlugin as unknown as PluginModule, { backend: 'json' } as never)
-  await ctx.plugin(WorkspacePlugin as unknown as PluginModule)
-  await ctx.plugin(ProjectionCachePlugin as unknown as PluginModule, { writeEveryEvents: 200, writeIntervalMs: 5000 } as never)
-  await ctx.plugin(TypertRegistry as unknown as PluginModule)
-  await ctx.plugin({
-    name: 'bench-host-resolver',
-    inject: ['agents', 'sessions', 'sessionPersistence'],
-    apply: (resolverCtx: Context) => {
-      createApiRemoteAgentResolver(resolverCtx, {
-        agentOptions: () => AGENT_OPTIONS,
-        // The model boundary stays fake: a brought-back session must never reach a provider.
-        setup: () => (agentCtx: Context) => {
-          const agent = agentCtx.agent!
-          const idle: AgentStatus = 'idle'
-          for (const method of ['send', 'steer', 'followup']) Object.defineProperty(agent, method, { value: () => {}, configurable: true })
-          Object.defineProperty(agent, 'status', { get: () => idle, configurable: true })
-        },
-      })
+  await mountWebComposition(ctx, home, {
+    resolverSetup: () => (agentCtx: Context) => {
+      const agent = agentCtx.agent!
+      const idle: AgentStatus = 'idle'
+      for (const method of ['send', 'steer', 'followup']) Object.defineProperty(agent, method, { value: () => {}, configurable: true })
+      Object.defineProperty(agent, 'status', { get: () => idle, configurable: true })
     },
-  } as unknown as PluginModule)
+  })
 }
 
 /** Boot the web-like host on a stored home, with or without the plugin. */

@@ -5,21 +5,21 @@
  * but `send`, `steer` and `followup` are spies and `status` is controllable.
  * The composition itself is test/support/compose-host.ts (shared with the bench).
  */
-import { join } from 'node:path'
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent, AgentHandle, AgentStatus } from '@deepseek-ai/dsh-agent'
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
-import { createApiRemoteAgentResolver } from '@deepseek-ai/dsh-api-remotes'
-import TypertRegistry from '@deepseek-ai/dsh-typert-registry'
-import * as storageDomainPlugin from '@deepseek-ai/dsh-storage-domain'
-import * as storageJsonPlugin from '@deepseek-ai/dsh-storage-json'
-import StoragePlugin from '@deepseek-ai/dsh-storage'
-import ProjectionCachePlugin from '@deepseek-ai/dsh-session-projection-cache'
-import WorkspacePlugin from '@deepseek-ai/dsh-workspace'
 import { CallId } from '@deepseek-ai/dsh-llm'
 import { afterEach, vi, type Mock } from 'vitest'
-import { AGENT_OPTIONS, composeHost, createRootAgent, resumeRootAgent, tempDir as makeTempDir, type PluginModule } from './compose-host.ts'
+import {
+  AGENT_OPTIONS,
+  composeHost,
+  createRootAgent,
+  mountWebComposition,
+  resumeRootAgent,
+  tempDir as makeTempDir,
+  type WebCompositionOptions,
+} from './compose-host.ts'
 
 export { AGENT_OPTIONS }
 
@@ -75,42 +75,15 @@ const probeTool = defineTool({
   execute: async () => 'probe',
 })
 
-/**
- * Mount what DSH web composes around cold sessions, in its order (dsh-web-app's
- * patch): a home, storage with the JSON domain backend under `storages/`, the
- * workspace registry (archive), the projection cache (checkpoints), the Typert
- * registry and, unless `resolver` is false, the host's own agent resolver.
- */
-async function mountWebComposition(ctx: Context, home: string, resolver: boolean, stores: boolean): Promise<void> {
-  ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
-  if (stores) {
-    await ctx.plugin(StoragePlugin as unknown as PluginModule)
-    await ctx.plugin(storageJsonPlugin as unknown as PluginModule, { root: join(home, 'storages') } as never)
-    await ctx.plugin(storageDomainPlugin as unknown as PluginModule, { backend: 'json' } as never)
-    await ctx.plugin(WorkspacePlugin as unknown as PluginModule)
-    await ctx.plugin(ProjectionCachePlugin as unknown as PluginModule, { writeEveryEvents: 200, writeIntervalMs: 5000 } as never)
+/** What DSH web's setup does in kind: mount the session's preset (here one tool) before publication. */
+const presetSetup: NonNullable<WebCompositionOptions['resolverSetup']> = ({ meta }) => {
+  if (meta.id.startsWith(REFUSED_SESSION_PREFIX)) throw new Error(`agent preset of ${meta.id} is no longer supplied`)
+  return (agentCtx: Context) => {
+    const agent = agentCtx.agent!
+    const boundary = installBoundary(agent)
+    agentCtx.tools.register(probeTool)
+    resolvedFakes.set(agent.id, { agent, handle: { agent } as AgentHandle, ...boundary })
   }
-  await ctx.plugin(TypertRegistry as unknown as PluginModule)
-  if (!resolver) return
-  await ctx.plugin({
-    name: 'test-host-resolver',
-    inject: ['agents', 'sessions', 'sessionPersistence'],
-    apply: (resolverCtx: Context) => {
-      createApiRemoteAgentResolver(resolverCtx, {
-        agentOptions: () => AGENT_OPTIONS,
-        // What DSH web's setup does in kind: mount the session's preset (here one tool) before publication.
-        setup: ({ meta }) => {
-          if (meta.id.startsWith(REFUSED_SESSION_PREFIX)) throw new Error(`agent preset of ${meta.id} is no longer supplied`)
-          return (agentCtx: Context) => {
-            const agent = agentCtx.agent!
-            const boundary = installBoundary(agent)
-            agentCtx.tools.register(probeTool)
-            resolvedFakes.set(agent.id, { agent, handle: { agent } as AgentHandle, ...boundary })
-          }
-        },
-      })
-    },
-  } as unknown as PluginModule)
 }
 
 /** A booted host. */
@@ -139,7 +112,10 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
     apiKeyEnv: API_KEY_ENV,
     ...(home === undefined
       ? {}
-      : { beforeLoop: (hostCtx: Context) => mountWebComposition(hostCtx, home, options.resolver !== false, options.webStores !== false) }),
+      : {
+          beforeLoop: (hostCtx: Context) =>
+            mountWebComposition(hostCtx, home, { stores: options.webStores !== false, ...(options.resolver === false ? {} : { resolverSetup: presetSetup }) }),
+        }),
   })
   trackFlushes(ctx)
   return { ctx, root, dispose: () => ctx.fiber.dispose() }
