@@ -244,36 +244,51 @@ function isStoredInstant(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
 }
 
-/** Decode one stored record, also stripping the previous build's `title` and `allow_steer`. */
+/** Fields a stored record may hold: today's four, and the previous build's `title` and `allow_steer`, which decoding strips. */
+const RECORD_FIELDS: ReadonlySet<string> = new Set(['id', 'prompt', 'time_in_seconds', 'next_at', 'title', 'allow_steer'])
+
+/** Leading or trailing whitespace, by the same definition as `String.prototype.trim`. */
+const PADDED = /^\s|\s$/
+
+/**
+ * Decode one stored record, also stripping the previous build's `title` and `allow_steer`.
+ * A record without them is returned as it is, not copied: the host deep-freezes every
+ * logged event, and a million-event resume decodes every create, so no copy and no key array.
+ */
 function decodeRecord(value: unknown): LoopRecord {
   if (!isRecord(value)) corrupt('loop is not an object')
-  const allowed = ['id', 'prompt', 'time_in_seconds', 'next_at', 'title', 'allow_steer']
-  const extra = Object.keys(value).find((key) => !allowed.includes(key))
-  if (extra !== undefined) corrupt(`unexpected field "${extra}"`)
+  let legacy = false
+  for (const key in value) {
+    if (!RECORD_FIELDS.has(key)) corrupt(`unexpected field "${key}"`)
+    if (key === 'title' || key === 'allow_steer') legacy = true
+  }
   const { id, prompt, time_in_seconds: seconds, next_at: nextAt, title, allow_steer: allowSteer } = value
   if (!isLoopId(id)) corrupt('invalid id')
-  if (typeof prompt !== 'string' || prompt.trim() === '' || prompt !== prompt.trim()) corrupt(`invalid prompt for ${id}`)
+  if (typeof prompt !== 'string' || prompt === '' || PADDED.test(prompt)) corrupt(`invalid prompt for ${id}`)
   // Records written before intervals were bounded stay readable (and deletable): any positive safe integer.
   if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds <= 0) corrupt(`invalid time_in_seconds for ${id}`)
   if (!isStoredInstant(nextAt)) corrupt(`invalid next_at for ${id}`)
+  if (!legacy) return value as unknown as LoopRecord
   if (title !== undefined && typeof title !== 'string') corrupt(`invalid legacy title for ${id}`)
   if (allowSteer !== undefined && typeof allowSteer !== 'boolean') corrupt(`invalid legacy allow_steer for ${id}`)
   return { id, prompt, time_in_seconds: seconds, next_at: nextAt }
 }
 
-/** Require exactly these keys on a change envelope. */
+/** Require exactly these keys on a change envelope, without allocating (this runs once per logged change). */
 function assertChangeKeys(value: Record<string, unknown>, keys: readonly string[]): void {
-  const actual = Object.keys(value)
-  const extra = actual.find((key) => !keys.includes(key))
-  if (extra !== undefined) corrupt(`unexpected field "${extra}" on ${String(value.operation)}`)
-  const missing = keys.find((key) => !actual.includes(key))
-  if (missing !== undefined) corrupt(`missing field "${missing}" on ${String(value.operation)}`)
+  let count = 0
+  for (const key in value) {
+    if (!keys.includes(key)) corrupt(`unexpected field "${key}" on ${String(value.operation)}`)
+    count += 1
+  }
+  if (count === keys.length) return
+  const missing = keys.find((key) => !Object.hasOwn(value, key))
+  corrupt(`missing field "${missing}" on ${String(value.operation)}`)
 }
 
-/** Decode an id-bearing change field. */
-function decodeId(value: unknown): string {
+/** Check an id-bearing change field. */
+function assertStoredId(value: unknown): void {
   if (!isLoopId(value)) corrupt('invalid id')
-  return value
 }
 
 /**
@@ -288,19 +303,21 @@ export function decodeLoopChange(data: unknown): StoredLoopChange {
   if (data.version !== LOOP_CHANGE_VERSION) corrupt(`unsupported version ${JSON.stringify(data.version)}`)
   switch (data.operation) {
     case 'create':
+    case 'update': {
       assertChangeKeys(data, ['version', 'operation', 'loop'])
-      return { version: 1, operation: 'create', loop: decodeRecord(data.loop) }
-    case 'update':
-      assertChangeKeys(data, ['version', 'operation', 'loop'])
-      return { version: 1, operation: 'update', loop: decodeRecord(data.loop) }
+      const loop = decodeRecord(data.loop)
+      // A valid change is its own decoding (see decodeRecord); only a stripped legacy record needs a new envelope.
+      return loop === data.loop ? (data as unknown as StoredLoopChange) : { version: 1, operation: data.operation, loop }
+    }
     case 'delete':
       assertChangeKeys(data, ['version', 'operation', 'id'])
-      return { version: 1, operation: 'delete', id: decodeId(data.id) }
-    case 'dispatch': {
+      assertStoredId(data.id)
+      return data as unknown as StoredLoopChange
+    case 'dispatch':
       assertChangeKeys(data, ['version', 'operation', 'id', 'next_at'])
       if (!isStoredInstant(data.next_at)) corrupt('invalid dispatch next_at')
-      return { version: 1, operation: 'dispatch', id: decodeId(data.id), next_at: data.next_at }
-    }
+      assertStoredId(data.id)
+      return data as unknown as StoredLoopChange
     default:
       return corrupt(`unknown operation ${JSON.stringify(data.operation)}`)
   }

@@ -205,6 +205,17 @@ describe('decoding', () => {
     expect(decodeLoopChange(dispatchChange('loop_a', NOW))).toEqual({ version: 1, operation: 'dispatch', id: 'loop_a', next_at: NOW })
   })
 
+  it('returns a valid change itself, not a copy (the host deep-freezes logged events)', () => {
+    const create = createChange(loopA)
+    const dispatch = dispatchChange('loop_a', NOW)
+    const remove = deleteChange('loop_a')
+    expect(decodeLoopChange(create)).toBe(create)
+    expect(decodeLoopChange(dispatch)).toBe(dispatch)
+    expect(decodeLoopChange(remove)).toBe(remove)
+    const legacy = { version: 1, operation: 'create', loop: { ...loopA, title: 'Build' } }
+    expect(decodeLoopChange(legacy)).not.toBe(legacy)
+  })
+
   it('strips the previous build title and allow_steer from create and update', () => {
     const legacy = { ...loopA, title: 'Build', allow_steer: false }
     expect(decodeLoopChange({ version: 1, operation: 'create', loop: legacy })).toEqual({ version: 1, operation: 'create', loop: loopA })
