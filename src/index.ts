@@ -54,7 +54,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   // Absent where DSH provides no home (an in-process host without app-boot): no hints, no start-up path.
   const home = loopHomeFiles(ctx)
   const cleanups = new Map<Agent, () => Promise<void>>()
-  /** Runtimes by session, so the one append feed reaches its session's runtime in O(1). */
+  /** Runtimes by session, so a claim reaches its session's runtime in O(1). */
   const runtimes = new Map<Session, LoopRuntime>()
 
   /** Attach a runtime and tools to one root agent, unwinding with the agent. */
@@ -78,10 +78,11 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   }
 
   ctx.effect(() => {
-    const stopFeed = ctx.on('session/event', (session, event) => runtimes.get(session)?.observe(event))
-    // DSH takes a message out of the inbox before it logs it as the step's user message;
-    // in between, the claim is the only sign that the open turn already has that heartbeat.
-    const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message }) => runtimes.get(agent.session)?.noteClaimed(message))
+    // No `session/event` listener: the host runs every listener on every append of every session
+    // (about 8% of an append's cost for one that does nothing), and the runtime needs none of it.
+    // It folds the changes it appends itself, and the open turn comes from here: DSH takes a
+    // message out of the inbox, naming the turn, before it logs it as the step's user message.
+    const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message, turn }) => runtimes.get(agent.session)?.noteClaimed(message, turn))
     // Outermost (prepend) and after every inner hook (`await next()`), so nothing this plugin
     // did not see can change the step's input between this check and DSH logging it.
     const stopPreStep = ctx.on(
@@ -101,7 +102,6 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
       stopCreated()
       stopPreStep()
       stopClaimed()
-      stopFeed()
       const pending = [...cleanups.values()]
       cleanups.clear()
       await Promise.allSettled(pending.map((cleanup) => cleanup()))

@@ -97,27 +97,13 @@ export class LoopRuntime {
   }
 
   /**
-   * Follow one appended event of this runtime's session (the host's post-commit
-   * feed). In-order events are folded at once, so no drive re-reads the log; an
-   * out-of-order one (appended before this runtime existed) is left to {@link sync}.
-   * @param event - the event exactly as recorded.
-   */
-  observe(event: SessionEvent): void {
-    if (this.fault !== undefined) return
-    try {
-      this.view.observe(event)
-    } catch (error) {
-      this.stop(this.corruption(error))
-    }
-  }
-
-  /**
-   * Count a heartbeat the agent just took out of its inbox for the open turn,
-   * before DSH logs it as the step's user message.
+   * Count a heartbeat the agent just took out of its inbox for a turn, before
+   * DSH logs it as the step's user message.
    * @param message - the claimed message.
+   * @param turn - the turn that claimed it.
    */
-  noteClaimed(message: unknown): void {
-    this.view.noteClaimed(message)
+  noteClaimed(message: unknown, turn: number): void {
+    this.view.noteClaimed(message, turn)
   }
 
   /**
@@ -178,7 +164,7 @@ export class LoopRuntime {
       this.assertRunnable(label, signal)
       // A deleted loop's waiting heartbeat leaves the inbox first, durably, in the same flush as the delete.
       if (change.operation === 'delete') this.withdrawHeartbeats(waitingHeartbeats(this.inboxMessages()).get(change.id))
-      this.agent.session.append(LOOP_CHANGE_EVENT, change)
+      this.foldAppended(this.agent.session.append(LOOP_CHANGE_EVENT, change))
       try {
         await flushSession(this.ctx, this.agent.session)
       } catch (error) {
@@ -251,22 +237,37 @@ export class LoopRuntime {
   }
 
   /**
-   * Catch up with the log. Normally a no-op (the feed folded every event); only
-   * events appended before this runtime observed the session are read from the log.
+   * The current fold. The first call reads the log (events appended before this
+   * runtime existed); every later one returns the fold as it is, because every
+   * later change is one this runtime appended and folded ({@link foldAppended}).
    * @returns the current fold.
    * @throws LoopError `corrupt_loop_log`, after stopping the runtime.
    */
   private sync(): TrackedLoopFold {
     if (this.fault !== undefined) throw this.fault
-    const session = this.agent.session
-    if (this.view.position < session.seq) {
+    if (!this.view.caughtUp) {
       try {
-        this.view.catchUp(session.events)
+        this.view.catchUp(this.agent.session.events)
       } catch (error) {
         throw this.stop(this.corruption(error))
       }
     }
     return this.view.fold
+  }
+
+  /**
+   * Fold a change this runtime just appended. It was decided over the fold, so it
+   * always applies; if it ever did not, the fold no longer matches the log, and the
+   * runtime stops as it does for a corrupt log.
+   */
+  private foldAppended(event: SessionEvent): void {
+    try {
+      this.view.foldAppended(event)
+      /* v8 ignore start -- unreachable: every appended change was decided over this fold (see the doc comment). */
+    } catch (error) {
+      throw this.stop(this.corruption(error))
+    }
+    /* v8 ignore stop */
   }
 
   /** The diagnostic for a corrupt record. */
@@ -434,12 +435,14 @@ export class LoopRuntime {
 
   /** Append one dispatch; returns why it could not be recorded, if it could not. */
   private recordDispatch(loop: LoopRecord, nextAt: number): string | undefined {
+    let event: SessionEvent
     try {
-      this.agent.session.append(LOOP_CHANGE_EVENT, dispatchChange(loop.id, nextAt))
-      return undefined
+      event = this.agent.session.append(LOOP_CHANGE_EVENT, dispatchChange(loop.id, nextAt))
     } catch (error) {
       return `dispatch of ${loop.id} could not be recorded: ${describeError(error)}`
     }
+    this.foldAppended(event)
+    return undefined
   }
 }
 

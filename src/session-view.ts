@@ -1,17 +1,14 @@
 /**
- * The incremental view of one session: its loops folded from the log, the
- * position folded so far, the loops whose heartbeat the open turn already took,
- * and the heartbeats waiting in the inbox. Host-free: it folds the events and
- * messages it is given with the same pure functions the tests call.
+ * The incremental view of one session: its loops folded from the log and from
+ * the changes the runtime appends, the loops whose heartbeat the open turn
+ * already took, and the heartbeats waiting in the inbox. Host-free: it folds the
+ * events and messages it is given with the same pure functions the tests call.
  * @module dsh-plugin-loop/session-view
  */
 import type { MessageId } from '@deepseek-ai/dsh-llm'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { LOOP_CHANGE_EVENT, applyLoopChange, decodeLoopChange, emptyLoopFold, type TrackedLoopFold } from './domain.ts'
 import { readHeartbeat } from './heartbeat.ts'
-
-/** Events that open or close a turn: the open turn's heartbeats are those after the last of them. */
-const TURN_BOUNDARIES: ReadonlySet<string> = new Set(['turn/start', 'turn/end'])
 
 /** An inbox message as the view reads it: a heartbeat or anything else, with its id. */
 export interface InboxMessage {
@@ -37,15 +34,22 @@ export function waitingHeartbeats(messages: Iterable<InboxMessage>): Map<string,
 }
 
 /**
- * One session's loops, open turn and (during a batch) waiting heartbeats, kept
- * current event by event. A corrupt record throws out of the call that folds it
- * and leaves the position at that record.
+ * One session's loops, open turn and (during a batch) waiting heartbeats. The
+ * log is read once, when the runtime first needs it ({@link catchUp}); after
+ * that the view is kept current without following the log: the runtime is the
+ * only writer of `loop/change` in its session and folds each change it appends
+ * ({@link foldAppended}), and the open turn comes from the agent's claims, which
+ * name their turn. A corrupt record throws out of the call that folds it and
+ * leaves the view at that record.
  */
 export class SessionView {
   /** The loops folded so far. */
   readonly fold: TrackedLoopFold = emptyLoopFold()
   private next: number
-  /** Loops whose heartbeat is a user message of the open turn (cleared at every turn boundary). */
+  private read = false
+  /** The turn {@link openTurn} belongs to; undefined when no turn is known to be open. */
+  private turn: number | undefined
+  /** Loops whose heartbeat is a user message of {@link turn}. */
   private readonly openTurn = new Set<string>()
   /** While a batch runs: each loop's heartbeats still waiting in the inbox. */
   private watched: Map<string, MessageId[]> | undefined
@@ -57,9 +61,9 @@ export class SessionView {
     this.next = from
   }
 
-  /** Log position folded so far: every event before it has been folded. */
-  get position(): number {
-    return this.next
+  /** Whether the log has been read: from then on, only appended changes are folded. */
+  get caughtUp(): boolean {
+    return this.read
   }
 
   /** The loops whose heartbeat the open turn already took. */
@@ -68,32 +72,11 @@ export class SessionView {
   }
 
   /**
-   * Fold one event if it is the next one; an out-of-order event is left to {@link catchUp}.
-   * @param event - the event exactly as recorded.
-   * @returns whether it was folded.
-   */
-  observe(event: SessionEvent): boolean {
-    if (event.seq !== this.next) return false
-    switch (event.type) {
-      case LOOP_CHANGE_EVENT:
-        applyLoopChange(this.fold, decodeLoopChange(event.data))
-        break
-      case 'turn/start':
-      case 'turn/end':
-        this.openTurn.clear()
-        break
-      default:
-        this.noteHeartbeat(event)
-    }
-    this.next = event.seq + 1
-    return true
-  }
-
-  /**
-   * Fold the rest of the log in two passes, as cheap as a resumed log of a
-   * million events allows: every loop change forward, then only the events
-   * after the last turn boundary for the open turn's heartbeats. Indexing, not
-   * slicing, so the log is never copied.
+   * Read the log once, in two passes, as cheap as a resumed log of a million
+   * events allows: every loop change forward, then only the events after the
+   * last turn boundary for the open turn's heartbeats. Indexing, not slicing,
+   * so the log is never copied. A corrupt record throws and the next call
+   * resumes at it.
    * @param events - the whole log (its index is its position).
    */
   catchUp(events: readonly SessionEvent[]): void {
@@ -103,31 +86,47 @@ export class SessionView {
       if (event.type === LOOP_CHANGE_EVENT) applyLoopChange(this.fold, decodeLoopChange(event.data))
       this.next = index + 1
     }
+    this.read = true
     let openTurnFrom = from
     for (let index = events.length - 1; index >= from; index -= 1) {
-      if (!TURN_BOUNDARIES.has(events[index]!.type)) continue
-      this.openTurn.clear()
+      const event = events[index]!
+      if (event.type === 'turn/end') this.enterTurn(undefined)
+      else if (event.type === 'turn/start') this.enterTurn(turnOf(event))
+      else continue
       openTurnFrom = index + 1
       break
     }
-    for (let index = openTurnFrom; index < events.length; index += 1) this.noteHeartbeat(events[index]!)
+    for (let index = openTurnFrom; index < events.length; index += 1) {
+      const event = events[index]!
+      if (event.type === 'user/message') this.noteHeartbeat(event.data)
+    }
   }
 
   /**
-   * Count a heartbeat the agent took out of its inbox for the open turn, before
-   * DSH logs it as the step's user message; it no longer waits.
-   * @param message - the claimed message, untrusted.
+   * Fold a `loop/change` this runtime just appended (the log's only writer of them).
+   * @param event - the event exactly as recorded.
    */
-  noteClaimed(message: unknown): void {
-    const heartbeat = readHeartbeat(message)
+  foldAppended(event: SessionEvent): void {
+    applyLoopChange(this.fold, decodeLoopChange(event.data))
+  }
+
+  /**
+   * Count a heartbeat the agent took out of its inbox for a turn, before DSH
+   * logs it as the step's user message; it no longer waits. A claim for a newer
+   * turn than the one the view knows begins that turn's set.
+   * @param message - the claimed message, untrusted.
+   * @param turn - the turn that claimed it.
+   */
+  noteClaimed(message: unknown, turn: number): void {
+    if (turn !== this.turn) this.enterTurn(turn)
+    const heartbeat = this.noteHeartbeat(message)
     if (heartbeat === undefined) return
-    this.openTurn.add(heartbeat.loopId)
     // A batch's own wake-up can claim a heartbeat it still counts as waiting.
-    const ids = this.watched?.get(heartbeat.loopId)
+    const ids = this.watched?.get(heartbeat)
     if (ids === undefined) return
     const rest = ids.filter((id) => id !== (message as InboxMessage).id)
-    if (rest.length === 0) this.watched!.delete(heartbeat.loopId)
-    else this.watched!.set(heartbeat.loopId, rest)
+    if (rest.length === 0) this.watched!.delete(heartbeat)
+    else this.watched!.set(heartbeat, rest)
   }
 
   /**
@@ -145,8 +144,23 @@ export class SessionView {
     this.watched = undefined
   }
 
-  /** Remember a heartbeat the open turn took. */
-  private noteHeartbeat(event: SessionEvent): void {
-    if (event.type === 'user/message') this.noteClaimed(event.data)
+  /** Begin a turn's set (undefined: no turn open); the same turn keeps what it has. */
+  private enterTurn(turn: number | undefined): void {
+    if (turn !== undefined && turn === this.turn) return
+    this.turn = turn
+    this.openTurn.clear()
   }
+
+  /** Remember a heartbeat the open turn took; returns its loop id, if it is one. */
+  private noteHeartbeat(message: unknown): string | undefined {
+    const heartbeat = readHeartbeat(message)
+    if (heartbeat !== undefined) this.openTurn.add(heartbeat.loopId)
+    return heartbeat?.loopId
+  }
+}
+
+/** The turn number a `turn/start` names (DSH's claims name the same numbers); undefined if it names none. */
+function turnOf(event: SessionEvent): number | undefined {
+  const data = event.data as { readonly turn?: unknown }
+  return typeof data.turn === 'number' ? data.turn : undefined
 }

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { formatList, parseLoopCommand } from '../src/commands.ts'
-import { loopChanges, runCommand, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './support/host.ts'
+import { loopChanges, resumeFakeAgent, runCommand, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './support/host.ts'
 
 describe('parseLoopCommand', () => {
   it.each([
@@ -73,17 +73,20 @@ describe('/loop through the real command runtime', () => {
       text: 'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.',
     })
     expect(loopChanges(fake.agent)).toEqual([])
-    // A record an earlier build accepted: its next_at lies beyond what a Date represents.
+    // A record an earlier build accepted (its next_at lies beyond what a Date represents), in a log this build reopens.
     fake.agent.session.append('loop/change', {
       version: 1,
       operation: 'create',
       loop: { id: 'loop_far', prompt: 'far away', time_in_seconds: 8_700_000_000_000, next_at: NOW + 8_700_000_000_000_000 },
     })
-    expect(await runCommand(host, fake.agent, '/loop list')).toEqual({
+    await host.ctx.sessions.flush(fake.agent.session)
+    await fake.handle.dispose()
+    const reopened = await resumeFakeAgent(host, fake.agent.session.id)
+    expect(await runCommand(host, reopened.agent, '/loop list')).toEqual({
       kind: 'success',
       text: '1 active loop:\nloop_far  every 100694444d 10h 40m  next in 100694444d 10h 40m (beyond the representable date range)  far away',
     })
-    expect(await runCommand(host, fake.agent, '/loop delete loop_far')).toEqual({ kind: 'success', text: 'Deleted loop_far.' })
+    expect(await runCommand(host, reopened.agent, '/loop delete loop_far')).toEqual({ kind: 'success', text: 'Deleted loop_far.' })
   })
 
   it('tells an id that breaks the id rule apart from an unknown one', async () => {

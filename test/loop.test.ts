@@ -482,13 +482,27 @@ describe('failures', () => {
     expect(loopChanges(fake.agent)).toHaveLength(1)
   })
 
-  it('stops at once when a corrupt record arrives later: nothing fires and tool calls get the diagnostic', async () => {
+  /**
+   * The session `fake` reopened after a corrupt record reached its log: the only way one gets
+   * there, since the runtime is the log's only writer of loop changes (a damaged file, another
+   * build). The record is appended past the runtime, flushed, and the agent resumed.
+   */
+  async function reopenWithCorruptRecord(data: unknown): Promise<FakeAgent> {
+    fake.agent.session.append('loop/change', data as never)
+    await host.ctx.sessions.flush(fake.agent.session)
+    const id = fake.agent.session.id
+    await fake.handle.dispose()
+    fake = await resumeFakeAgent(host, id)
+    return fake
+  }
+
+  it('fails closed on a corrupt record in the log it reopens: nothing fires and tool calls get the diagnostic', async () => {
     await create('armed', 60)
     await settle()
-    fake.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_missing' })
+    const reopened = await reopenWithCorruptRecord({ version: 1, operation: 'delete', id: 'loop_missing' })
     await advance(120_000, 10_000)
-    expect(fake.send).not.toHaveBeenCalled()
-    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    expect(reopened.send).not.toHaveBeenCalled()
+    const listed = await runTool(host, reopened.agent, 'loop_list', {})
     expect(listed.isError ? listed.error.message : undefined).toBe(
       'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_missing).',
     )
@@ -499,11 +513,12 @@ describe('failures', () => {
     await create('fine', 1, healthy)
     await create('doomed', 1)
     await settle()
-    fake.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_missing' })
+    const reopened = await reopenWithCorruptRecord({ version: 1, operation: 'delete', id: 'loop_missing' })
+    healthy.send.mockClear()
     await advance(3000)
-    expect(fake.send).not.toHaveBeenCalled()
+    expect(reopened.send).not.toHaveBeenCalled()
     expect(healthy.send).toHaveBeenCalledTimes(3)
-    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    const listed = await runTool(host, reopened.agent, 'loop_list', {})
     expect(listed.isError ? listed.error : undefined).toEqual({
       message: 'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_missing).',
       info: { name: 'LoopError', code: 'corrupt_loop_log' },
@@ -512,13 +527,13 @@ describe('failures', () => {
 
   it('names the corrupt record to every tool call and refuses writes', async () => {
     await settle()
-    fake.agent.session.append('loop/change', { version: 9 } as never)
+    const reopened = await reopenWithCorruptRecord({ version: 9 })
     const message = 'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: unsupported version 9).'
-    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    const listed = await runTool(host, reopened.agent, 'loop_list', {})
     expect(listed.isError ? listed.error.message : 'succeeded').toBe(message)
-    const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'p', time_in_seconds: 1 })
+    const created = await runTool(host, reopened.agent, 'loop_create', { prompt: 'p', time_in_seconds: 1 })
     expect(created.isError ? created.error.message : 'succeeded').toBe(message)
-    expect(loopChanges(fake.agent)).toHaveLength(1)
+    expect(loopChanges(reopened.agent)).toHaveLength(1)
   })
 })
 
@@ -565,6 +580,25 @@ describe('the queue, driven directly', () => {
     await settle()
     expect(agent.send).toHaveBeenCalledTimes(1)
     expect(loopChanges(agent.agent).map((change) => (change as { operation: string }).operation)).toEqual(['create', 'dispatch'])
+    await runtime.dispose()
+  })
+
+  it('decides again after the pre-dispatch flush: a clock set back meanwhile leaves nothing due, so nothing is sent', async () => {
+    appendDueLoop('loop_clock')
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    const flushes = holdFlushes()
+    runtime.start()
+    await vi.advanceTimersByTimeAsync(0)
+    expect(flushes.spy).toHaveBeenCalledTimes(1)
+    // The wall clock moves back ten seconds while the flush is in progress.
+    vi.setSystemTime(Date.now() - 10_000)
+    flushes.release()
+    await settle()
+    expect(agent.send).not.toHaveBeenCalled()
+    expect(loopChanges(agent.agent).map((change) => (change as { operation: string }).operation)).toEqual(['create'])
+    // It stays armed: once the clock reaches the occurrence again, it fires.
+    await advance(10_000)
+    expect(agent.send).toHaveBeenCalledTimes(1)
     await runtime.dispose()
   })
 
@@ -839,40 +873,46 @@ describe('admitting a step', () => {
     const rejected = { kind: 'reject' as const }
     expect(runtime.admitStep([gone], rejected)).toBe(rejected)
     // A corrupt log: nothing is known about the loops, so the step passes unchanged.
-    agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
+    const damaged = await createFakeAgent(bare, 'ses-admit-corrupt')
+    damaged.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
+    const stopped = new LoopRuntime(bare.ctx, damaged.agent, { oneShot: false })
     const unknown = { kind: 'enter' as const, messages: [gone] }
-    expect(runtime.admitStep([gone], unknown)).toBe(unknown)
+    expect(stopped.admitStep([gone], unknown)).toBe(unknown)
+    // And every later step too: the fault stands.
+    expect(stopped.admitStep([gone], unknown)).toBe(unknown)
+    await stopped.dispose()
     await runtime.dispose()
     await stopFakeHost(bare)
   })
 })
 
-describe('the append feed', () => {
-  it('leaves out-of-order events to the next read and stops on a corrupt record that lands during a drive', async () => {
+describe('reading the log', () => {
+  it('reads it once, on first need; every later change is one the runtime appended and folds itself', async () => {
     useFakeClock()
     const bare = await bootHost({ loop: false })
-    const agent = await createFakeAgent(bare, 'ses-feed')
+    const agent = await createFakeAgent(bare, 'ses-read-once')
+    const session = agent.agent.session
+    // Appended before the runtime existed: the first read finds them.
+    session.append('loop/change', createChange({ id: 'loop_one', prompt: 'one', time_in_seconds: 60, next_at: Date.now() + 60_000 }))
+    session.append('loop/change', createChange({ id: 'loop_two', prompt: 'two', time_in_seconds: 1, next_at: Date.now() + 1000 }))
+    const reads = vi.spyOn(session, 'events', 'get')
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
-    agent.agent.session.append('loop/change', createChange({ id: 'loop_one', prompt: 'one', time_in_seconds: 60, next_at: Date.now() + 60_000 }))
-    const second = agent.agent.session.append('loop/change', createChange({ id: 'loop_two', prompt: 'two', time_in_seconds: 1, next_at: Date.now() }))
-    // Seen out of order (the first was appended before this runtime followed the feed): left for sync.
-    runtime.observe(second)
     expect(await runtime.transact('loop_list', signal(), (state) => ({ result: Object.keys(state.loops) }))).toEqual(['loop_one', 'loop_two'])
-    // A drive is due; while its flush waits, a corrupt record lands and is observed: the drive sends nothing.
-    let release!: () => void
-    const real = bare.ctx.sessions.flush.bind(bare.ctx.sessions)
-    const spy = vi
-      .spyOn(bare.ctx.sessions, 'flush')
-      .mockImplementationOnce((session) => new Promise<boolean>((resolve) => (release = () => void real(session).then(resolve))))
+    expect(reads).toHaveBeenCalledTimes(1)
     runtime.start()
-    await vi.advanceTimersByTimeAsync(0)
-    const corrupt = agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
-    runtime.observe(corrupt)
-    runtime.observe(agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_one' }))
-    release()
-    spy.mockRestore()
-    await settle()
-    expect(agent.send).not.toHaveBeenCalled()
+    // Three occurrences of loop_two: three heartbeats and three dispatches, folded as they are appended.
+    await advance(3000)
+    expect(agent.send).toHaveBeenCalledTimes(3)
+    const deleted = await runtime.transact('loop_delete', signal(), (state) => ({
+      result: Object.values(state.loops).map((loop) => loop.next_at),
+      change: { version: 1, operation: 'delete', id: 'loop_two' },
+    }))
+    expect(deleted).toEqual([Date.now() + 60_000 - 3000, Date.now() + 1000])
+    expect(await runtime.transact('loop_list', signal(), (state) => ({ result: Object.keys(state.loops) }))).toEqual(['loop_one'])
+    await advance(3000)
+    expect(agent.send).toHaveBeenCalledTimes(3)
+    expect(reads).toHaveBeenCalledTimes(1)
+    reads.mockRestore()
     await runtime.dispose()
     await stopFakeHost(bare)
   })
