@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { cpus, loadavg, platform, release, tmpdir, totalmem } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { AppendResult } from './append.ts'
 import type { DockResult } from './dock.ts'
 import { GROWTH_SIZES, type GrowthResult } from './growth.ts'
 import { LATENESS_SCENARIOS, isTargetedScenario, type LatenessResult } from './lateness.ts'
@@ -32,15 +33,16 @@ const outIndex = args.indexOf('--out')
 const outFile = resolve(PROJECT, outIndex === -1 ? 'BENCHMARKS.md' : args[outIndex + 1]!)
 
 /**
- * Independent repeats of every judged quantity. Sides: pairs of processes (with the plugin, host
- * alone), alternating which goes first. Lateness: rounds of the targeted scenarios, one process
+ * Independent repeats of every judged quantity. Append: processes, each holding both sides and
+ * interleaving their appends, in blocks. Sides (the cold open): pairs of processes (with the plugin,
+ * host alone), alternating which goes first. Lateness: rounds of the targeted scenarios, one process
  * each, rotating their order. Overdue (20 loops, and the 1,000-loop burst): pairs of trials,
  * alternating. Start: processes, each alternating its sides over `trials` boots, the side that
  * goes first alternating between processes.
  */
 const REPEATS = quick
-  ? { sides: 1, lateness: 1, overdue: 3, overdueBurst: 1, start: 1, startTrials: 4 }
-  : { sides: 5, lateness: 3, overdue: 7, overdueBurst: 3, start: 5, startTrials: 6 }
+  ? { append: 1, appendBlocks: 3, sides: 1, lateness: 1, overdue: 3, overdueBurst: 1, start: 1, startTrials: 4 }
+  : { append: 3, appendBlocks: 5, sides: 9, lateness: 3, overdue: 7, overdueBurst: 3, start: 5, startTrials: 6 }
 const timings: JobTiming[] = []
 /** Copies of the grown log the growth job leaves for the side jobs, and the start job's stored homes; removed at the end, whatever happens. */
 const snapshotRoots: string[] = []
@@ -88,12 +90,22 @@ const loadBefore = loadavg()
 try {
   const growth = await job<GrowthResult>('growth', { quick })
   snapshotRoots.push(...growth.snapshots.map((snapshot) => snapshot.root))
+  const sizes = quick ? GROWTH_SIZES.quick : GROWTH_SIZES.full
+  const largestSnapshot = growth.snapshots.reduce((left, right) => (right.at > left.at ? right : left))
+  const append: AppendResult[] = []
+  for (let run = 0; run < REPEATS.append; run += 1) {
+    const options = { snapshots: growth.snapshots, firstAt: sizes.append[0]!, blocks: REPEATS.appendBlocks }
+    append.push(await job<AppendResult>('append', options, `append, both sides interleaved (${run + 1} of ${REPEATS.append})`))
+  }
   const sides: SidePair[] = []
   for (let pair = 0; pair < REPEATS.sides; pair += 1) {
     const withFirst = pair % 2 === 0
-    const options = (loop: boolean) => ({ loop, snapshots: growth.snapshots, firstAt: (quick ? GROWTH_SIZES.quick : GROWTH_SIZES.full).append[0]! })
     const runSide = (loop: boolean) =>
-      job<SideResult>('side', options(loop), `side ${loop ? 'with the plugin' : 'host alone'} (pair ${pair + 1} of ${REPEATS.sides})`)
+      job<SideResult>(
+        'side',
+        { loop, snapshot: largestSnapshot },
+        `cold open ${loop ? 'with the plugin' : 'host alone'} (pair ${pair + 1} of ${REPEATS.sides})`,
+      )
     const first = await runSide(withFirst)
     const second = await runSide(!withFirst)
     sides.push(withFirst ? { with: first, without: second, withFirst } : { with: second, without: first, withFirst })
@@ -144,7 +156,7 @@ try {
     command: `pnpm run bench${quick ? ' -- --quick' : ''}`,
     jobs: timings,
   }
-  const results: BenchResults = { growth, sides, lateness, overdue, overdueBurst, memory, dock, start }
+  const results: BenchResults = { growth, append, sides, lateness, overdue, overdueBurst, memory, dock, start }
   mkdirSync(dirname(LAST_RUN), { recursive: true })
   writeFileSync(LAST_RUN, JSON.stringify({ context, results }))
   writeFileSync(outFile, renderReport(context, results))

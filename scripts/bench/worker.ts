@@ -6,6 +6,7 @@
  * @module scripts/bench/worker
  */
 import { writeFileSync } from 'node:fs'
+import { runAppend, type AppendOptions } from './append.ts'
 import { runDock } from './dock.ts'
 import { GROWTH_SIZES, runGrowth } from './growth.ts'
 import { runLateness, type LatenessScenario } from './lateness.ts'
@@ -19,6 +20,7 @@ type Log = (line: string) => void
 /** Every job by name: its options (JSON from main.ts) to its JSON-serializable result. */
 const JOBS: Record<string, (options: never, log: Log) => Promise<unknown>> = {
   growth: (options: { quick: boolean }, log) => runGrowth(options.quick ? GROWTH_SIZES.quick : GROWTH_SIZES.full, log),
+  append: (options: AppendOptions, log) => runAppend(options, log),
   side: (options: SideOptions, log) => runSide(options, log),
   lateness: (options: { scenario: LatenessScenario }, log) => runLateness(options.scenario, log),
   overdue: (options: { rounds: number; loops: number }, log) => runOverdue(options.rounds, options.loops, log),
