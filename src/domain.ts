@@ -59,7 +59,17 @@ export interface TrackedLoopFold extends LoopFoldState {
  * @returns a state no one else holds.
  */
 export function emptyLoopFold(): TrackedLoopFold {
-  return { loops: {}, usedIds: new Set() }
+  return { loops: emptyLoopTable(), usedIds: new Set() }
+}
+
+/**
+ * An empty table of active loops by id. Null-prototype, which V8 keeps as a hash table from the
+ * start: a plain `{}` takes a new hidden class for every new key, and a long session adds a key
+ * per loop ever created (a million-event log folded cold took 172 ms in `applyLoopChange` alone).
+ * @returns a fresh table.
+ */
+export function emptyLoopTable(): Record<string, LoopRecord> {
+  return Object.create(null) as Record<string, LoopRecord>
 }
 
 /**

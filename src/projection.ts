@@ -6,7 +6,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Session, SessionEvent } from '@deepseek-ai/dsh-session'
 import type {} from '@deepseek-ai/dsh-session-projection'
 import { z } from 'zod'
-import { LOOP_CHANGE_EVENT, activeLoops, applyLoopChange, decodeLoopChange, type LoopFoldState } from './domain.ts'
+import { LOOP_CHANGE_EVENT, activeLoops, applyLoopChange, decodeLoopChange, emptyLoopTable, type LoopFoldState } from './domain.ts'
 import type { LoopProjection } from './types.ts'
 
 /** Projection key, also the dock's `useProjection` key. */
@@ -61,7 +61,7 @@ function markInheritedLoopEvents(session: Session): void {
 
 /** The state of a session with no loops. */
 export function initLoopProjection(): LoopProjectionState {
-  return { loops: {}, corrupt: false }
+  return { loops: emptyLoopTable(), corrupt: false }
 }
 
 /**
@@ -83,7 +83,7 @@ export function applyLoopProjection(state: LoopProjectionState, event: SessionEv
     applyLoopChange(state, decodeLoopChange(event.data))
     return { loops: state.loops, corrupt: false }
   } catch {
-    return { loops: {}, corrupt: true }
+    return { loops: emptyLoopTable(), corrupt: true }
   }
 }
 

@@ -10,8 +10,8 @@
  */
 import type { Session } from '@deepseek-ai/dsh-session'
 import { foldLoopLog, foldScheduleLog, toScheduleLog } from './fold.ts'
-import { FLOOR_TOOL, bootHost, copyRoot, createAgent, registerFloorTool, runTool, type FakeAgent, type Host } from './host.ts'
-import { LogWriter, growTo, loopId, syntheticCreate } from './log.ts'
+import { FLOOR_TOOL, bootHost, copyRoot, createAgent, registerFloorTool, resumeAgent, runTool, type FakeAgent, type Host } from './host.ts'
+import { LogWriter, SYNTHETIC_INTERVAL_SECONDS, growTo } from './log.ts'
 import { median, spread, time, timeSync, type Spread } from './stats.ts'
 
 /** Which log lengths each row measures at. */
@@ -128,45 +128,55 @@ export interface GrowthResult {
   readonly snapshots: readonly Snapshot[]
 }
 
-/** One session of the host and its writer. */
+/** One session of the host and its writer (both replaced when the session is reopened). */
 interface Side {
   readonly host: Host
-  readonly fake: FakeAgent
-  readonly session: Session
-  readonly writer: LogWriter
+  fake: FakeAgent
+  session: Session
+  writer: LogWriter
   buildMs: number
+  /** The probe loop {@link appendProbe} created and deletes next, if any. */
+  probe: string | undefined
 }
 
 async function side(host: Host, id: string): Promise<Side> {
   const fake = await createAgent(host, id)
   const writer = new LogWriter(fake.agent.session)
   writer.seedStandingLoops()
-  return { host, fake, session: fake.agent.session, writer, buildMs: 0 }
+  return { host, fake, session: fake.agent.session, writer, buildMs: 0, probe: undefined }
 }
-
-async function grow(target: Side, events: number): Promise<void> {
-  target.buildMs += await time(() => growTo(target.host, target.writer, target.session, events))
-}
-
-let driveLoops = 0
-const openProbes = new Map<Session, string>()
 
 /**
- * One `loop/change` appended and flushed: exactly what every create, delete and dispatch appends
- * (a probe loop is created, then deleted on the next call). Flushed first, so the drive's flush
- * barrier finds no I/O to wait for and the time is the drive's own work.
+ * Grow a session, then reopen it: the writer appends past the plugin's runtime (which folds only the
+ * changes it appends itself), so the session is closed and resumed and its runtime reads the grown
+ * log as it reads any stored one. What is measured next is a long session as DSH holds it after a
+ * restart: its whole history in the runtime's fold and the projection.
+ */
+async function grow(target: Side, events: number): Promise<void> {
+  target.buildMs += await time(() => growTo(target.host, target.writer, target.session, events))
+  const id = target.session.id
+  await target.fake.dispose()
+  target.fake = await resumeAgent(target.host, id)
+  target.session = target.fake.agent.session
+  target.writer = new LogWriter(target.session, target.writer.nextCycle)
+  await runTool(target.host, target.fake.agent, 'loop_list', {})
+}
+
+/**
+ * One `loop/change` through the real tools, untimed: a probe loop is created, then deleted on the
+ * next call (what every create, delete and dispatch appends). Its flush is done when the tool
+ * returns, so the drive's flush barrier finds no I/O to wait for and the time is the drive's own work.
  */
 async function appendProbe(target: Side): Promise<void> {
-  const open = openProbes.get(target.session)
-  if (open === undefined) {
-    const id = loopId(0xe0000000 + driveLoops++)
-    openProbes.set(target.session, id)
-    target.session.append('loop/change', syntheticCreate(id, 'drive probe'))
+  const { host, fake } = target
+  if (target.probe === undefined) {
+    target.probe = (
+      (await runTool(host, fake.agent, 'loop_create', { prompt: 'drive probe', time_in_seconds: SYNTHETIC_INTERVAL_SECONDS })) as { id: string }
+    ).id
   } else {
-    openProbes.delete(target.session)
-    target.session.append('loop/change', { version: 1, operation: 'delete', id: open })
+    await runTool(host, fake.agent, 'loop_delete', { id: target.probe })
+    target.probe = undefined
   }
-  await target.host.ctx.sessions.flush(target.session)
 }
 
 /** One drive trial: a probe event, then `loop_list` and the floor call back to back (order alternating). */

@@ -125,6 +125,8 @@ export interface FakeAgent {
   /** How many sends so far. */
   readonly sends: () => number
   setStatus(status: AgentStatus): void
+  /** Dispose the agent (its session stays stored, to be resumed). */
+  dispose(): Promise<void>
 }
 
 /** Replace the model-facing methods of a real agent before it is published. */
@@ -161,7 +163,7 @@ function boundarySetup() {
 export async function createAgent(host: Host, id: string): Promise<FakeAgent> {
   const { fake, setup } = boundarySetup()
   const handle = await createRootAgent(host.ctx, host.root, id, setup)
-  return Object.assign(fake, { agent: handle.agent })
+  return Object.assign(fake, { agent: handle.agent, dispose: () => handle.dispose() })
 }
 
 /**
@@ -176,7 +178,7 @@ export async function resumeAgent(host: Host, id: string, onSend?: (message: unk
   // A runtime may send while the resume is still settling: the boundary must be in place first.
   if (onSend !== undefined) fake.onSend = onSend
   const handle = await resumeRootAgent(host.ctx, id, setup)
-  return Object.assign(fake, { agent: handle.agent })
+  return Object.assign(fake, { agent: handle.agent, dispose: () => handle.dispose() })
 }
 
 let callNumber = 0

@@ -61,6 +61,11 @@ export class LogWriter {
     this.turn = firstCycle
   }
 
+  /** The next cycle's number: a writer that continues this log on a reopened session starts here. */
+  get nextCycle(): number {
+    return this.cycle
+  }
+
   /** Create the standing loops (once, first). */
   seedStandingLoops(): void {
     for (let index = 0; index < STANDING_LOOPS; index += 1) {

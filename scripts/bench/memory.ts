@@ -1,7 +1,7 @@
 /**
  * Row 6: memory, after full GCs (node --expose-gc). Two real hosts, one with
  * the plugin and one without, get the same `loop/change` events appended to a
- * live session; the plugin's share is the with-plugin heap growth minus the
+ * session, which each then reopens (see `reopen`); the plugin's share is the with-plugin heap growth minus the
  * host-only growth (the log itself). Active loops are appended as creates (1,000:
  * the most `maxLoopsPerSession` allows; every change makes the host validate the
  * whole view, so far larger counts only slow the row down quadratically);
@@ -9,7 +9,7 @@
  * @module scripts/bench/memory
  */
 import type { Session } from '@deepseek-ai/dsh-session'
-import { bootHost, createAgent, runTool, type FakeAgent, type Host } from './host.ts'
+import { bootHost, createAgent, resumeAgent, runTool, type FakeAgent, type Host } from './host.ts'
 import { SYNTHETIC_INTERVAL_SECONDS, loopId, syntheticCreate } from './log.ts'
 import { collectGarbage, median } from './stats.ts'
 
@@ -33,6 +33,18 @@ export interface MemoryResult {
 function heap(): number {
   collectGarbage()
   return process.memoryUsage().heapUsed
+}
+
+/**
+ * Flush a session the bench appended to past its runtime, then close and resume it, so the plugin's
+ * runtime reads those events as it reads any stored log (it folds only what it appends itself), and
+ * settle. Both sides do the same, so the resumed agent's own objects cancel out.
+ */
+async function reopen(host: Host, fake: FakeAgent, plugin: boolean): Promise<void> {
+  const id = fake.agent.session.id
+  await host.ctx.sessions.flush(fake.agent.session)
+  await fake.dispose()
+  await settle(host, await resumeAgent(host, id), plugin)
 }
 
 /** Make the plugin settle its view of the session: the runtime folds (a list call) and the projection is read. */
@@ -108,10 +120,10 @@ export async function runMemory(activeLoops: number, cycles: number, log: (line:
     const ids: string[] = []
     const start = heap()
     appendCreates(withoutAgent.agent.session, activeLoops, ids)
-    await settle(withoutHost, withoutAgent, false)
+    await reopen(withoutHost, withoutAgent, false)
     const middle = heap()
     appendCreates(withAgent.agent.session, activeLoops, ids)
-    await settle(withHost, withAgent, true)
+    await reopen(withHost, withAgent, true)
     const end = heap()
     const perLoop = (end - middle - (middle - start)) / activeLoops
     perLoopSamples.push(perLoop)
@@ -128,10 +140,10 @@ export async function runMemory(activeLoops: number, cycles: number, log: (line:
   await settle(withoutHost, withoutAgent, false)
   const start = heap()
   await appendCycles(withoutHost, withoutAgent.agent.session, cycles)
-  await settle(withoutHost, withoutAgent, false)
+  await reopen(withoutHost, withoutAgent, false)
   const middle = heap()
   await appendCycles(withHost, withAgent.agent.session, cycles)
-  await settle(withHost, withAgent, true)
+  await reopen(withHost, withAgent, true)
   const end = heap()
   const hostCycleGrowth = middle - start
   const cycleGrowth = end - middle - hostCycleGrowth

@@ -502,9 +502,10 @@ function driveLines(growth: GrowthResult): string[] {
   return [
     '## 2. Drive cost after one appended event',
     '',
-    'A drive triggered through the public path: one `loop/change` appended (create or delete of a probe loop, what every create,',
-    'delete and dispatch appends) and flushed, then `loop_list` through the real tool runtime, which queues behind the runtime and',
-    'reads its fold (so every full-log read the drive path makes is inside the time). The host floor is a bench tool through the',
+    'A drive triggered through the public path: one `loop/change` appended by a real `loop_create` or `loop_delete` of a probe loop',
+    '(untimed, its flush done), then `loop_list` through the real tool runtime, which queues behind the runtime and reads its fold',
+    '(so every full-log read the drive path makes is inside the time). After the log is grown to each size the session is closed',
+    'and resumed, so its runtime holds the whole history as after a restart (the bench writer appends past it). The host floor is a bench tool through the',
     'same tool runtime that awaits the same flush barrier and returns nothing, timed back to back with each `loop_list` (order',
     'alternating); the plugin’s share is their difference. "Idle" is `loop_list` again with nothing appended since the previous one.',
     'The from-scratch fold is the plugin’s own fold over `session.events` from empty; `foldScheduleEvents` (DSH’s',
