@@ -10,7 +10,10 @@
  * {@link CHUNK} events in ABBA order, each chunk after a minor GC (so each
  * chunk's own scavenges collect only its own garbage) and timed as process CPU
  * time. A block is {@link QUADS_PER_BLOCK} such ABBA quads; its ratio is the
- * sum of the plugin's chunks over the sum of the host's.
+ * median of its quads' ratios: now and then a quad takes a major GC of the
+ * whole heap (hundreds of ms at 1M, where the process holds two copies of the
+ * log), charged to whichever side happens to run, and the median sets that
+ * quad aside for both sides alike.
  * @module scripts/bench/append
  */
 import { rmSync } from 'node:fs'
@@ -18,7 +21,7 @@ import type { Session } from '@deepseek-ai/dsh-session'
 import type { Snapshot } from './growth.ts'
 import { bootHost, copyRoot, createAgent, resumeAgent, runTool, type FakeAgent, type Host } from './host.ts'
 import { LogWriter, growTo } from './log.ts'
-import { collectGarbage } from './stats.ts'
+import { collectGarbage, median } from './stats.ts'
 
 /** Events per timed chunk. */
 export const CHUNK = 1_000
@@ -29,11 +32,19 @@ export const QUADS_PER_BLOCK = 5
 /** Cycle numbers appended to a resumed log start here, past every id the grown log used. */
 const RESUMED_FIRST_CYCLE = 0x08000000
 
-/** One block at one size: each side's CPU ms per 10k events. */
-export interface AppendBlock {
+/** One ABBA quad: each side's CPU ms for its two chunks. */
+export interface AppendQuad {
   readonly with: number
   readonly without: number
 }
+
+/** One block at one size: its quads in run order. */
+export interface AppendBlock {
+  readonly quads: readonly AppendQuad[]
+}
+
+/** CPU ms per 10k events of one side's two chunks in a quad. */
+export const QUAD_TO_PER_10K = 10_000 / (2 * CHUNK)
 
 /** Row 1 at one size, in one process. */
 export interface AppendPoint {
@@ -90,7 +101,7 @@ interface Pair {
  * @param pair - the two sessions.
  * @param withFirst - whether the plugin's side opens the quad.
  */
-async function quad(pair: Pair, withFirst: boolean): Promise<AppendBlock> {
+async function quad(pair: Pair, withFirst: boolean): Promise<AppendQuad> {
   const order = withFirst ? [pair.with, pair.without, pair.without, pair.with] : [pair.without, pair.with, pair.with, pair.without]
   let withMs = 0
   let withoutMs = 0
@@ -107,24 +118,28 @@ async function quad(pair: Pair, withFirst: boolean): Promise<AppendBlock> {
 /**
  * Run `blocks` timed blocks after one untimed one.
  * @param next - the pair for the next quad (a fresh one per quad at the smallest size, the same one above it).
- * @returns CPU ms per 10k events per side and block.
+ * @returns each block's quads.
  */
 async function measureBlocks(blocks: number, next: () => Promise<Pair>): Promise<AppendBlock[]> {
   const out: AppendBlock[] = []
   for (let block = -1; block < blocks; block += 1) {
     collectGarbage()
-    let withMs = 0
-    let withoutMs = 0
-    for (let index = 0; index < QUADS_PER_BLOCK; index += 1) {
-      // Alternate which side opens each quad, and each block's first quad.
-      const result = await quad(await next(), (index + block) % 2 === 0)
-      withMs += result.with
-      withoutMs += result.without
-    }
-    const perTenK = 10_000 / (2 * QUADS_PER_BLOCK * CHUNK)
-    if (block >= 0) out.push({ with: withMs * perTenK, without: withoutMs * perTenK })
+    const quads: AppendQuad[] = []
+    // Alternate which side opens each quad, and each block's first quad.
+    for (let index = 0; index < QUADS_PER_BLOCK; index += 1) quads.push(await quad(await next(), (index + block) % 2 === 0))
+    if (block >= 0) out.push({ quads })
   }
   return out
+}
+
+/** A block's ratio: the median of its quads' (with ÷ without). */
+export function blockRatio(block: AppendBlock): number {
+  return median(block.quads.map((entry) => entry.with / entry.without))
+}
+
+/** One side's typical CPU ms per 10k in a block: the median over its quads. */
+export function blockPerTenK(block: AppendBlock, side: (entry: AppendQuad) => number): number {
+  return median(block.quads.map(side)) * QUAD_TO_PER_10K
 }
 
 /** With the plugin, prove its runtime is still healthy (a faulted runtime would skip its per-event work). */
@@ -207,6 +222,6 @@ export async function runAppend(options: AppendOptions, log: (line: string) => v
 
 /** `312.4 vs 251.0 ms per 10k (1.24×, 1.31×, …)` for the progress log. */
 function describe(blocks: readonly AppendBlock[]): string {
-  const sum = (pick: (block: AppendBlock) => number) => blocks.reduce((total, block) => total + pick(block), 0) / blocks.length
-  return `${sum((block) => block.with).toFixed(1)} vs ${sum((block) => block.without).toFixed(1)} ms CPU per 10k (${blocks.map((block) => `${(block.with / block.without).toFixed(2)}×`).join(', ')})`
+  const typical = (side: (entry: AppendQuad) => number) => median(blocks.map((block) => blockPerTenK(block, side)))
+  return `${typical((entry) => entry.with).toFixed(1)} vs ${typical((entry) => entry.without).toFixed(1)} ms CPU per 10k (${blocks.map((block) => `${blockRatio(block).toFixed(2)}×`).join(', ')})`
 }

@@ -42,7 +42,7 @@ const outFile = resolve(PROJECT, outIndex === -1 ? 'BENCHMARKS.md' : args[outInd
  */
 const REPEATS = quick
   ? { append: 1, appendBlocks: 3, sides: 1, lateness: 1, overdue: 3, overdueBurst: 1, start: 1, startTrials: 4 }
-  : { append: 3, appendBlocks: 5, sides: 9, lateness: 3, overdue: 7, overdueBurst: 3, start: 5, startTrials: 6 }
+  : { append: 3, appendBlocks: 5, sides: 9, lateness: 5, overdue: 11, overdueBurst: 3, start: 6, startTrials: 6 }
 const timings: JobTiming[] = []
 /** Copies of the grown log the growth job leaves for the side jobs, and the start job's stored homes; removed at the end, whatever happens. */
 const snapshotRoots: string[] = []

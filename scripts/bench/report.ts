@@ -13,7 +13,7 @@ import { FULL_SIZES, REFERENCE_EVENTS, type GrowthResult } from './growth.ts'
 import type { LatenessResult, LatenessScenario } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
 import type { OverdueResult } from './overdue.ts'
-import { CHUNK, QUADS_PER_BLOCK, type AppendBlock, type AppendResult } from './append.ts'
+import { CHUNK, QUADS_PER_BLOCK, blockPerTenK, blockRatio, type AppendBlock, type AppendResult } from './append.ts'
 import type { SideResult } from './sides.ts'
 import type { StartBenchResult } from './start.ts'
 import { median, spread, type Spread } from './stats.ts'
@@ -138,10 +138,14 @@ const blocksAt = (run: AppendResult, at: number): readonly AppendBlock[] => run.
 const appendBlocks = (results: BenchResults, at: number): readonly AppendBlock[] => results.append.flatMap((run) => blocksAt(run, at))
 
 /** Per block: the plugin's ratio at a size. */
-const appendRatios = (results: BenchResults, at: number) => appendBlocks(results, at).map((block) => block.with / block.without)
+const appendRatios = (results: BenchResults, at: number) => appendBlocks(results, at).map(blockRatio)
+
+/** One side's typical 10k in a block. */
+const withSide = (block: AppendBlock) => blockPerTenK(block, (entry) => entry.with)
+const hostSide = (block: AppendBlock) => blockPerTenK(block, (entry) => entry.without)
 
 /** Per block: the plugin's share of one size's 10k (with − alone), ms. */
-const appendShares = (results: BenchResults, at: number) => appendBlocks(results, at).map((block) => block.with - block.without)
+const appendShares = (results: BenchResults, at: number) => appendBlocks(results, at).map((block) => withSide(block) - hostSide(block))
 
 /** Per process: one side's 10k at `last` ÷ at `first` (medians over the process's blocks). */
 const appendFlatness = (results: BenchResults, side: (block: AppendBlock) => number, first: number, last: number) =>
@@ -173,8 +177,8 @@ function verdicts(results: BenchResults): Verdict[] {
     })
   }
   {
-    const flat = reached(sizes, lastAppend) ? spread(appendFlatness(results, (block) => block.with, firstAppend, lastAppend)) : undefined
-    const hostFlat = flat === undefined ? undefined : median(appendFlatness(results, (block) => block.without, firstAppend, lastAppend))
+    const flat = reached(sizes, lastAppend) ? spread(appendFlatness(results, withSide, firstAppend, lastAppend)) : undefined
+    const hostFlat = flat === undefined ? undefined : median(appendFlatness(results, hostSide, firstAppend, lastAppend))
     out.push({
       row: '1',
       target: `append flat: the plugin’s 10k at ${count(lastAppend)} ≤ 1.5× at ${count(firstAppend)} (same process)`,
@@ -457,15 +461,15 @@ function appendLines(results: BenchResults): string[] {
     const perProcess = results.append
       .map((run) =>
         blocksAt(run, at)
-          .map((block) => ratio(block.with / block.without))
+          .map((block) => ratio(blockRatio(block)))
           .join(', '),
       )
       .join(' | ')
-    return `| ${count(at)} | ${exact(point.range[0])}–${exact(point.range[1])} | ${ms(median(blocks.map((block) => block.with)), 1)} | ${ms(median(blocks.map((block) => block.without)), 1)} | ${ms(median(appendShares(results, at)), 1)} | ${ratio(median(ratios))} | ${perProcess} |`
+    return `| ${count(at)} | ${exact(point.range[0])}–${exact(point.range[1])} | ${ms(median(blocks.map(withSide)), 1)} | ${ms(median(blocks.map(hostSide)), 1)} | ${ms(median(appendShares(results, at)), 1)} | ${ratio(median(ratios))} | ${perProcess} |`
   }
   const [first, last] = [sizes[0]!, sizes.at(-1)!]
-  const withFlat = appendFlatness(results, (block) => block.with, first, last)
-  const hostFlat = appendFlatness(results, (block) => block.without, first, last)
+  const withFlat = appendFlatness(results, withSide, first, last)
+  const hostFlat = appendFlatness(results, hostSide, first, last)
   const [firstShare, lastShare] = [median(appendShares(results, first)), median(appendShares(results, last))]
   const blocks = results.append[0]!.points[0]!.blocks.length
   return [
@@ -476,12 +480,14 @@ function appendLines(results: BenchResults): string[] {
     'Appended with `Session.append` on a live session (every `session/event` listener runs, and the plugin’s projection is applied),',
     `timed as process CPU time (user + system, all threads, GC included). Both sides live in one process: a host with the plugin and`,
     `a host without it, taking turns in chunks of ${exact(CHUNK)} events in ABBA order (BAAB every other quad), each chunk after a minor GC`,
-    `so its scavenges collect only its own garbage; a block is ${QUADS_PER_BLOCK} quads (${exact(2 * QUADS_PER_BLOCK * CHUNK)} events per side), after one untimed block, and its`,
-    `ratio is the plugin’s chunks over the host’s. ${plural(blocks, 'block')} per size in each of ${plural(results.append.length, 'process')}. The flush after each quad is`,
+    `so its scavenges collect only its own garbage; a block is ${QUADS_PER_BLOCK} quads (${exact(2 * QUADS_PER_BLOCK * CHUNK)} events per side), after one untimed block. A block’s`,
+    'ratio, and each side’s cost in it, is the median over its quads: now and then a quad takes a major GC of the whole heap',
+    '(hundreds of ms at 1M, where the process holds both copies of the log), charged to whichever side happens to run, and the',
+    `median sets that quad aside for both sides alike. ${plural(blocks, 'block')} per size in each of ${plural(results.append.length, 'process')}. The flush after each quad is`,
     `excluded (the same I/O on both sides). At ${count(first)} each quad runs on fresh sessions grown to ${count(first)}; the larger sizes are the grown`,
     `log of rows 2–3, copied and opened on both sides (a long session is a resumed one). Growing the log to ${count(largest(results.growth.drive).at)} took ${results.growth.buildSeconds.toFixed(1)} s.`,
     '',
-    '| Log length | Measured over (plugin side) | With plugin | Host alone | Plugin’s share (with − alone) | Ratio (median) | Ratio per block, by process |',
+    '| Log length | Measured over (plugin side) | With plugin | Host alone | Plugin’s share (with − alone) | Ratio (median over blocks) | Ratio per block, by process |',
     '| --- | --- | --- | --- | --- | --- | --- |',
     ...sizes.map(row),
     '',
