@@ -7,10 +7,12 @@
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createInterface } from 'node:readline'
 import { cpus, loadavg, platform, release, tmpdir, totalmem } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { AppendResult } from './append.ts'
+import { READY_LINE } from './barrier.ts'
 import type { DockResult } from './dock.ts'
 import { GROWTH_SIZES, type GrowthResult } from './growth.ts'
 import { LATENESS_SCENARIOS, isTargetedScenario, type LatenessResult } from './lateness.ts'
@@ -35,14 +37,14 @@ const outFile = resolve(PROJECT, outIndex === -1 ? 'BENCHMARKS.md' : args[outInd
 /**
  * Independent repeats of every judged quantity. Append: processes, each holding both sides and
  * interleaving their appends, in blocks. Sides (the cold open): pairs of processes (with the plugin,
- * host alone), alternating which goes first. Lateness: rounds of the targeted scenarios, one process
+ * host alone) that open at the same moment. Lateness: rounds of the targeted scenarios, one process
  * each, rotating their order. Overdue (20 loops, and the 1,000-loop burst): pairs of trials,
  * alternating. Start: processes, each alternating its sides over `trials` boots, the side that
  * goes first alternating between processes.
  */
 const REPEATS = quick
   ? { append: 1, appendBlocks: 3, sides: 1, lateness: 1, overdue: 3, overdueBurst: 1, start: 1, startTrials: 4 }
-  : { append: 3, appendBlocks: 5, sides: 9, lateness: 5, overdue: 11, overdueBurst: 3, start: 6, startTrials: 6 }
+  : { append: 3, appendBlocks: 5, sides: 9, lateness: 4, overdue: 11, overdueBurst: 3, start: 6, startTrials: 6 }
 const timings: JobTiming[] = []
 /** Copies of the grown log the growth job leaves for the side jobs, and the start job's stored homes; removed at the end, whatever happens. */
 const snapshotRoots: string[] = []
@@ -67,6 +69,43 @@ function job<T>(name: string, options: object, label = name): Promise<T> {
       resolvePromise(JSON.parse(readFileSync(resultFile, 'utf8')) as T)
     })
   })
+}
+
+/**
+ * Run both sides of a cold-open pair (row 4) at once: each process prepares (copies its log, boots
+ * its host) and prints {@link READY_LINE}; when both have, each gets one line on stdin and opens.
+ */
+async function pairJob(pair: number, pairs: number, snapshot: object): Promise<{ readonly with: SideResult; readonly without: SideResult }> {
+  const label = `cold open, both sides at once (pair ${pair + 1} of ${pairs})`
+  jobNumber += 1
+  const number = jobNumber
+  const flags = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc', '--max-old-space-size=8192']
+  console.log(`[bench] ${label}`)
+  const started = performance.now()
+  const sides = [true, false].map((loop) => {
+    const resultFile = join(scratch, `${number}-side-${loop ? 'with' : 'without'}.json`)
+    const options = JSON.stringify({ loop, snapshot })
+    const child = spawn(process.execPath, [...flags, WORKER, 'side', options, resultFile], { cwd: PROJECT, stdio: ['pipe', 'pipe', 'inherit'] })
+    let ready!: () => void
+    const isReady = new Promise<void>((resolve) => (ready = resolve))
+    createInterface({ input: child.stdout! }).on('line', (line) => (line === READY_LINE ? ready() : console.log(line)))
+    const exited = new Promise<SideResult>((resolve, reject) => {
+      child.on('error', reject)
+      child.on('exit', (code, signal) =>
+        code === 0
+          ? resolve(JSON.parse(readFileSync(resultFile, 'utf8')) as SideResult)
+          : reject(new Error(`bench job side failed (${signal ?? `exit ${code}`})`)),
+      )
+    })
+    return { child, isReady, exited }
+  })
+  await Promise.all(sides.map((side) => side.isReady))
+  for (const side of sides) side.child.stdin!.end('go\n')
+  const [withResult, withoutResult] = await Promise.all(sides.map((side) => side.exited))
+  const seconds = (performance.now() - started) / 1000
+  timings.push({ name: 'side', label, seconds })
+  console.log(`[bench] ${label} done in ${seconds.toFixed(1)} s`)
+  return { with: withResult!, without: withoutResult! }
 }
 
 function git(...gitArgs: string[]): string {
@@ -98,18 +137,7 @@ try {
     append.push(await job<AppendResult>('append', options, `append, both sides interleaved (${run + 1} of ${REPEATS.append})`))
   }
   const sides: SidePair[] = []
-  for (let pair = 0; pair < REPEATS.sides; pair += 1) {
-    const withFirst = pair % 2 === 0
-    const runSide = (loop: boolean) =>
-      job<SideResult>(
-        'side',
-        { loop, snapshot: largestSnapshot },
-        `cold open ${loop ? 'with the plugin' : 'host alone'} (pair ${pair + 1} of ${REPEATS.sides})`,
-      )
-    const first = await runSide(withFirst)
-    const second = await runSide(!withFirst)
-    sides.push(withFirst ? { with: first, without: second, withFirst } : { with: second, without: first, withFirst })
-  }
+  for (let pair = 0; pair < REPEATS.sides; pair += 1) sides.push(await pairJob(pair, REPEATS.sides, largestSnapshot))
   const scenarios = quick ? LATENESS_SCENARIOS.quick : LATENESS_SCENARIOS.full
   const lateness: LatenessRuns[] = scenarios.map((scenario) => ({ scenario, runs: [] }))
   const runScenario = async (entry: LatenessRuns, round: number, rounds: number) =>

@@ -2,8 +2,9 @@
  * Row 4 for one side (the host with the plugin, or the host alone) in a
  * process of its own: a cold open of the largest copy of the grown log as the
  * process's first work, so its code is as cold as in a freshly started DSH. The
- * run pairs such processes, alternating which side goes first, and judges the
- * ratio of each pair. (Row 1, the append, is `append.ts`: both sides in one
+ * run pairs such processes and starts both opens at the same moment (this VM's
+ * speed drifts too much between one process and the next for sequential opens
+ * to compare), and judges the ratio of each pair. (Row 1, the append, is `append.ts`: both sides in one
  * process.)
  * @module scripts/bench/sides
  */
@@ -52,14 +53,17 @@ function countLoops(value: unknown): number {
  * Run one side.
  * @param options - which side and which log.
  * @param log - progress output.
+ * @param ready - resolves when the other side of the pair is ready too (the run starts both opens together).
  * @returns its cold open.
  */
-export async function runSide(options: SideOptions, log: (line: string) => void): Promise<SideResult> {
+export async function runSide(options: SideOptions, log: (line: string) => void, ready: () => Promise<void>): Promise<SideResult> {
   const { loop, snapshot } = options
   const name = loop ? 'with the plugin' : 'host alone'
   const root = copyRoot(snapshot.root)
   collectGarbage()
   const host = await bootHost({ root, loop, loopConfig: { maxLoopsPerSession: 1_000 } })
+  // Both sides of a pair open at the same moment, so they run on the same machine state.
+  await ready()
   let fake: FakeAgent | undefined
   let loops = 0
   const cpuStart = process.cpuUsage()

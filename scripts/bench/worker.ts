@@ -7,6 +7,7 @@
  */
 import { writeFileSync } from 'node:fs'
 import { runAppend, type AppendOptions } from './append.ts'
+import { signalReady } from './barrier.ts'
 import { runDock } from './dock.ts'
 import { GROWTH_SIZES, runGrowth } from './growth.ts'
 import { runLateness, type LatenessScenario } from './lateness.ts'
@@ -21,7 +22,7 @@ type Log = (line: string) => void
 const JOBS: Record<string, (options: never, log: Log) => Promise<unknown>> = {
   growth: (options: { quick: boolean }, log) => runGrowth(options.quick ? GROWTH_SIZES.quick : GROWTH_SIZES.full, log),
   append: (options: AppendOptions, log) => runAppend(options, log),
-  side: (options: SideOptions, log) => runSide(options, log),
+  side: (options: SideOptions, log) => runSide(options, log, signalReady),
   lateness: (options: { scenario: LatenessScenario }, log) => runLateness(options.scenario, log),
   overdue: (options: { rounds: number; loops: number }, log) => runOverdue(options.rounds, options.loops, log),
   memory: (options: { activeLoops: number; cycles: number }, log) => runMemory(options.activeLoops, options.cycles, log),
