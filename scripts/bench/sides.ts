@@ -12,7 +12,7 @@ import { rmSync } from 'node:fs'
 import { initLoopProjection, applyLoopProjection } from '../../src/projection.ts'
 import { foldLoopLog } from './fold.ts'
 import type { Snapshot } from './growth.ts'
-import { bootHost, copyRoot, resumeAgent, runTool, type FakeAgent } from './host.ts'
+import { FLOOR_TOOL, bootHost, copyRoot, registerFloorTool, resumeAgent, runTool, type FakeAgent } from './host.ts'
 import { collectGarbage, time, timeSync } from './stats.ts'
 
 /** Row 4 for one side: one cold open. */
@@ -62,6 +62,7 @@ export async function runSide(options: SideOptions, log: (line: string) => void,
   const root = copyRoot(snapshot.root)
   collectGarbage()
   const host = await bootHost({ root, loop, loopConfig: { maxLoopsPerSession: 1_000 } })
+  if (!loop) registerFloorTool(host)
   // Both sides of a pair open at the same moment, so they run on the same machine state.
   await ready()
   let fake: FakeAgent | undefined
@@ -70,7 +71,10 @@ export async function runSide(options: SideOptions, log: (line: string) => void,
   const wall = await time(async () => {
     fake = await resumeAgent(host, snapshot.sessionId)
     host.ctx.sessionProjections.snapshot(fake.agent.session)
+    // The probe that waits for the runtime's first fold is a tool call; the host alone makes the same call through the same
+    // tool runtime and flush barrier (the floor tool), so the probe's own cold path is on both sides and only the plugin's work differs.
     if (loop) loops = countLoops(await runTool(host, fake.agent, 'loop_list', {}))
+    else await runTool(host, fake.agent, FLOOR_TOOL, {})
   })
   const cpuUsed = process.cpuUsage(cpuStart)
   const events = fake!.agent.session.events
