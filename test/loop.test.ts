@@ -568,12 +568,18 @@ describe('the queue, driven directly', () => {
     agent.agent.session.append('loop/change', createChange({ id, prompt: 'due now', time_in_seconds: 60, next_at: Date.now() }))
   }
 
-  it('coalesces drive requests made during a drive: the due loop is sent and dispatched once', async () => {
-    appendDueLoop('loop_once')
+  /** A runtime whose first drive, for a loop due now, waits in its pre-dispatch flush. */
+  async function driveHeldAtFlush(id: string) {
+    appendDueLoop(id)
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     const flushes = holdFlushes()
     runtime.start()
     await vi.advanceTimersByTimeAsync(0)
+    return { runtime, flushes }
+  }
+
+  it('coalesces drive requests made during a drive: the due loop is sent and dispatched once', async () => {
+    const { runtime, flushes } = await driveHeldAtFlush('loop_once')
     expect(flushes.spy).toHaveBeenCalledTimes(1)
     for (let request = 0; request < 5; request += 1) runtime.requestDrive()
     flushes.release()
@@ -584,11 +590,7 @@ describe('the queue, driven directly', () => {
   })
 
   it('decides again after the pre-dispatch flush: a clock set back meanwhile leaves nothing due, so nothing is sent', async () => {
-    appendDueLoop('loop_clock')
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
-    const flushes = holdFlushes()
-    runtime.start()
-    await vi.advanceTimersByTimeAsync(0)
+    const { runtime, flushes } = await driveHeldAtFlush('loop_clock')
     expect(flushes.spy).toHaveBeenCalledTimes(1)
     // The wall clock moves back ten seconds while the flush is in progress.
     vi.setSystemTime(Date.now() - 10_000)
@@ -603,11 +605,7 @@ describe('the queue, driven directly', () => {
   })
 
   it('orders a tool transaction behind the running drive: a loop deleted meanwhile is still sent once, then never again', async () => {
-    appendDueLoop('loop_due')
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
-    const flushes = holdFlushes()
-    runtime.start()
-    await vi.advanceTimersByTimeAsync(0)
+    const { runtime, flushes } = await driveHeldAtFlush('loop_due')
     const deletion = runtime.transact('loop_delete', signal(), (state) => ({
       result: Object.keys(state.loops),
       change: { version: 1, operation: 'delete', id: 'loop_due' },

@@ -5,7 +5,7 @@
  * from the results. See BENCHMARKS.md for what each row measures.
  * @module scripts/bench/main
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { cpus, loadavg, platform, release, tmpdir, totalmem } from 'node:os'
@@ -51,61 +51,65 @@ const snapshotRoots: string[] = []
 
 let jobNumber = 0
 
-/** Run one job in a child Node with the flags every job needs; resolve with its JSON result. */
+/** The flags every job's Node needs. */
+const WORKER_FLAGS = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc', '--max-old-space-size=8192']
+
+/**
+ * Start one job in a child Node.
+ * @returns the child, and its JSON result once it exits with 0.
+ */
+function spawnWorker<T>(name: string, options: object, resultFile: string, stdio: StdioOptions): { readonly child: ChildProcess; readonly result: Promise<T> } {
+  const child = spawn(process.execPath, [...WORKER_FLAGS, WORKER, name, JSON.stringify(options), resultFile], { cwd: PROJECT, stdio })
+  const result = new Promise<T>((resolvePromise, reject) => {
+    child.on('error', reject)
+    child.on('exit', (code, signal) =>
+      code === 0
+        ? resolvePromise(JSON.parse(readFileSync(resultFile, 'utf8')) as T)
+        : reject(new Error(`bench job ${name} failed (${signal ?? `exit ${code}`})`)),
+    )
+  })
+  return { child, result }
+}
+
+/** Log a step's start and end and record how long it took. */
+async function timed<T>(name: string, label: string, body: () => Promise<T>): Promise<T> {
+  console.log(`[bench] ${label}`)
+  const started = performance.now()
+  const result = await body()
+  const seconds = (performance.now() - started) / 1000
+  timings.push({ name, label, seconds })
+  console.log(`[bench] ${label} done in ${seconds.toFixed(1)} s`)
+  return result
+}
+
+/** Run one job in a child Node; resolve with its JSON result. */
 function job<T>(name: string, options: object, label = name): Promise<T> {
   jobNumber += 1
   const resultFile = join(scratch, `${jobNumber}-${name}.json`)
-  const flags = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc', '--max-old-space-size=8192']
-  console.log(`[bench] ${label}`)
-  const started = performance.now()
-  return new Promise<T>((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [...flags, WORKER, name, JSON.stringify(options), resultFile], { cwd: PROJECT, stdio: 'inherit' })
-    child.on('error', reject)
-    child.on('exit', (code, signal) => {
-      if (code !== 0) return reject(new Error(`bench job ${name} failed (${signal ?? `exit ${code}`})`))
-      const seconds = (performance.now() - started) / 1000
-      timings.push({ name, label, seconds })
-      console.log(`[bench] ${label} done in ${seconds.toFixed(1)} s`)
-      resolvePromise(JSON.parse(readFileSync(resultFile, 'utf8')) as T)
-    })
-  })
+  return timed(name, label, () => spawnWorker<T>(name, options, resultFile, 'inherit').result)
 }
 
 /**
  * Run both sides of a cold-open pair (row 4) at once: each process prepares (copies its log, boots
  * its host) and prints {@link READY_LINE}; when both have, each gets one line on stdin and opens.
  */
-async function pairJob(pair: number, pairs: number, snapshot: object): Promise<{ readonly with: SideResult; readonly without: SideResult }> {
-  const label = `cold open, both sides at once (pair ${pair + 1} of ${pairs})`
+function pairJob(pair: number, pairs: number, snapshot: object): Promise<{ readonly with: SideResult; readonly without: SideResult }> {
   jobNumber += 1
   const number = jobNumber
-  const flags = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc', '--max-old-space-size=8192']
-  console.log(`[bench] ${label}`)
-  const started = performance.now()
-  const sides = [true, false].map((loop) => {
-    const resultFile = join(scratch, `${number}-side-${loop ? 'with' : 'without'}.json`)
-    const options = JSON.stringify({ loop, snapshot })
-    const child = spawn(process.execPath, [...flags, WORKER, 'side', options, resultFile], { cwd: PROJECT, stdio: ['pipe', 'pipe', 'inherit'] })
-    let ready!: () => void
-    const isReady = new Promise<void>((resolve) => (ready = resolve))
-    createInterface({ input: child.stdout! }).on('line', (line) => (line === READY_LINE ? ready() : console.log(line)))
-    const exited = new Promise<SideResult>((resolve, reject) => {
-      child.on('error', reject)
-      child.on('exit', (code, signal) =>
-        code === 0
-          ? resolve(JSON.parse(readFileSync(resultFile, 'utf8')) as SideResult)
-          : reject(new Error(`bench job side failed (${signal ?? `exit ${code}`})`)),
-      )
+  return timed('side', `cold open, both sides at once (pair ${pair + 1} of ${pairs})`, async () => {
+    const sides = [true, false].map((loop) => {
+      const resultFile = join(scratch, `${number}-side-${loop ? 'with' : 'without'}.json`)
+      const worker = spawnWorker<SideResult>('side', { loop, snapshot }, resultFile, ['pipe', 'pipe', 'inherit'])
+      const ready = new Promise<void>((resolve) => {
+        createInterface({ input: worker.child.stdout! }).on('line', (line) => (line === READY_LINE ? resolve() : console.log(line)))
+      })
+      return { ...worker, ready }
     })
-    return { child, isReady, exited }
+    await Promise.all(sides.map((side) => side.ready))
+    for (const side of sides) side.child.stdin!.end('go\n')
+    const [withResult, withoutResult] = await Promise.all(sides.map((side) => side.result))
+    return { with: withResult!, without: withoutResult! }
   })
-  await Promise.all(sides.map((side) => side.isReady))
-  for (const side of sides) side.child.stdin!.end('go\n')
-  const [withResult, withoutResult] = await Promise.all(sides.map((side) => side.exited))
-  const seconds = (performance.now() - started) / 1000
-  timings.push({ name: 'side', label, seconds })
-  console.log(`[bench] ${label} done in ${seconds.toFixed(1)} s`)
-  return { with: withResult!, without: withoutResult! }
 }
 
 function git(...gitArgs: string[]): string {
