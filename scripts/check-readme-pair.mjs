@@ -43,7 +43,9 @@ function shape(text, self) {
       const target = link[2].split('#')[0]
       // In-page anchors differ by language; the language switch points at the other side.
       if (target === '' || /^https?:/.test(target)) continue
-      parts.push(`${link[1] === '!' ? 'image' : 'link'} ${SIDES.includes(target) && target !== self ? 'the other README' : target}`)
+      parts.push(
+        `${link[1] === '!' ? 'image' : 'link'} ${SIDES.includes(target) && target !== self ? 'the other README' : target}`,
+      )
     }
   }
   return parts
@@ -75,7 +77,9 @@ if (process.argv.includes('--write')) {
 
 const recorded = new Map()
 if (!existsSync(join(root, RECORD)))
-  problems.push(`${RECORD} is missing; once both sides are in step, create it with node scripts/check-readme-pair.mjs --write`)
+  problems.push(
+    `${RECORD} is missing; once both sides are in step, create it with node scripts/check-readme-pair.mjs --write`,
+  )
 for (const line of existsSync(join(root, RECORD)) ? readFileSync(join(root, RECORD), 'utf8').split('\n') : []) {
   const entry = /^([^#\s][^:]*):\s*([0-9a-f]{40})\s*$/.exec(line)
   if (entry) recorded.set(entry[1], entry[2])
@@ -89,7 +93,8 @@ SIDES.forEach((side, index) => {
       `${side} changed since the pair was recorded (recorded ${recorded.get(side).slice(0, 12)}, now ${hashes[index].slice(0, 12)}): bring ${other} along, then run node scripts/check-readme-pair.mjs --write`,
     )
 })
-for (const side of recorded.keys()) if (!SIDES.includes(side)) problems.push(`${RECORD} records ${side}, which is not one of the pair`)
+for (const side of recorded.keys())
+  if (!SIDES.includes(side)) problems.push(`${RECORD} records ${side}, which is not one of the pair`)
 
 if (problems.length > 0) {
   console.error(`README pair out of step:\n  ${problems.join('\n  ')}`)

@@ -110,7 +110,11 @@ try {
 
 async function main(): Promise<void> {
   const version = (JSON.parse(readFileSync(join(PROJECT, 'package.json'), 'utf8')) as { version: string }).version
-  const dshVersion = (JSON.parse(readFileSync(join(PROJECT, 'node_modules', '@deepseek-ai', 'dsh', 'package.json'), 'utf8')) as { version: string }).version
+  const dshVersion = (
+    JSON.parse(readFileSync(join(PROJECT, 'node_modules', '@deepseek-ai', 'dsh', 'package.json'), 'utf8')) as {
+      version: string
+    }
+  ).version
 
   let step = Date.now()
   const tarball = packPlugin(join(HOME, 'packs'))
@@ -135,7 +139,13 @@ async function main(): Promise<void> {
     model = { apiKey }
     modelLine = 'DeepSeek (DEEPSEEK_API_KEY is set): heartbeats start real model turns and cost tokens'
   } else {
-    mock = await startMockLlmServer({ host: '127.0.0.1', port: 0, sequence: ['success'], repeatLast: true, successText: REPLY })
+    mock = await startMockLlmServer({
+      host: '127.0.0.1',
+      port: 0,
+      sequence: ['success'],
+      repeatLast: true,
+      successText: REPLY,
+    })
     model = mockEndpoint(mock)
     modelLine = `embedded scripted model on ${mock.baseURL}/v1, answers every turn with "${REPLY}" (set DEEPSEEK_API_KEY for the real provider)`
   }
@@ -152,7 +162,9 @@ async function main(): Promise<void> {
     if (code === 130 || signal === 'SIGINT') void stopAll().then(() => process.exit(0))
     else void fail(`dsh web exited on its own (code ${code}, signal ${signal})`)
   })
-  console.log(`dsh web ${dshVersion} with ${PLUGIN} ${version} is up (boot ${seconds(bootMs)}, ${seconds(Date.now() - started)} in all)`)
+  console.log(
+    `dsh web ${dshVersion} with ${PLUGIN} ${version} is up (boot ${seconds(bootMs)}, ${seconds(Date.now() - started)} in all)`,
+  )
   console.log(`model: ${modelLine}`)
   mkdirSync(WORKSPACE, { recursive: true })
   await call(running.url, 'workspace.create', { path: WORKSPACE })
@@ -220,14 +232,20 @@ async function scenario(url: string): Promise<void> {
       const heartbeat = heartbeatsIn([event])[0]
       if (heartbeat !== undefined) {
         printed.add(event.seq)
-        console.log(`${stamp(event.time)} heartbeat (user message from plugin loop):\n${heartbeat.text.replace(/^/gm, '             ')}`)
+        console.log(
+          `${stamp(event.time)} heartbeat (user message from plugin loop):\n${heartbeat.text.replace(/^/gm, '             ')}`,
+        )
       } else if (event.type === 'assistant/message' && printed.size > 0) {
         printed.add(event.seq)
-        const calls = ((event.data as { message: { content: { type: string; name?: string }[] } }).message.content ?? [])
+        const calls = (
+          (event.data as { message: { content: { type: string; name?: string }[] } }).message.content ?? []
+        )
           .filter((part) => part.type === 'tool-call')
           .map((part) => `[calls ${part.name}]`)
         const turn = (event.data as { turn?: number }).turn
-        console.log(`${stamp(event.time)} assistant (turn ${turn}): ${[messageText(event), ...calls].filter((text) => text !== '').join(' ')}`)
+        console.log(
+          `${stamp(event.time)} assistant (turn ${turn}): ${[messageText(event), ...calls].filter((text) => text !== '').join(' ')}`,
+        )
       }
     }
   }
@@ -237,13 +255,20 @@ async function scenario(url: string): Promise<void> {
     show(log)
     const beats = heartbeatsIn(log).filter((beat) => beat.loopId === loopId)
     const last = beats.at(SCENARIO_HEARTBEATS - 1)
-    if (last !== undefined && log.some((event) => event.type === 'assistant/message' && event.seq > last.seq) && turnsSettled(log)) break
-    if (Date.now() > deadline) throw new Error(`no ${SCENARIO_HEARTBEATS} answered heartbeats within 60 s (saw ${beats.length})`)
+    if (
+      last !== undefined &&
+      log.some((event) => event.type === 'assistant/message' && event.seq > last.seq) &&
+      turnsSettled(log)
+    )
+      break
+    if (Date.now() > deadline)
+      throw new Error(`no ${SCENARIO_HEARTBEATS} answered heartbeats within 60 s (saw ${beats.length})`)
     await sleep(100)
   }
 
   const listed = await command('/loop list')
-  if (!listed.includes(loopId) || !listed.includes(SCENARIO_PROMPT)) throw new Error(`/loop list does not show ${loopId}`)
+  if (!listed.includes(loopId) || !listed.includes(SCENARIO_PROMPT))
+    throw new Error(`/loop list does not show ${loopId}`)
   const deleted = await command(`/loop delete ${loopId}`)
   if (deleted !== `Deleted ${loopId}.`) throw new Error(`unexpected reply to /loop delete: ${deleted}`)
 

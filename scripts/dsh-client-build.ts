@@ -105,7 +105,13 @@ export function dshCssModules({ pluginId }: { pluginId: string }): Rolldown.Plug
  *   the bundle may require (declare them in `dsh.client.external` too).
  * @returns a rolldown plugin.
  */
-export function dshPurityGate({ id, extraExternals = [] }: { id: string; extraExternals?: readonly string[] }): Rolldown.Plugin {
+export function dshPurityGate({
+  id,
+  extraExternals = [],
+}: {
+  id: string
+  extraExternals?: readonly string[]
+}): Rolldown.Plugin {
   const allowed = new Set<string>([...HOST_SEED_MODULES, ...extraExternals])
   return {
     name: 'dsh-purity-gate',
@@ -114,8 +120,10 @@ export function dshPurityGate({ id, extraExternals = [] }: { id: string; extraEx
       if (chunks.length !== 1) this.error(`${id}: a DSH client bundle must be one chunk, got ${chunks.length}`)
       for (const chunk of chunks) {
         const foreign = chunk.imports.filter((spec) => !allowed.has(spec))
-        if (foreign.length > 0) this.error(`${id}: ${chunk.fileName} requires modules the DSH host does not serve: ${foreign.join(', ')}`)
-        if (chunk.dynamicImports.length > 0 || /\bimport\s*\(/.test(chunk.code)) this.error(`${id}: ${chunk.fileName} imports dynamically`)
+        if (foreign.length > 0)
+          this.error(`${id}: ${chunk.fileName} requires modules the DSH host does not serve: ${foreign.join(', ')}`)
+        if (chunk.dynamicImports.length > 0 || /\bimport\s*\(/.test(chunk.code))
+          this.error(`${id}: ${chunk.fileName} imports dynamically`)
         if (/^\s*(import|export)\s/m.test(chunk.code)) this.error(`${id}: ${chunk.fileName} still contains ESM syntax`)
       }
     },

@@ -5,7 +5,16 @@
  * loopback. Shared by the demo, the end-to-end suite and the browser test.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
@@ -42,7 +51,12 @@ export function dshEnv(home: string, model?: ModelEndpoint): NodeJS.ProcessEnv {
   delete env.NODE_OPTIONS
   delete env.NODE_PATH
   delete env.DEEPSEEK_BASE_URL
-  Object.assign(env, { PATH: `${BIN}:${process.env.PATH ?? ''}`, DSH_HOME: home, DSH_TELEMETRY_DISABLED: '1', NO_COLOR: '1' })
+  Object.assign(env, {
+    PATH: `${BIN}:${process.env.PATH ?? ''}`,
+    DSH_HOME: home,
+    DSH_TELEMETRY_DISABLED: '1',
+    NO_COLOR: '1',
+  })
   const nodePath = shimNodePath()
   if (nodePath !== undefined) env.NODE_PATH = nodePath
   if (model !== undefined) {
@@ -83,7 +97,8 @@ export function packPlugin(parent: string = join(PROJECT, 'artifacts', 'packs'))
 /** Run a command to completion, throwing with its output on failure. */
 function run(command: string, args: readonly string[], cwd: string, env?: NodeJS.ProcessEnv): string {
   const result = spawnSync(command, args, { cwd, env: env ?? process.env, encoding: 'utf8' })
-  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status}):\n${result.stdout}\n${result.stderr}`)
+  if (result.status !== 0)
+    throw new Error(`${command} ${args.join(' ')} failed (${result.status}):\n${result.stdout}\n${result.stderr}`)
   return result.stdout
 }
 
@@ -96,7 +111,10 @@ export function dshPlugin(home: string, profile: string, verb: 'add' | 'remove',
 }
 
 /** The profile manifest after an install. */
-export function profileManifest(home: string, profile: string): { dependencies?: Record<string, string>; dsh?: { profile?: { bundles?: string[] } } } {
+export function profileManifest(
+  home: string,
+  profile: string,
+): { dependencies?: Record<string, string>; dsh?: { profile?: { bundles?: string[] } } } {
   return JSON.parse(readFileSync(join(home, 'profiles', profile, 'package.json'), 'utf8'))
 }
 
@@ -138,7 +156,11 @@ export async function startWeb(options: WebOptions): Promise<DshWeb> {
   const timeoutMs = options.timeoutMs ?? 60_000
   const patches = [RC8_PATCH, ...(options.patches ?? [])].flatMap((patch) => ['--patch', patch])
   const args = [DSH_ENTRY, 'web', ...patches, '--no-open', '--host', '127.0.0.1', '--port', String(options.port ?? 0)]
-  const child = spawn(NODE22, args, { cwd: options.cwd ?? PROJECT, env: dshEnv(options.home, options.model), stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(NODE22, args, {
+    cwd: options.cwd ?? PROJECT,
+    env: dshEnv(options.home, options.model),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   liveChildren.add(child)
   child.once('exit', () => liveChildren.delete(child))
   let output = ''
@@ -216,7 +238,11 @@ export interface OneShotOptions {
 export async function runOneShot(options: OneShotOptions): Promise<OneShotRun> {
   const started = Date.now()
   const args = [DSH_ENTRY, '--profile', options.profile ?? 'headless', '--patch', RC8_PATCH, options.task]
-  const child = spawn(NODE22, args, { cwd: options.cwd ?? PROJECT, env: dshEnv(options.home, options.model), stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(NODE22, args, {
+    cwd: options.cwd ?? PROJECT,
+    env: dshEnv(options.home, options.model),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   liveChildren.add(child)
   let stdout = ''
   let stderr = ''
@@ -235,7 +261,9 @@ export async function runOneShot(options: OneShotOptions): Promise<OneShotRun> {
     child.kill('SIGTERM')
     force = setTimeout(() => child.kill('SIGKILL'), 5_000)
   }, options.timeoutMs)
-  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolveExit) => child.once('exit', (...ended) => resolveExit(ended)))
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolveExit) =>
+    child.once('exit', (...ended) => resolveExit(ended)),
+  )
   clearTimeout(deadline)
   clearTimeout(force)
   liveChildren.delete(child)
@@ -327,7 +355,9 @@ export async function reopenSession(url: string, sessionId: string, cwd: string 
 
 /** Run a slash line for a session through the host command API. */
 export async function runCommand(url: string, sessionId: string, line: string): Promise<CommandReply> {
-  const value = await call<{ result: CommandReply } | undefined>(url, 'commands/execute', { args: { agentId: sessionId, line, images: [] } })
+  const value = await call<{ result: CommandReply } | undefined>(url, 'commands/execute', {
+    args: { agentId: sessionId, line, images: [] },
+  })
   if (value === undefined) throw new Error(`no command matched ${line}`)
   return value.result
 }
@@ -355,7 +385,11 @@ export async function history(
   options: { readonly maxMessages?: number } = {},
 ): Promise<{ events: HistoryEvent[]; projections: Record<string, unknown> }> {
   const payload = options.maxMessages === undefined ? { sessionId } : { sessionId, maxMessages: options.maxMessages }
-  const value = await call<{ events: { event: HistoryEvent }[]; projections?: { values?: Record<string, unknown> } }>(url, 'session.history', payload)
+  const value = await call<{ events: { event: HistoryEvent }[]; projections?: { values?: Record<string, unknown> } }>(
+    url,
+    'session.history',
+    payload,
+  )
   return { events: value.events.map((entry) => entry.event), projections: value.projections?.values ?? {} }
 }
 
@@ -365,14 +399,20 @@ export function lastUserText(body: unknown): string | undefined {
   return messages
     .filter((message) => message.role === 'user')
     .map((message) =>
-      typeof message.content === 'string' ? message.content : (message.content as { type: string; text?: string }[]).map((part) => part.text ?? '').join(''),
+      typeof message.content === 'string'
+        ? message.content
+        : (message.content as { type: string; text?: string }[]).map((part) => part.text ?? '').join(''),
     )
     .filter((text) => !text.startsWith('Current runtime context.'))
     .at(-1)
 }
 
 /** Poll until `check` returns a value, or fail with `what` after the deadline. */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check()

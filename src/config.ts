@@ -18,7 +18,13 @@ import z from '@deepseek-ai/schemastery'
 import { installSettingsSection, settingsNamespace } from '@deepseek-ai/dsh-settings'
 import { isRecord } from './guards.ts'
 import type { LoopReport } from './report.ts'
-import { DEFAULT_LOOP_CONFIG, LOOP_SETTINGS_NAMESPACE, LOOP_SETTING_RANGES, type LoopBoundSetting, type LoopConfig } from './limits.ts'
+import {
+  DEFAULT_LOOP_CONFIG,
+  LOOP_SETTINGS_NAMESPACE,
+  LOOP_SETTING_RANGES,
+  type LoopBoundSetting,
+  type LoopConfig,
+} from './limits.ts'
 
 export { DEFAULT_LOOP_CONFIG, type LoopConfig }
 
@@ -31,7 +37,10 @@ interface SettingRule<T> {
 /** The rule of a whole-number bound, from its range in `limits.ts`. */
 function boundRule(field: LoopBoundSetting): SettingRule<number> {
   const { min, max } = LOOP_SETTING_RANGES[field]
-  return { schema: z.natural().min(min).max(max).default(DEFAULT_LOOP_CONFIG[field]), accepts: `a whole number from ${min} to ${max}` }
+  return {
+    schema: z.natural().min(min).max(max).default(DEFAULT_LOOP_CONFIG[field]),
+    accepts: `a whole number from ${min} to ${max}`,
+  }
 }
 
 /**
@@ -61,14 +70,16 @@ export const Config: z<LoopConfig> = z
   .i18n({
     en: {
       maxLoopsPerSession: 'Maximum active loops per session. Creating one more is refused until one is deleted.',
-      maxPromptLength: 'Maximum prompt length in characters. A longer prompt is refused; every heartbeat repeats the prompt.',
+      maxPromptLength:
+        'Maximum prompt length in characters. A longer prompt is refused; every heartbeat repeats the prompt.',
       resumeOnStart:
         'When DSH web starts, bring back every session holding an active loop, so loops keep running across a restart. Each such session is read in full and stays live; every overdue loop fires once.',
     },
     zh: {
       maxLoopsPerSession: '每个会话最多可同时存在的循环数。达到上限后，需先删除一个才能再创建。',
       maxPromptLength: '提示词的最大长度（字符）。超出的提示词会被拒绝；每次心跳都会重复发送提示词。',
-      resumeOnStart: 'DSH web 启动时，恢复所有包含活动循环的会话，使循环在重启后继续运行。每个这样的会话都会被完整读取并保持活动；每个已逾期的循环会触发一次。',
+      resumeOnStart:
+        'DSH web 启动时，恢复所有包含活动循环的会话，使循环在重启后继续运行。每个这样的会话都会被完整读取并保持活动；每个已逾期的循环会触发一次。',
     },
   }) as z<LoopConfig>
 
@@ -168,12 +179,18 @@ export function watchLoopConfig(ctx: Context, entry: LoopConfig, report: Pick<Lo
     for (const field of warned.keys()) if (!invalidNow.has(field)) warned.delete(field)
     return current
   }
-  installSettingsSection(ctx, settingsNamespace(LOOP_SETTINGS_NAMESPACE), LOOP_SETTINGS_SECTION as z<LoopConfig>, entry, {
-    setSource: (next) => {
-      source = next
+  installSettingsSection(
+    ctx,
+    settingsNamespace(LOOP_SETTINGS_NAMESPACE),
+    LOOP_SETTINGS_SECTION as z<LoopConfig>,
+    entry,
+    {
+      setSource: (next) => {
+        source = next
+      },
+      // Read at once, so a bad value is warned about when it appears, not at the next create.
+      onChange: () => void read(),
     },
-    // Read at once, so a bad value is warned about when it appears, not at the next create.
-    onChange: () => void read(),
-  })
+  )
   return read
 }

@@ -127,7 +127,10 @@ function codeUnitName(text: string, index: number): string {
  */
 function validatePrompt(value: unknown, limits: LoopCreateLimits): string {
   if (typeof value !== 'string' || !VISIBLE_CHARACTER.test(value)) {
-    throw new LoopError('invalid_prompt', 'prompt must be a string with visible content (whitespace and invisible characters alone do not count).')
+    throw new LoopError(
+      'invalid_prompt',
+      'prompt must be a string with visible content (whitespace and invisible characters alone do not count).',
+    )
   }
   const prompt = value.replace(/\r\n/g, '\n').trim()
   const forbidden = FORBIDDEN_PROMPT_CHARACTER.exec(prompt)
@@ -155,12 +158,16 @@ function validatePrompt(value: unknown, limits: LoopCreateLimits): string {
  * @throws LoopError before anything is appended.
  */
 export function validateCreateInput(args: unknown, limits: LoopCreateLimits): LoopCreateInput {
-  if (!isRecord(args)) throw new LoopError('invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.')
+  if (!isRecord(args))
+    throw new LoopError('invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.')
   assertOnlyKeys('loop_create', args, ['prompt', 'time_in_seconds'])
   const prompt = validatePrompt(args.prompt, limits)
   const seconds = args.time_in_seconds
   if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > MAX_INTERVAL_SECONDS) {
-    throw new LoopError('invalid_interval', `time_in_seconds must be a whole number of seconds from 1 to ${MAX_INTERVAL_SECONDS} (365 days), for example 30.`)
+    throw new LoopError(
+      'invalid_interval',
+      `time_in_seconds must be a whole number of seconds from 1 to ${MAX_INTERVAL_SECONDS} (365 days), for example 30.`,
+    )
   }
   return { prompt, time_in_seconds: seconds }
 }
@@ -191,7 +198,10 @@ export function validateDeleteInput(args: unknown): string {
   assertOnlyKeys('loop_delete', args, ['id'])
   const { id } = args
   if (!isLoopId(id)) {
-    throw new LoopError('invalid_id', 'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.')
+    throw new LoopError(
+      'invalid_id',
+      'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.',
+    )
   }
   return id
 }
@@ -215,7 +225,10 @@ export function validateListInput(args: unknown): void {
 export function requireActiveLoop(state: LoopFoldState, id: string): LoopRecord {
   const record = Object.hasOwn(state.loops, id) ? state.loops[id] : undefined
   if (record === undefined) {
-    throw new LoopError('loop_not_found', `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.`)
+    throw new LoopError(
+      'loop_not_found',
+      `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.`,
+    )
   }
   return record
 }
@@ -228,7 +241,12 @@ export function requireActiveLoop(state: LoopFoldState, id: string): LoopRecord 
  * @returns the record whose first occurrence is one interval from now.
  */
 export function createLoopRecord(input: LoopCreateInput, id: string, now: number): LoopRecord {
-  return { id, prompt: input.prompt, time_in_seconds: input.time_in_seconds, next_at: now + input.time_in_seconds * 1000 }
+  return {
+    id,
+    prompt: input.prompt,
+    time_in_seconds: input.time_in_seconds,
+    next_at: now + input.time_in_seconds * 1000,
+  }
 }
 
 /**
@@ -255,7 +273,14 @@ function isStoredInstant(value: unknown): value is number {
 }
 
 /** Fields a stored record may hold: today's four, and the previous build's `title` and `allow_steer`, which decoding strips. */
-const RECORD_FIELDS: ReadonlySet<string> = new Set(['id', 'prompt', 'time_in_seconds', 'next_at', 'title', 'allow_steer'])
+const RECORD_FIELDS: ReadonlySet<string> = new Set([
+  'id',
+  'prompt',
+  'time_in_seconds',
+  'next_at',
+  'title',
+  'allow_steer',
+])
 
 /** Leading or trailing whitespace, by the same definition as `String.prototype.trim`. */
 const PADDED = /^\s|\s$/
@@ -276,7 +301,8 @@ function decodeRecord(value: unknown): LoopRecord {
   if (!isLoopId(id)) corrupt('invalid id')
   if (typeof prompt !== 'string' || prompt === '' || PADDED.test(prompt)) corrupt(`invalid prompt for ${id}`)
   // Records written before intervals were bounded stay readable (and deletable): any positive safe integer.
-  if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds <= 0) corrupt(`invalid time_in_seconds for ${id}`)
+  if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds <= 0)
+    corrupt(`invalid time_in_seconds for ${id}`)
   if (!isStoredInstant(nextAt)) corrupt(`invalid next_at for ${id}`)
   if (!legacy) return value as unknown as LoopRecord
   if (title !== undefined && typeof title !== 'string') corrupt(`invalid legacy title for ${id}`)
@@ -317,7 +343,9 @@ export function decodeLoopChange(data: unknown): StoredLoopChange {
       assertChangeKeys(data, ['version', 'operation', 'loop'])
       const loop = decodeRecord(data.loop)
       // A valid change is its own decoding (see decodeRecord); only a stripped legacy record needs a new envelope.
-      return loop === data.loop ? (data as unknown as StoredLoopChange) : { version: 1, operation: data.operation, loop }
+      return loop === data.loop
+        ? (data as unknown as StoredLoopChange)
+        : { version: 1, operation: data.operation, loop }
     }
     case 'delete':
       assertChangeKeys(data, ['version', 'operation', 'id'])
@@ -353,7 +381,8 @@ export function applyLoopChange(state: LoopFoldState, change: StoredLoopChange):
   const loops = state.loops as Record<string, LoopRecord>
   switch (change.operation) {
     case 'create':
-      if (Object.hasOwn(loops, change.loop.id) || state.usedIds?.has(change.loop.id)) corrupt(`loop id ${change.loop.id} was reused`)
+      if (Object.hasOwn(loops, change.loop.id) || state.usedIds?.has(change.loop.id))
+        corrupt(`loop id ${change.loop.id} was reused`)
       loops[change.loop.id] = change.loop
       state.usedIds?.add(change.loop.id)
       return

@@ -11,7 +11,13 @@ import type { LoopRecord } from './types.ts'
 /** The `source` of every heartbeat message: how the runtime marks what it sends and how a reader knows it. */
 export const HEARTBEAT_SOURCE = Object.freeze({ kind: 'plugin', plugin: 'loop' } as const)
 
-const XML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' }
+const XML_ESCAPES: Readonly<Record<string, string>> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&apos;',
+}
 const XML_ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }
 
 /**
@@ -35,7 +41,12 @@ function unescapeXml(text: string): string | undefined {
  * @returns the `<heartbeat>` element with escaped id and prompt.
  */
 export function renderHeartbeat(loop: LoopRecord): string {
-  return ['<heartbeat>', `  <loop_id>${escapeXml(loop.id)}</loop_id>`, `  <prompt>${escapeXml(loop.prompt)}</prompt>`, '</heartbeat>'].join('\n')
+  return [
+    '<heartbeat>',
+    `  <loop_id>${escapeXml(loop.id)}</loop_id>`,
+    `  <prompt>${escapeXml(loop.prompt)}</prompt>`,
+    '</heartbeat>',
+  ].join('\n')
 }
 
 /** A heartbeat read back from a message. */
@@ -58,7 +69,12 @@ const HEARTBEAT = /^<heartbeat>\n {2}<loop_id>([^<>]*)<\/loop_id>\n {2}<prompt>(
  * @returns the heartbeat, or undefined for every other message.
  */
 export function readHeartbeat(message: unknown): Heartbeat | undefined {
-  if (!isRecord(message) || !isRecord(message.source) || message.source.kind !== HEARTBEAT_SOURCE.kind || message.source.plugin !== HEARTBEAT_SOURCE.plugin)
+  if (
+    !isRecord(message) ||
+    !isRecord(message.source) ||
+    message.source.kind !== HEARTBEAT_SOURCE.kind ||
+    message.source.plugin !== HEARTBEAT_SOURCE.plugin
+  )
     return undefined
   if (!Array.isArray(message.content)) return undefined
   let text = ''

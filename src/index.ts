@@ -82,7 +82,9 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     // (about 8% of an append's cost for one that does nothing), and the runtime needs none of it.
     // It folds the changes it appends itself, and the open turn comes from here: DSH takes a
     // message out of the inbox, naming the turn, before it logs it as the step's user message.
-    const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message, turn }) => runtimes.get(agent.session)?.noteClaimed(message, turn))
+    const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message, turn }) =>
+      runtimes.get(agent.session)?.noteClaimed(message, turn),
+    )
     // Outermost (prepend) and after every inner hook (`await next()`), so nothing this plugin
     // did not see can change the step's input between this check and DSH logging it.
     const stopPreStep = ctx.on(
@@ -96,7 +98,8 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     const stopCreated = ctx.on('agent/created', ({ agent }) => adopt(agent))
     // Agents already live (a hot reload, a late install) get no agent/created.
     for (const agent of ctx.agents.roots()) adopt(agent)
-    const stopRevival = home === undefined ? undefined : startRevival(ctx, { ...home, enabled: () => currentConfig().resumeOnStart })
+    const stopRevival =
+      home === undefined ? undefined : startRevival(ctx, { ...home, enabled: () => currentConfig().resumeOnStart })
     return async () => {
       await stopRevival?.()
       stopCreated()

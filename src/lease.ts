@@ -54,7 +54,12 @@ export class Lease {
     this.path = join(dir, 'lease.json')
     const startedAt = Math.round(Date.now() - process.uptime() * 1000)
     const host = hostname()
-    this.record = { token: `${host}:${process.pid}:${startedAt}:${randomBytes(4).toString('hex')}`, host, pid: process.pid, startedAt }
+    this.record = {
+      token: `${host}:${process.pid}:${startedAt}:${randomBytes(4).toString('hex')}`,
+      host,
+      pid: process.pid,
+      startedAt,
+    }
   }
 
   private text(): string {
@@ -106,7 +111,10 @@ export class Lease {
   }
 
   private stale(record: LeaseRecord): boolean {
-    return isLeaseStale(record, this.clock(), LEASE_TTL_MS, { host: this.record.host, pidAlive: isProcessAlive(record.pid) })
+    return isLeaseStale(record, this.clock(), LEASE_TTL_MS, {
+      host: this.record.host,
+      pidAlive: isProcessAlive(record.pid),
+    })
   }
 
   /**

@@ -17,7 +17,11 @@ export interface LoopConfig {
 }
 
 /** Defaults: room for a real workflow, far from a runaway. */
-export const DEFAULT_LOOP_CONFIG: LoopConfig = Object.freeze({ maxLoopsPerSession: 20, maxPromptLength: 4000, resumeOnStart: true })
+export const DEFAULT_LOOP_CONFIG: LoopConfig = Object.freeze({
+  maxLoopsPerSession: 20,
+  maxPromptLength: 4000,
+  resumeOnStart: true,
+})
 
 /** An inclusive whole-number range. */
 export interface WholeNumberRange {

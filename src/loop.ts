@@ -154,7 +154,11 @@ export class LoopRuntime {
    * @param operation - receives the fold; may return one durable change to append.
    * @returns the operation's result once its change, if any, is flushed.
    */
-  transact<T>(label: string, signal: AbortSignal, operation: (state: TrackedLoopFold) => LoopTransaction<T>): Promise<T> {
+  transact<T>(
+    label: string,
+    signal: AbortSignal,
+    operation: (state: TrackedLoopFold) => LoopTransaction<T>,
+  ): Promise<T> {
     return this.enqueue(async () => {
       this.assertRunnable(label, signal)
       await flushSession(this.ctx, this.agent.session)
@@ -229,7 +233,13 @@ export class LoopRuntime {
       }
       /* v8 ignore start -- defensive: no known host failure reaches here; it keeps a bug from becoming an unhandled rejection in the host. */
     } catch (error) {
-      this.stop(new LoopError('runtime_failed', `Loops in this session stopped after an unexpected failure: ${describeError(error)}`, { cause: error }))
+      this.stop(
+        new LoopError(
+          'runtime_failed',
+          `Loops in this session stopped after an unexpected failure: ${describeError(error)}`,
+          { cause: error },
+        ),
+      )
       /* v8 ignore stop */
     } finally {
       this.draining = undefined
@@ -272,7 +282,11 @@ export class LoopRuntime {
 
   /** The diagnostic for a corrupt record. */
   private corruption(error: unknown): LoopError {
-    return new LoopError('corrupt_loop_log', `Loops in this session are stopped: its loop log is corrupt (${describeError(error)}).`, { cause: error })
+    return new LoopError(
+      'corrupt_loop_log',
+      `Loops in this session are stopped: its loop log is corrupt (${describeError(error)}).`,
+      { cause: error },
+    )
   }
 
   /** Fail closed: keep the reason for every later caller, log it once, and never arm again. */
@@ -385,10 +399,15 @@ export class LoopRuntime {
    * is being disposed or its agent is no longer the live root (checked before every send).
    * @returns the loops whose dispatch was appended, and why the batch stopped early.
    */
-  private handleBatch(plan: DrivePlan, now: number): { readonly handled: readonly string[]; readonly failure?: string } {
+  private handleBatch(
+    plan: DrivePlan,
+    now: number,
+  ): { readonly handled: readonly string[]; readonly failure?: string } {
     const handled: string[] = []
     for (const loop of plan.skewed) {
-      this.report.info(`session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`)
+      this.report.info(
+        `session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`,
+      )
       const failure = this.recordDispatch(loop, rescheduledNextAt(loop, now))
       if (failure !== undefined) return { handled, failure }
       handled.push(loop.id)

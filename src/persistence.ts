@@ -26,7 +26,11 @@ export async function flushSession(ctx: Context, session: Session): Promise<void
   } catch (error) {
     throw new LoopError('persistence_failed', `Session persistence failed: ${describeError(error)}`, { cause: error })
   }
-  if (!acknowledged) throw new LoopError('persistence_failed', 'Session persistence did not acknowledge the flush; no persistence is mounted for this session.')
+  if (!acknowledged)
+    throw new LoopError(
+      'persistence_failed',
+      'Session persistence did not acknowledge the flush; no persistence is mounted for this session.',
+    )
 }
 
 /** The one mutable shape we need from a `KNOWN_SESSION_EVENT_TYPES` instance. */

@@ -6,7 +6,14 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Session, SessionEvent } from '@deepseek-ai/dsh-session'
 import type {} from '@deepseek-ai/dsh-session-projection'
 import { z } from 'zod'
-import { LOOP_CHANGE_EVENT, activeLoops, applyLoopChange, decodeLoopChange, emptyLoopTable, type LoopFoldState } from './domain.ts'
+import {
+  LOOP_CHANGE_EVENT,
+  activeLoops,
+  applyLoopChange,
+  decodeLoopChange,
+  emptyLoopTable,
+  type LoopFoldState,
+} from './domain.ts'
 import type { LoopProjection } from './types.ts'
 
 /** Projection key, also the dock's `useProjection` key. */

@@ -132,7 +132,8 @@ export function parseLease(text: string): LeaseRecord | undefined {
   const record = value as Record<string, unknown>
   const { token, host, pid, startedAt, refreshedAt } = record
   if (typeof token !== 'string' || typeof host !== 'string') return undefined
-  if (![pid, startedAt, refreshedAt].every((field) => typeof field === 'number' && Number.isSafeInteger(field))) return undefined
+  if (![pid, startedAt, refreshedAt].every((field) => typeof field === 'number' && Number.isSafeInteger(field)))
+    return undefined
   return { token, host, pid: pid as number, startedAt: startedAt as number, refreshedAt: refreshedAt as number }
 }
 

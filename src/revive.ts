@@ -121,7 +121,9 @@ export function startRevival(ctx: Context, options: RevivalOptions): () => Promi
   const refresh = async (): Promise<void> => {
     if (await options.lease.refresh()) return later(LEASE_REFRESH_MS, refresh)
     holding = false
-    report.warn('the loop lease on this DSH_HOME was taken over by another process; this one keeps the sessions it already brought back')
+    report.warn(
+      'the loop lease on this DSH_HOME was taken over by another process; this one keeps the sessions it already brought back',
+    )
   }
 
   const claim = (services: HostServices) => async (): Promise<void> => {
@@ -147,7 +149,9 @@ export function startRevival(ctx: Context, options: RevivalOptions): () => Promi
     const services = hostServices(ctx)
     if (services === undefined) return
     if (!options.enabled()) {
-      report.notice('resumeOnStart is off: no session is brought back at start; sessions holding loops come back when opened')
+      report.notice(
+        'resumeOnStart is off: no session is brought back at start; sessions holding loops come back when opened',
+      )
       return
     }
     await claim(services)()
@@ -172,7 +176,8 @@ function hostServices(ctx: Context): HostServices | undefined {
 
 /** Sessions whose projection checkpoint (`sessionProjectionCache`, no I/O) still shows active loops. */
 function checkpointedSessions(ctx: Context, headers: readonly SessionHeader[]): Set<string> {
-  const cache = ctx.get('sessionProjectionCache') as { cachedSnapshot(meta: SessionHeader): { values: { loop?: CheckpointedLoops } } | undefined } | undefined
+  const cache = ctx.get('sessionProjectionCache') as
+    { cachedSnapshot(meta: SessionHeader): { values: { loop?: CheckpointedLoops } } | undefined } | undefined
   const found = new Set<string>()
   if (cache === undefined) return found
   for (const header of headers) {
@@ -207,7 +212,9 @@ async function reviveSessions(
     return { revived: [], skipped: [] }
   }
   const headers = await services.persistence.list(signal)
-  const archived = new Set<string>((ctx.get('workspaceRegistry') as { archivedSessionIds?: readonly string[] } | undefined)?.archivedSessionIds ?? [])
+  const archived = new Set<string>(
+    (ctx.get('workspaceRegistry') as { archivedSessionIds?: readonly string[] } | undefined)?.archivedSessionIds ?? [],
+  )
   const plan = planRevival({ sessions: headers, hinted, checkpointed: checkpointedSessions(ctx, headers), archived })
   const skipped: Skipped[] = []
   const revived: string[] = []

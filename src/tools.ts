@@ -58,7 +58,8 @@ const ONE_SHOT_NOTE =
   'This is a one-shot run (dsh --profile headless): loops are saved in this session but nothing fires in this run; they start when the session is opened in a long-lived DSH (dsh web).'
 
 /** What the model sees for `loop_list`. */
-const LIST_DESCRIPTION = 'List the active loops of this session with id, prompt, interval in seconds, next_at (epoch ms) and state.'
+const LIST_DESCRIPTION =
+  'List the active loops of this session with id, prompt, interval in seconds, next_at (epoch ms) and state.'
 
 /** What the model sees for `loop_delete`. */
 const DELETE_DESCRIPTION = 'Stop one active loop of this session by the id that loop_create or loop_list returned.'
@@ -89,7 +90,8 @@ function randomHex(): string {
 
 /** Refuse calls that do not come from the agent these tools belong to. */
 function assertOwner(agent: Agent, caller: Agent | undefined): void {
-  if (caller !== agent) throw new LoopError('agent_unavailable', 'Loop tools act only for the agent of the session that owns them.')
+  if (caller !== agent)
+    throw new LoopError('agent_unavailable', 'Loop tools act only for the agent of the session that owns them.')
 }
 
 /** What the tools need from the plugin. */
@@ -117,8 +119,16 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
       name: 'loop_create',
       description: oneShot ? `${CREATE_DESCRIPTION} ${ONE_SHOT_NOTE}` : CREATE_DESCRIPTION,
       parameters: {
-        prompt: { type: 'string', required: true, description: 'What to do on every occurrence; sent verbatim inside the heartbeat.' },
-        time_in_seconds: { type: 'integer', required: true, description: `Interval in whole seconds, from 1 to ${MAX_INTERVAL_SECONDS} (365 days).` },
+        prompt: {
+          type: 'string',
+          required: true,
+          description: 'What to do on every occurrence; sent verbatim inside the heartbeat.',
+        },
+        time_in_seconds: {
+          type: 'integer',
+          required: true,
+          description: `Interval in whole seconds, from 1 to ${MAX_INTERVAL_SECONDS} (365 days).`,
+        },
       },
       output: { schema: VIEW_SCHEMA, render: oneShot ? renderJsonWithOneShotNote : renderJson },
       async execute(args, exec): Promise<LoopView> {
@@ -133,7 +143,12 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
           return { result: toLoopView(loop, now), change: createChange(loop) }
         })
       },
-      presentCall: (args) => ({ card: 'generic', kind: 'other', title: presentCreateTitle(args.prompt, args.time_in_seconds), rawInput: args.prompt }),
+      presentCall: (args) => ({
+        card: 'generic',
+        kind: 'other',
+        title: presentCreateTitle(args.prompt, args.time_in_seconds),
+        rawInput: args.prompt,
+      }),
     }),
     defineTool({
       name: 'loop_list',

@@ -13,7 +13,9 @@ describe('cancellation', () => {
     const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
     const spy = vi
       .spyOn(host.ctx.sessions, 'flush')
-      .mockImplementation((session) => new Promise<boolean>((resolve) => held.push(() => void real(session).then(resolve))))
+      .mockImplementation(
+        (session) => new Promise<boolean>((resolve) => held.push(() => void real(session).then(resolve))),
+      )
     const controller = new AbortController()
     const call = host.ctx.tools.execute({
       callId: CallId('cancel-1'),
@@ -35,7 +37,9 @@ describe('cancellation', () => {
     expect(loopChanges(fake.agent)).toEqual([])
     expect(fake.send).not.toHaveBeenCalled()
     // A retry creates exactly one loop.
-    expect((await runTool(host, fake.agent, 'loop_create', { prompt: 'once', time_in_seconds: 60 })).isError).toBe(false)
+    expect((await runTool(host, fake.agent, 'loop_create', { prompt: 'once', time_in_seconds: 60 })).isError).toBe(
+      false,
+    )
     expect(loopChanges(fake.agent)).toHaveLength(1)
   })
 
@@ -61,6 +65,8 @@ describe('cancellation', () => {
     spy.mockRestore()
     // The host reports the cancellation; the loop was already saved and stays (loop_list shows it).
     expect(result.isError ? result.error.message : 'succeeded').toBe('tool call aborted')
-    expect(loopChanges(fake.agent)).toEqual([{ version: 1, operation: 'create', loop: expect.objectContaining({ prompt: 'kept' }) }])
+    expect(loopChanges(fake.agent)).toEqual([
+      { version: 1, operation: 'create', loop: expect.objectContaining({ prompt: 'kept' }) },
+    ])
   })
 })

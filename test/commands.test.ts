@@ -1,11 +1,23 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { formatList, parseLoopCommand } from '../src/commands.ts'
-import { loopChanges, resumeFakeAgent, runCommand, type FakeAgent, type Host, startFakeHost, stopFakeHost, TEST_NOW } from './support/host.ts'
+import {
+  loopChanges,
+  resumeFakeAgent,
+  runCommand,
+  type FakeAgent,
+  type Host,
+  startFakeHost,
+  stopFakeHost,
+  TEST_NOW,
+} from './support/host.ts'
 
 describe('parseLoopCommand', () => {
   it.each([
     [' 1 check the build', { kind: 'create', time_in_seconds: 1, prompt: 'check the build' }],
-    [' 30   Summarize any new failures  ', { kind: 'create', time_in_seconds: 30, prompt: 'Summarize any new failures' }],
+    [
+      ' 30   Summarize any new failures  ',
+      { kind: 'create', time_in_seconds: 30, prompt: 'Summarize any new failures' },
+    ],
     [' 5 list', { kind: 'create', time_in_seconds: 5, prompt: 'list' }],
     [' 5 line one\nline two', { kind: 'create', time_in_seconds: 5, prompt: 'line one\nline two' }],
     [' 0 x', { kind: 'create', time_in_seconds: 0, prompt: 'x' }],
@@ -16,12 +28,22 @@ describe('parseLoopCommand', () => {
     expect(parseLoopCommand(raw)).toEqual(parsed)
   })
 
-  it.each(['', ' ', ' 30', ' 30   ', ' abc do it', ' 1.5 x', ' -1 x', ' list all', ' LIST', ' delete', ' delete a b', ' pause loop_a'])(
-    '%j is usage',
-    (raw) => {
-      expect(parseLoopCommand(raw)).toEqual({ kind: 'usage' })
-    },
-  )
+  it.each([
+    '',
+    ' ',
+    ' 30',
+    ' 30   ',
+    ' abc do it',
+    ' 1.5 x',
+    ' -1 x',
+    ' list all',
+    ' LIST',
+    ' delete',
+    ' delete a b',
+    ' pause loop_a',
+  ])('%j is usage', (raw) => {
+    expect(parseLoopCommand(raw)).toEqual({ kind: 'usage' })
+  })
 })
 
 describe('/loop through the real command runtime', () => {
@@ -36,9 +58,16 @@ describe('/loop through the real command runtime', () => {
   it('creates with the complete remainder as the prompt, lists, and deletes', async () => {
     const created = await runCommand(host, fake.agent, '/loop 90 check the build & report <failures>')
     const id = (loopChanges(fake.agent)[0] as { loop: { id: string } }).loop.id
-    expect(created).toEqual({ kind: 'success', text: `Created ${id}: every 1m 30s, next in 1m 30s. Prompt: check the build & report <failures>` })
+    expect(created).toEqual({
+      kind: 'success',
+      text: `Created ${id}: every 1m 30s, next in 1m 30s. Prompt: check the build & report <failures>`,
+    })
     expect(loopChanges(fake.agent)).toEqual([
-      { version: 1, operation: 'create', loop: { id, prompt: 'check the build & report <failures>', time_in_seconds: 90, next_at: NOW + 90_000 } },
+      {
+        version: 1,
+        operation: 'create',
+        loop: { id, prompt: 'check the build & report <failures>', time_in_seconds: 90, next_at: NOW + 90_000 },
+      },
     ])
 
     await vi.advanceTimersByTimeAsync(30_000)
@@ -47,7 +76,10 @@ describe('/loop through the real command runtime', () => {
       text: `1 active loop:\n${id}  every 1m 30s  next in 1m (2026-11-30T00:01:30.000Z)  check the build & report <failures>`,
     })
 
-    expect(await runCommand(host, fake.agent, `/loop delete ${id}`)).toEqual({ kind: 'success', text: `Deleted ${id}.` })
+    expect(await runCommand(host, fake.agent, `/loop delete ${id}`)).toEqual({
+      kind: 'success',
+      text: `Deleted ${id}.`,
+    })
     expect(await runCommand(host, fake.agent, '/loop list')).toEqual({
       kind: 'success',
       text: 'No active loops in this session. Create one with /loop <seconds> <prompt>.',
@@ -57,7 +89,8 @@ describe('/loop through the real command runtime', () => {
 
   it('lists a multi-line prompt on one line, line breaks shown as ⏎ and cut on code points', async () => {
     // A prompt whose second line reads like a loop row: listed raw, it would pass for a second loop.
-    const prompt = 'Check CI\nloop_deadbeef  every 5s  next in 1s (2026-11-30T00:00:01.000Z)  rm -r📋\nthen report 📋 and wait for the reviewer to answer'
+    const prompt =
+      'Check CI\nloop_deadbeef  every 5s  next in 1s (2026-11-30T00:00:01.000Z)  rm -r📋\nthen report 📋 and wait for the reviewer to answer'
     await runCommand(host, fake.agent, `/loop 60 ${prompt}`)
     const id = (loopChanges(fake.agent)[0] as { loop: { id: string; prompt: string } }).loop.id
     expect((loopChanges(fake.agent)[0] as { loop: { prompt: string } }).loop.prompt).toBe(prompt)
@@ -77,7 +110,12 @@ describe('/loop through the real command runtime', () => {
     fake.agent.session.append('loop/change', {
       version: 1,
       operation: 'create',
-      loop: { id: 'loop_far', prompt: 'far away', time_in_seconds: 8_700_000_000_000, next_at: NOW + 8_700_000_000_000_000 },
+      loop: {
+        id: 'loop_far',
+        prompt: 'far away',
+        time_in_seconds: 8_700_000_000_000,
+        next_at: NOW + 8_700_000_000_000_000,
+      },
     })
     await host.ctx.sessions.flush(fake.agent.session)
     await fake.handle.dispose()
@@ -86,7 +124,10 @@ describe('/loop through the real command runtime', () => {
       kind: 'success',
       text: '1 active loop:\nloop_far  every 100694444d 10h 40m  next in 100694444d 10h 40m (beyond the representable date range)  far away',
     })
-    expect(await runCommand(host, reopened.agent, '/loop delete loop_far')).toEqual({ kind: 'success', text: 'Deleted loop_far.' })
+    expect(await runCommand(host, reopened.agent, '/loop delete loop_far')).toEqual({
+      kind: 'success',
+      text: 'Deleted loop_far.',
+    })
   })
 
   it('tells an id that breaks the id rule apart from an unknown one', async () => {
@@ -102,7 +143,10 @@ describe('/loop through the real command runtime', () => {
 
   it('answers malformed lines with the exact usage and appends nothing', async () => {
     for (const line of ['/loop', '/loop 30', '/loop soon do it', '/loop delete', '/loop pause x']) {
-      expect(await runCommand(host, fake.agent, line)).toEqual({ kind: 'error', text: 'Usage: /loop <seconds> <prompt> | /loop list | /loop delete <id>' })
+      expect(await runCommand(host, fake.agent, line)).toEqual({
+        kind: 'error',
+        text: 'Usage: /loop <seconds> <prompt> | /loop list | /loop delete <id>',
+      })
     }
     expect(loopChanges(fake.agent)).toEqual([])
   })
@@ -130,8 +174,22 @@ describe('formatList', () => {
   it('pluralises and shows overdue loops', () => {
     const now = Date.parse('2026-11-30T00:00:10Z')
     const loops = [
-      { id: 'loop_a', prompt: 'A', time_in_seconds: 5, next_at: now - 3000, state: 'overdue', delivery_mode: 'session-local' },
-      { id: 'loop_b', prompt: 'B', time_in_seconds: 3600, next_at: now + 3_600_000, state: 'scheduled', delivery_mode: 'session-local' },
+      {
+        id: 'loop_a',
+        prompt: 'A',
+        time_in_seconds: 5,
+        next_at: now - 3000,
+        state: 'overdue',
+        delivery_mode: 'session-local',
+      },
+      {
+        id: 'loop_b',
+        prompt: 'B',
+        time_in_seconds: 3600,
+        next_at: now + 3_600_000,
+        state: 'scheduled',
+        delivery_mode: 'session-local',
+      },
     ] as const
     expect(formatList(loops, now)).toBe(
       '2 active loops:\nloop_a  every 5s  overdue by 3s (2026-11-30T00:00:07.000Z)  A\nloop_b  every 1h  next in 1h (2026-11-30T01:00:10.000Z)  B',

@@ -18,7 +18,10 @@ describe('configured bounds', () => {
       expect(result.isError).toBe(false)
     }
     const refused = await runTool(host, fake.agent, 'loop_create', { prompt: 'one more', time_in_seconds: 3600 })
-    expect(refused.isError ? refused.error : undefined).toEqual({ message: TOO_MANY(20, 20), info: { name: 'LoopError', code: 'too_many_loops' } })
+    expect(refused.isError ? refused.error : undefined).toEqual({
+      message: TOO_MANY(20, 20),
+      info: { name: 'LoopError', code: 'too_many_loops' },
+    })
     const long = await runTool(host, fake.agent, 'loop_create', { prompt: 'x'.repeat(1_000_000), time_in_seconds: 1 })
     expect(long.isError ? long.error.message : undefined).toBe(
       'prompt is 1000000 characters; the limit is 4000 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
@@ -37,7 +40,10 @@ describe('configured bounds', () => {
     expect(long.isError ? long.error.message : undefined).toBe(
       'prompt is 11 characters; the limit is 10 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
     )
-    expect(loopChanges(fake.agent).map((change) => (change as { operation: string }).operation)).toEqual(['create', 'create'])
+    expect(loopChanges(fake.agent).map((change) => (change as { operation: string }).operation)).toEqual([
+      'create',
+      'create',
+    ])
   })
 
   it('refuses an invalid row config at load', async () => {

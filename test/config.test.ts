@@ -30,18 +30,26 @@ describe('resolveLoopSettings', () => {
       config: { maxLoopsPerSession: 1000, maxPromptLength: 1, resumeOnStart: true },
       invalid: [],
     })
-    expect(resolveLoopSettings({ maxLoopsPerSession: null }, lastValid)).toEqual({ config: DEFAULT_LOOP_CONFIG, invalid: [] })
+    expect(resolveLoopSettings({ maxLoopsPerSession: null }, lastValid)).toEqual({
+      config: DEFAULT_LOOP_CONFIG,
+      invalid: [],
+    })
     expect(resolveLoopSettings(undefined, lastValid)).toEqual({ config: DEFAULT_LOOP_CONFIG, invalid: [] })
   })
 
   it('keeps the last valid value of each invalid field and names it', () => {
     for (const value of [0, 1001, 5000, -1, 2.5, '5', true, [3], { n: 3 }]) {
-      expect(resolveLoopSettings({ maxLoopsPerSession: value, maxPromptLength: 50 }, lastValid), JSON.stringify(value)).toEqual({
+      expect(
+        resolveLoopSettings({ maxLoopsPerSession: value, maxPromptLength: 50 }, lastValid),
+        JSON.stringify(value),
+      ).toEqual({
         config: { maxLoopsPerSession: 7, maxPromptLength: 50, resumeOnStart: true },
         invalid: [{ field: 'maxLoopsPerSession', value, accepts: 'a whole number from 1 to 1000', kept: 7 }],
       })
     }
-    expect(resolveLoopSettings({ maxLoopsPerSession: 0, maxPromptLength: 100_001, resumeOnStart: 'no' }, lastValid)).toEqual({
+    expect(
+      resolveLoopSettings({ maxLoopsPerSession: 0, maxPromptLength: 100_001, resumeOnStart: 'no' }, lastValid),
+    ).toEqual({
       config: lastValid,
       invalid: [
         { field: 'maxLoopsPerSession', value: 0, accepts: 'a whole number from 1 to 1000', kept: 7 },
@@ -52,10 +60,24 @@ describe('resolveLoopSettings', () => {
   })
 
   it('words the warning with the setting, the stored value, the range and the value kept', () => {
-    expect(describeInvalidSetting({ field: 'maxLoopsPerSession', value: 5000, accepts: 'a whole number from 1 to 1000', kept: 20 })).toBe(
+    expect(
+      describeInvalidSetting({
+        field: 'maxLoopsPerSession',
+        value: 5000,
+        accepts: 'a whole number from 1 to 1000',
+        kept: 20,
+      }),
+    ).toBe(
       'settings: loop.maxLoopsPerSession is 5000, but it accepts a whole number from 1 to 1000; keeping 20 (its last valid value) until the settings document holds a valid one',
     )
-    expect(describeInvalidSetting({ field: 'maxPromptLength', value: '5', accepts: 'a whole number from 1 to 100000', kept: 4000 })).toBe(
+    expect(
+      describeInvalidSetting({
+        field: 'maxPromptLength',
+        value: '5',
+        accepts: 'a whole number from 1 to 100000',
+        kept: 4000,
+      }),
+    ).toBe(
       'settings: loop.maxPromptLength is "5", but it accepts a whole number from 1 to 100000; keeping 4000 (its last valid value) until the settings document holds a valid one',
     )
   })
@@ -85,7 +107,8 @@ async function bootWithSettings(text: string, row?: Record<string, unknown>) {
   const warnings: string[] = []
   host.ctx.logger.exporter({
     levels: { default: 3 },
-    export: (message) => void (message.name === 'loop' && message.type === 'warn' && warnings.push(String(message.args[0]))),
+    export: (message) =>
+      void (message.name === 'loop' && message.type === 'warn' && warnings.push(String(message.args[0]))),
   })
   await host.ctx.plugin(loopPlugin, row as never)
   const settings = host.ctx.get('settings') as unknown as SettingsService
@@ -95,9 +118,12 @@ async function bootWithSettings(text: string, row?: Record<string, unknown>) {
 
 describe('an invalid loop section in the settings document', () => {
   it('at start: registers the section, warns once, applies the last valid value, accepts another field, and follows the fixed file', async () => {
-    const { host, settingsPath, warnings, settings, loopValue } = await bootWithSettings(`${ONBOARDING}loop:\n  maxLoopsPerSession: 0\n`, {
-      maxLoopsPerSession: 2,
-    })
+    const { host, settingsPath, warnings, settings, loopValue } = await bootWithSettings(
+      `${ONBOARDING}loop:\n  maxLoopsPerSession: 0\n`,
+      {
+        maxLoopsPerSession: 2,
+      },
+    )
     expect(warnings).toEqual([
       'settings: loop.maxLoopsPerSession is 0, but it accepts a whole number from 1 to 1000; keeping 2 (its last valid value) until the settings document holds a valid one',
     ])
@@ -130,7 +156,9 @@ describe('an invalid loop section in the settings document', () => {
   })
 
   it('while running: keeps the last valid value (not the default), warns once per distinct invalid value, and clears on a fix', async () => {
-    const { host, settingsPath, warnings, loopValue } = await bootWithSettings(`${ONBOARDING}loop:\n  maxLoopsPerSession: 1\n`)
+    const { host, settingsPath, warnings, loopValue } = await bootWithSettings(
+      `${ONBOARDING}loop:\n  maxLoopsPerSession: 1\n`,
+    )
     expect(warnings).toEqual([])
     const fake = await createFakeAgent(host, 'ses-invalid-edit')
     expect((await runTool(host, fake.agent, 'loop_create', { prompt: 'a', time_in_seconds: 60 })).isError).toBe(false)

@@ -73,8 +73,11 @@ function fencedJson(block: string): unknown {
 function loopErrorCodes(): string[] {
   const path = `${root}src/errors.ts`
   const source = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest)
-  const alias = source.statements.find((node): node is ts.TypeAliasDeclaration => ts.isTypeAliasDeclaration(node) && node.name.text === 'LoopErrorCode')
-  if (alias === undefined || !ts.isUnionTypeNode(alias.type)) throw new Error('LoopErrorCode is no longer a union in src/errors.ts')
+  const alias = source.statements.find(
+    (node): node is ts.TypeAliasDeclaration => ts.isTypeAliasDeclaration(node) && node.name.text === 'LoopErrorCode',
+  )
+  if (alias === undefined || !ts.isUnionTypeNode(alias.type))
+    throw new Error('LoopErrorCode is no longer a union in src/errors.ts')
   return alias.type.types.map((member) => {
     if (!ts.isLiteralTypeNode(member) || !ts.isStringLiteral(member.literal))
       throw new Error(`LoopErrorCode member ${member.getText(source)} is not a string literal`)
@@ -115,12 +118,15 @@ function configRow(name: string, field: FieldSchema, lang: 'en' | 'zh'): string[
     type = `\`${field.type}\``
     range = '—'
   } else {
-    throw new Error(`config field ${name} has schema type ${field.type}; teach test/docs.test.ts how the README states it`)
+    throw new Error(
+      `config field ${name} has schema type ${field.type}; teach test/docs.test.ts how the README states it`,
+    )
   }
   const fallback = typeof meta.default === 'number' ? grouped(meta.default) : String(meta.default)
   // The Settings card shows the same text in the user's language, so each language needs its own.
   const description = meta.description?.[lang]
-  if (description === undefined) throw new Error(`config field ${name} has no ${lang} description; give it one in Config's i18n`)
+  if (description === undefined)
+    throw new Error(`config field ${name} has no ${lang} description; give it one in Config's i18n`)
   return [`\`${name}\``, type, fallback, range, description]
 }
 
@@ -139,7 +145,9 @@ describe('README reference blocks match the code', () => {
     schemas = host.ctx.tools.schemas(fake.agent).filter((schema) => schema.name.startsWith('loop_'))
     oneShotHost = await bootHost({ oneShot: true })
     const oneShot = await createFakeAgent(oneShotHost, 'docs-check-one-shot')
-    oneShotCreateDescription = oneShotHost.ctx.tools.schemas(oneShot.agent).find((schema) => schema.name === 'loop_create')!.description
+    oneShotCreateDescription = oneShotHost.ctx.tools
+      .schemas(oneShot.agent)
+      .find((schema) => schema.name === 'loop_create')!.description
   })
 
   afterAll(async () => {
@@ -152,12 +160,20 @@ describe('README reference blocks match the code', () => {
       const text = readFileSync(`${root}${file}`, 'utf8')
 
       it('shows the loop tools exactly as the host hands them to the model', () => {
-        expect(schemas.map((schema) => (schema as { name: string }).name)).toEqual(['loop_create', 'loop_list', 'loop_delete'])
-        expect(JSON.stringify(fencedJson(docsBlock(text, 'tool-schemas')), null, 2)).toBe(JSON.stringify(schemas, null, 2))
+        expect(schemas.map((schema) => (schema as { name: string }).name)).toEqual([
+          'loop_create',
+          'loop_list',
+          'loop_delete',
+        ])
+        expect(JSON.stringify(fencedJson(docsBlock(text, 'tool-schemas')), null, 2)).toBe(
+          JSON.stringify(schemas, null, 2),
+        )
       })
 
       it('quotes the sentence a one-shot host appends to loop_create', () => {
-        const create = (schemas as { name: string; description: string }[]).find((schema) => schema.name === 'loop_create')!
+        const create = (schemas as { name: string; description: string }[]).find(
+          (schema) => schema.name === 'loop_create',
+        )!
         const note = docsBlock(text, 'one-shot-note')
           .replace(/\s+/g, ' ')
           .trim()

@@ -27,7 +27,9 @@ const LIMITS = { maxPromptLength: 4000 }
 
 describe('create validation', () => {
   it('trims the prompt, normalizes CRLF and keeps the interval', () => {
-    expect(validateCreateInput({ prompt: '  Summarize failures \r\n  then report\n', time_in_seconds: 30 }, LIMITS)).toEqual({
+    expect(
+      validateCreateInput({ prompt: '  Summarize failures \r\n  then report\n', time_in_seconds: 30 }, LIMITS),
+    ).toEqual({
       prompt: 'Summarize failures \n  then report',
       time_in_seconds: 30,
     })
@@ -42,11 +44,16 @@ describe('create validation', () => {
     })
   })
 
-  const invisible = 'prompt must be a string with visible content (whitespace and invisible characters alone do not count).'
+  const invisible =
+    'prompt must be a string with visible content (whitespace and invisible characters alone do not count).'
   it.each([
     [null, 'invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.'],
     [[], 'invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.'],
-    [{ prompt: 'p', time_in_seconds: 1, title: 't' }, 'invalid_arguments', 'loop_create does not accept "title"; it takes only prompt and time_in_seconds.'],
+    [
+      { prompt: 'p', time_in_seconds: 1, title: 't' },
+      'invalid_arguments',
+      'loop_create does not accept "title"; it takes only prompt and time_in_seconds.',
+    ],
     [
       { prompt: 'p', time_in_seconds: 1, allow_steer: true },
       'invalid_arguments',
@@ -102,30 +109,48 @@ describe('create validation', () => {
   })
 
   it('accepts tabs, line breaks, paired surrogates and text around zero-width characters', () => {
-    expect(validateCreateInput({ prompt: 'a\tb\nc \uD83D\uDE00 \u200Bd', time_in_seconds: 1 }, LIMITS).prompt).toBe('a\tb\nc \uD83D\uDE00 \u200Bd')
+    expect(validateCreateInput({ prompt: 'a\tb\nc \uD83D\uDE00 \u200Bd', time_in_seconds: 1 }, LIMITS).prompt).toBe(
+      'a\tb\nc \uD83D\uDE00 \u200Bd',
+    )
   })
 
   it('refuses a prompt longer than the configured limit, naming it and its setting', () => {
-    expect(validateCreateInput({ prompt: 'x'.repeat(10), time_in_seconds: 1 }, { maxPromptLength: 10 }).prompt).toHaveLength(10)
-    const error = caught(() => validateCreateInput({ prompt: ` ${'x'.repeat(11)} `, time_in_seconds: 1 }, { maxPromptLength: 10 }))
+    expect(
+      validateCreateInput({ prompt: 'x'.repeat(10), time_in_seconds: 1 }, { maxPromptLength: 10 }).prompt,
+    ).toHaveLength(10)
+    const error = caught(() =>
+      validateCreateInput({ prompt: ` ${'x'.repeat(11)} `, time_in_seconds: 1 }, { maxPromptLength: 10 }),
+    )
     expect([error.code, error.message]).toEqual([
       'prompt_too_long',
       'prompt is 11 characters; the limit is 10 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
     ])
   })
 
-  it.each([0, -5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '30', MAX_INTERVAL_SECONDS + 1, 8_700_000_000_000, Number.MAX_SAFE_INTEGER + 1, undefined])(
-    'rejects time_in_seconds %s',
-    (seconds) => {
-      const error = caught(() => validateCreateInput({ prompt: 'p', time_in_seconds: seconds }, LIMITS))
-      expect(error.code).toBe('invalid_interval')
-      expect(error.message).toBe('time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.')
-    },
-  )
+  it.each([
+    0,
+    -5,
+    1.5,
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    '30',
+    MAX_INTERVAL_SECONDS + 1,
+    8_700_000_000_000,
+    Number.MAX_SAFE_INTEGER + 1,
+    undefined,
+  ])('rejects time_in_seconds %s', (seconds) => {
+    const error = caught(() => validateCreateInput({ prompt: 'p', time_in_seconds: seconds }, LIMITS))
+    expect(error.code).toBe('invalid_interval')
+    expect(error.message).toBe(
+      'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.',
+    )
+  })
 
   it('accepts the one-second minimum and the 365-day maximum', () => {
     expect(validateCreateInput({ prompt: 'p', time_in_seconds: 1 }, LIMITS).time_in_seconds).toBe(1)
-    expect(validateCreateInput({ prompt: 'p', time_in_seconds: MAX_INTERVAL_SECONDS }, LIMITS).time_in_seconds).toBe(31_536_000)
+    expect(validateCreateInput({ prompt: 'p', time_in_seconds: MAX_INTERVAL_SECONDS }, LIMITS).time_in_seconds).toBe(
+      31_536_000,
+    )
   })
 
   it('refuses a create beyond the per-session limit, naming it and its setting', () => {
@@ -139,7 +164,8 @@ describe('create validation', () => {
   })
 })
 
-const ID_RULE = 'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.'
+const ID_RULE =
+  'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.'
 
 describe('delete and list validation', () => {
   it('returns the id', () => {
@@ -162,7 +188,9 @@ describe('delete and list validation', () => {
 
   it('list accepts only an empty object', () => {
     expect(() => validateListInput({})).not.toThrow()
-    expect(caught(() => validateListInput({ session_id: 's' })).message).toBe('loop_list does not accept "session_id"; it takes no arguments.')
+    expect(caught(() => validateListInput({ session_id: 's' })).message).toBe(
+      'loop_list does not accept "session_id"; it takes no arguments.',
+    )
     expect(caught(() => validateListInput('x')).message).toBe('loop_list takes an empty object {}.')
   })
 
@@ -172,13 +200,20 @@ describe('delete and list validation', () => {
     expect(caught(() => requireActiveLoop(state, 'toString')).code).toBe('loop_not_found')
     const error = caught(() => requireActiveLoop(state, 'loop_zz'))
     expect(error.code).toBe('loop_not_found')
-    expect(error.message).toBe('No active loop "loop_zz" in this session; run loop_list (or /loop list) to see its loops.')
+    expect(error.message).toBe(
+      'No active loop "loop_zz" in this session; run loop_list (or /loop list) to see its loops.',
+    )
   })
 })
 
 describe('ids', () => {
   it('follow one rule: loop_ and 1-64 letters, digits, _ or -', () => {
-    expect(['loop_1a2b3c4d', 'loop_a', 'loop_A-b_9', `loop_${'x'.repeat(64)}`].map(isLoopId)).toEqual([true, true, true, true])
+    expect(['loop_1a2b3c4d', 'loop_a', 'loop_A-b_9', `loop_${'x'.repeat(64)}`].map(isLoopId)).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ])
     expect(['loop_', 'loop_a b', 'loop_a\n', `loop_${'x'.repeat(65)}`, 'loop_<x>', 'Loop_a', 7].map(isLoopId)).toEqual([
       false,
       false,
@@ -202,7 +237,12 @@ describe('decoding', () => {
   it('decodes the three v1 operations exactly', () => {
     expect(decodeLoopChange(createChange(loopA))).toEqual({ version: 1, operation: 'create', loop: loopA })
     expect(decodeLoopChange(deleteChange('loop_a'))).toEqual({ version: 1, operation: 'delete', id: 'loop_a' })
-    expect(decodeLoopChange(dispatchChange('loop_a', NOW))).toEqual({ version: 1, operation: 'dispatch', id: 'loop_a', next_at: NOW })
+    expect(decodeLoopChange(dispatchChange('loop_a', NOW))).toEqual({
+      version: 1,
+      operation: 'dispatch',
+      id: 'loop_a',
+      next_at: NOW,
+    })
   })
 
   it('returns a valid change itself, not a copy (the host deep-freezes logged events)', () => {
@@ -218,8 +258,16 @@ describe('decoding', () => {
 
   it('strips the previous build title and allow_steer from create and update', () => {
     const legacy = { ...loopA, title: 'Build', allow_steer: false }
-    expect(decodeLoopChange({ version: 1, operation: 'create', loop: legacy })).toEqual({ version: 1, operation: 'create', loop: loopA })
-    expect(decodeLoopChange({ version: 1, operation: 'update', loop: legacy })).toEqual({ version: 1, operation: 'update', loop: loopA })
+    expect(decodeLoopChange({ version: 1, operation: 'create', loop: legacy })).toEqual({
+      version: 1,
+      operation: 'create',
+      loop: loopA,
+    })
+    expect(decodeLoopChange({ version: 1, operation: 'update', loop: legacy })).toEqual({
+      version: 1,
+      operation: 'update',
+      loop: loopA,
+    })
   })
 
   it.each([
@@ -244,7 +292,10 @@ describe('decoding', () => {
     [{ version: 1, operation: 'create', loop: { ...loopA, next_at: '1' } }, 'invalid next_at for loop_a'],
     [{ version: 1, operation: 'create', loop: { ...loopA, next_at: -1 } }, 'invalid next_at for loop_a'],
     [{ version: 1, operation: 'update', loop: { ...loopA, title: 5 } }, 'invalid legacy title for loop_a'],
-    [{ version: 1, operation: 'update', loop: { ...loopA, allow_steer: 'yes' } }, 'invalid legacy allow_steer for loop_a'],
+    [
+      { version: 1, operation: 'update', loop: { ...loopA, allow_steer: 'yes' } },
+      'invalid legacy allow_steer for loop_a',
+    ],
   ])('fails closed on %j', (data, detail) => {
     const error = caught(() => decodeLoopChange(data))
     expect(error.code).toBe('corrupt_loop_log')
@@ -262,13 +313,21 @@ describe('fold', () => {
       event(dispatchChange('loop_b', NOW + 60_500)),
       event(deleteChange('loop_a')),
     ])
-    expect(state).toEqual({ loops: { loop_b: { ...loopB, next_at: NOW + 60_500 } }, usedIds: new Set(['loop_a', 'loop_b']) })
+    expect(state).toEqual({
+      loops: { loop_b: { ...loopB, next_at: NOW + 60_500 } },
+      usedIds: new Set(['loop_a', 'loop_b']),
+    })
     expect(activeLoops(state)).toEqual([{ ...loopB, next_at: NOW + 60_500 }])
   })
 
   it('keeps creation order across dispatches and reads legacy far-future records', () => {
     const far = { ...loopA, id: 'loop_far', time_in_seconds: 8_700_000_000_000, next_at: Number.MAX_SAFE_INTEGER }
-    const state = foldOf(createChange(loopA), createChange(far), createChange(loopB), dispatchChange('loop_a', NOW + 9000))
+    const state = foldOf(
+      createChange(loopA),
+      createChange(far),
+      createChange(loopB),
+      dispatchChange('loop_a', NOW + 9000),
+    )
     expect(activeLoops(state).map((loop) => loop.id)).toEqual(['loop_a', 'loop_far', 'loop_b'])
   })
 
@@ -289,7 +348,10 @@ describe('fold', () => {
     [[deleteChange('loop_a')], 'delete targets inactive loop loop_a'],
     [[dispatchChange('loop_a', NOW)], 'dispatch targets inactive loop loop_a'],
     [[{ version: 1, operation: 'update', loop: loopA }], 'update targets inactive loop loop_a'],
-    [[createChange(loopA), deleteChange('loop_a'), dispatchChange('loop_a', NOW)], 'dispatch targets inactive loop loop_a'],
+    [
+      [createChange(loopA), deleteChange('loop_a'), dispatchChange('loop_a', NOW)],
+      'dispatch targets inactive loop loop_a',
+    ],
   ])('fails closed on an invalid transition %#', (changes, detail) => {
     const error = caught(() => foldOf(...changes))
     expect(error.message).toBe(`corrupt loop/change record: ${detail}`)
@@ -306,9 +368,21 @@ describe('views', () => {
 describe('delivery rule', () => {
   it.each([
     ['idle', { running: false, waiting: false, inOpenTurn: false }, { kind: 'send', target: 'next-turn' }],
-    ['running, not yet in this turn', { running: true, waiting: false, inOpenTurn: false }, { kind: 'send', target: 'next-step' }],
-    ['running, already in this turn', { running: true, waiting: false, inOpenTurn: true }, { kind: 'send', target: 'next-turn' }],
-    ['a heartbeat left waiting in an idle inbox', { running: false, waiting: true, inOpenTurn: false }, { kind: 'replace', target: 'next-turn' }],
+    [
+      'running, not yet in this turn',
+      { running: true, waiting: false, inOpenTurn: false },
+      { kind: 'send', target: 'next-step' },
+    ],
+    [
+      'running, already in this turn',
+      { running: true, waiting: false, inOpenTurn: true },
+      { kind: 'send', target: 'next-turn' },
+    ],
+    [
+      'a heartbeat left waiting in an idle inbox',
+      { running: false, waiting: true, inOpenTurn: false },
+      { kind: 'replace', target: 'next-turn' },
+    ],
     ['a heartbeat still waiting (running)', { running: true, waiting: true, inOpenTurn: true }, { kind: 'coalesce' }],
   ])('%s', (_name, facts, expected) => {
     expect(chooseDelivery(facts)).toEqual(expected)

@@ -25,7 +25,14 @@ import {
   type FakeAgent,
   type Host,
 } from './support/host.ts'
-import { FLUSH_FAULT_CAUSE, FLUSH_FAULTS, failFlush, failNextLoopAppend, holdFlushes, recordTimers } from './support/faults.ts'
+import {
+  FLUSH_FAULT_CAUSE,
+  FLUSH_FAULTS,
+  failFlush,
+  failNextLoopAppend,
+  holdFlushes,
+  recordTimers,
+} from './support/faults.ts'
 import { auditDeliveries, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
 
 const NOW = TEST_NOW
@@ -77,24 +84,30 @@ const createRecord = (id: string, prompt: string, seconds: number, nextAt: numbe
 const dispatchRecord = (id: string, nextAt: number) => ({ version: 1, operation: 'dispatch', id, next_at: nextAt })
 
 describe('a flush fails before the fold of a tool call', () => {
-  it.each(FLUSH_FAULTS)('flush %s: loop_create is refused, nothing is appended, a retry creates exactly one loop', async (fault) => {
-    const injection = failFlush(host, fault)
-    const outcome = await runTool(host, fake.agent, 'loop_create', { prompt: 'watch CI', time_in_seconds: 10 })
-    injection.restore()
-    const failure = failureOf(outcome)
-    expect(failure).toMatchObject({ code: 'persistence_failed' })
-    expect((failure as { message: string }).message).toContain(FLUSH_FAULT_CAUSE[fault])
-    expect(injection.sessions).toEqual([fake.agent.session])
-    await settle()
-    expect(loopChanges(fake.agent)).toEqual([])
-    expect(await durable()).toEqual([])
+  it.each(FLUSH_FAULTS)(
+    'flush %s: loop_create is refused, nothing is appended, a retry creates exactly one loop',
+    async (fault) => {
+      const injection = failFlush(host, fault)
+      const outcome = await runTool(host, fake.agent, 'loop_create', { prompt: 'watch CI', time_in_seconds: 10 })
+      injection.restore()
+      const failure = failureOf(outcome)
+      expect(failure).toMatchObject({ code: 'persistence_failed' })
+      expect((failure as { message: string }).message).toContain(FLUSH_FAULT_CAUSE[fault])
+      expect(injection.sessions).toEqual([fake.agent.session])
+      await settle()
+      expect(loopChanges(fake.agent)).toEqual([])
+      expect(await durable()).toEqual([])
 
-    const id = await create('watch CI', 10)
-    await advance(10_000, 1000)
-    expect(await durable()).toEqual([createRecord(id, 'watch CI', 10, NOW + 10_000), dispatchRecord(id, NOW + 20_000)])
-    expect(sent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual([[id, NOW + 10_000]])
-    await expectConsistent()
-  })
+      const id = await create('watch CI', 10)
+      await advance(10_000, 1000)
+      expect(await durable()).toEqual([
+        createRecord(id, 'watch CI', 10, NOW + 10_000),
+        dispatchRecord(id, NOW + 20_000),
+      ])
+      expect(sent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual([[id, NOW + 10_000]])
+      await expectConsistent()
+    },
+  )
 
   it.each(FLUSH_FAULTS)('flush %s: loop_delete is refused and the loop keeps firing', async (fault) => {
     const id = await create('keep me', 5)
@@ -110,87 +123,114 @@ describe('a flush fails before the fold of a tool call', () => {
 })
 
 describe('a flush fails after the append of a tool call', () => {
-  it.each(FLUSH_FAULTS)('flush %s after a create: the caller is told it failed, with the loop id; the list it is told to run saves it once', async (fault) => {
-    const injection = failFlush(host, fault, { after: 1 })
-    const outcome = await runTool(host, fake.agent, 'loop_create', { prompt: 'half saved', time_in_seconds: 10 })
-    injection.restore()
-    const created = loopChanges(fake.agent)
-    expect(created).toHaveLength(1)
-    const id = (created[0] as { loop: { id: string } }).loop.id
-    const failure = failureOf(outcome)
-    // No success for an unconfirmed change; the error names the loop so the caller can list or delete it.
-    expect(failure).toMatchObject({ code: 'persistence_failed' })
-    expect((failure as { message: string }).message).toContain(id)
-    expect((failure as { message: string }).message).toContain(FLUSH_FAULT_CAUSE[fault])
-    // The caller checks the list, as the error tells it to: the loop is there, and now it is saved, once.
-    const listed = await runTool(host, fake.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error.message : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
-    expect(await durable()).toEqual([createRecord(id, 'half saved', 10, NOW + 10_000)])
-    await advance(9999, 1000)
-    expect(sent).toEqual([])
-    await advance(1)
-    expect(await durable()).toEqual([createRecord(id, 'half saved', 10, NOW + 10_000), dispatchRecord(id, NOW + 20_000)])
-    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 10_000])
-    await expectConsistent()
-  })
+  it.each(FLUSH_FAULTS)(
+    'flush %s after a create: the caller is told it failed, with the loop id; the list it is told to run saves it once',
+    async (fault) => {
+      const injection = failFlush(host, fault, { after: 1 })
+      const outcome = await runTool(host, fake.agent, 'loop_create', { prompt: 'half saved', time_in_seconds: 10 })
+      injection.restore()
+      const created = loopChanges(fake.agent)
+      expect(created).toHaveLength(1)
+      const id = (created[0] as { loop: { id: string } }).loop.id
+      const failure = failureOf(outcome)
+      // No success for an unconfirmed change; the error names the loop so the caller can list or delete it.
+      expect(failure).toMatchObject({ code: 'persistence_failed' })
+      expect((failure as { message: string }).message).toContain(id)
+      expect((failure as { message: string }).message).toContain(FLUSH_FAULT_CAUSE[fault])
+      // The caller checks the list, as the error tells it to: the loop is there, and now it is saved, once.
+      const listed = await runTool(host, fake.agent, 'loop_list', {})
+      expect(listed.isError ? listed.error.message : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual(
+        [id],
+      )
+      expect(await durable()).toEqual([createRecord(id, 'half saved', 10, NOW + 10_000)])
+      await advance(9999, 1000)
+      expect(sent).toEqual([])
+      await advance(1)
+      expect(await durable()).toEqual([
+        createRecord(id, 'half saved', 10, NOW + 10_000),
+        dispatchRecord(id, NOW + 20_000),
+      ])
+      expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 10_000])
+      await expectConsistent()
+    },
+  )
 
-  it.each(FLUSH_FAULTS)('flush %s after a delete: the caller is told it failed, with the loop id; the loop never fires again', async (fault) => {
-    const id = await create('half deleted', 5)
-    const injection = failFlush(host, fault, { after: 1 })
-    const outcome = await runTool(host, fake.agent, 'loop_delete', { id })
-    injection.restore()
-    const failure = failureOf(outcome)
-    expect(failure).toMatchObject({ code: 'persistence_failed' })
-    expect((failure as { message: string }).message).toContain(id)
-    const listed = await runTool(host, fake.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error.message : listed.value).toEqual([])
-    expect(await durable()).toEqual([createRecord(id, 'half deleted', 5, NOW + 5000), { version: 1, operation: 'delete', id }])
-    await advance(20_000, 1000)
-    expect(sent).toEqual([])
-    expect(await durable()).toEqual([createRecord(id, 'half deleted', 5, NOW + 5000), { version: 1, operation: 'delete', id }])
-    await expectConsistent()
-  })
+  it.each(FLUSH_FAULTS)(
+    'flush %s after a delete: the caller is told it failed, with the loop id; the loop never fires again',
+    async (fault) => {
+      const id = await create('half deleted', 5)
+      const injection = failFlush(host, fault, { after: 1 })
+      const outcome = await runTool(host, fake.agent, 'loop_delete', { id })
+      injection.restore()
+      const failure = failureOf(outcome)
+      expect(failure).toMatchObject({ code: 'persistence_failed' })
+      expect((failure as { message: string }).message).toContain(id)
+      const listed = await runTool(host, fake.agent, 'loop_list', {})
+      expect(listed.isError ? listed.error.message : listed.value).toEqual([])
+      expect(await durable()).toEqual([
+        createRecord(id, 'half deleted', 5, NOW + 5000),
+        { version: 1, operation: 'delete', id },
+      ])
+      await advance(20_000, 1000)
+      expect(sent).toEqual([])
+      expect(await durable()).toEqual([
+        createRecord(id, 'half deleted', 5, NOW + 5000),
+        { version: 1, operation: 'delete', id },
+      ])
+      await expectConsistent()
+    },
+  )
 })
 
 describe('a flush fails inside a drive', () => {
-  it.each(FLUSH_FAULTS)('flush %s before the dispatch decision: nothing is sent, the retry sends once, late but not early', async (fault) => {
-    const id = await create('retry me', 5)
-    await advance(4000, 1000)
-    const injection = failFlush(host, fault)
-    await advance(1000)
-    expect(injection.calls()).toBe(1)
-    expect(sent).toEqual([])
-    expect(loopChanges(fake.agent)).toHaveLength(1)
-    injection.restore()
-    await advance(1000)
-    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000])
-    expect(await durable()).toEqual([createRecord(id, 'retry me', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
-    await advance(4000)
-    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000, NOW + 10_000])
-    await expectConsistent()
-  })
+  it.each(FLUSH_FAULTS)(
+    'flush %s before the dispatch decision: nothing is sent, the retry sends once, late but not early',
+    async (fault) => {
+      const id = await create('retry me', 5)
+      await advance(4000, 1000)
+      const injection = failFlush(host, fault)
+      await advance(1000)
+      expect(injection.calls()).toBe(1)
+      expect(sent).toEqual([])
+      expect(loopChanges(fake.agent)).toHaveLength(1)
+      injection.restore()
+      await advance(1000)
+      expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000])
+      expect(await durable()).toEqual([createRecord(id, 'retry me', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
+      await advance(4000)
+      expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000, NOW + 10_000])
+      await expectConsistent()
+    },
+  )
 
-  it.each(FLUSH_FAULTS)('flush %s after the dispatch append: one send; the retry saves the dispatch once and does not send again', async (fault) => {
-    const id = await create('sent once', 5)
-    await advance(4000, 1000)
-    const injection = failFlush(host, fault, { after: 1 })
-    await advance(1000)
-    injection.restore()
-    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 5000])
-    expect(await durable()).toEqual([createRecord(id, 'sent once', 5, NOW + 5000)])
-    await advance(1000)
-    expect(await durable()).toEqual([createRecord(id, 'sent once', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
-    expect(sent).toHaveLength(1)
-    await advance(4000)
-    expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 5000, NOW + 10_000])
-    await expectConsistent()
-  })
+  it.each(FLUSH_FAULTS)(
+    'flush %s after the dispatch append: one send; the retry saves the dispatch once and does not send again',
+    async (fault) => {
+      const id = await create('sent once', 5)
+      await advance(4000, 1000)
+      const injection = failFlush(host, fault, { after: 1 })
+      await advance(1000)
+      injection.restore()
+      expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 5000])
+      expect(await durable()).toEqual([createRecord(id, 'sent once', 5, NOW + 5000)])
+      await advance(1000)
+      expect(await durable()).toEqual([createRecord(id, 'sent once', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
+      expect(sent).toHaveLength(1)
+      await advance(4000)
+      expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 5000, NOW + 10_000])
+      await expectConsistent()
+    },
+  )
 })
 
 describe('a batch: every loop due in one drive, one flush for all their dispatches', () => {
   /** Three 5 s loops created together: all due at NOW + 5000, handled in one drive in creation order. */
   async function threeLoops(): Promise<[string, string, string]> {
-    const ids = [await create('batch A', 5), await create('batch B', 5), await create('batch C', 5)] as [string, string, string]
+    const ids = [await create('batch A', 5), await create('batch B', 5), await create('batch C', 5)] as [
+      string,
+      string,
+      string,
+    ]
     await advance(4000, 1000)
     return ids
   }
@@ -211,26 +251,32 @@ describe('a batch: every loop due in one drive, one flush for all their dispatch
     })
   }
 
-  it.each(FLUSH_FAULTS)('flush %s after a batch: all three sent once, none durable; the retry saves all three and sends nothing twice', async (fault) => {
-    const ids = await threeLoops()
-    const injection = failFlush(host, fault, { after: 1 })
-    await advance(1000)
-    // One flush before deciding, one for the whole batch.
-    expect(injection.calls()).toBe(2)
-    injection.restore()
-    expect(sent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual(ids.map((id) => [id, NOW + 5000]))
-    expect(await durable()).toEqual(creates(ids))
-    await advance(1000)
-    expect(await durable()).toEqual([...creates(ids), ...ids.map((id) => dispatchRecord(id, NOW + 10_000))])
-    expect(sent).toHaveLength(3)
-    await advance(4000)
-    expect(sent).toHaveLength(6)
-    await expectConsistent()
-  })
+  it.each(FLUSH_FAULTS)(
+    'flush %s after a batch: all three sent once, none durable; the retry saves all three and sends nothing twice',
+    async (fault) => {
+      const ids = await threeLoops()
+      const injection = failFlush(host, fault, { after: 1 })
+      await advance(1000)
+      // One flush before deciding, one for the whole batch.
+      expect(injection.calls()).toBe(2)
+      injection.restore()
+      expect(sent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual(ids.map((id) => [id, NOW + 5000]))
+      expect(await durable()).toEqual(creates(ids))
+      await advance(1000)
+      expect(await durable()).toEqual([...creates(ids), ...ids.map((id) => dispatchRecord(id, NOW + 10_000))])
+      expect(sent).toHaveLength(3)
+      await advance(4000)
+      expect(sent).toHaveLength(6)
+      await expectConsistent()
+    },
+  )
 
   it('session.append throws for the second dispatch: the batch stops there, the first is saved; the retry repeats only the unrecorded heartbeat and sends the third once', async () => {
     const ids = await threeLoops()
-    const real = fake.agent.session.append.bind(fake.agent.session) as (type: string, data: unknown) => ReturnType<typeof fake.agent.session.append>
+    const real = fake.agent.session.append.bind(fake.agent.session) as (
+      type: string,
+      data: unknown,
+    ) => ReturnType<typeof fake.agent.session.append>
     let dispatches = 0
     const spy = vi.spyOn(fake.agent.session, 'append').mockImplementation(((type: string, data: unknown) => {
       if (type === 'loop/change' && (data as { operation: string }).operation === 'dispatch' && ++dispatches === 2)
@@ -303,7 +349,9 @@ describe('a batch: every loop due in one drive, one flush for all their dispatch
     await advance(4999)
     expect(resumedSent).toEqual([])
     await advance(1)
-    expect(resumedSent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual(ids.map((id) => [id, NOW + 10_000]))
+    expect(resumedSent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual(
+      ids.map((id) => [id, NOW + 10_000]),
+    )
     await expectConsistent(SESSION, [...sent, ...resumedSent])
   })
 
@@ -314,7 +362,11 @@ describe('a batch: every loop due in one drive, one flush for all their dispatch
     const bareSent = recordHeartbeats(bare.send)
     const runtime = new LoopRuntime(host.ctx, bare.agent, { oneShot: false })
     const ids = ['loop_one', 'loop_two', 'loop_three']
-    for (const id of ids) bare.agent.session.append('loop/change', createChange({ id, prompt: id, time_in_seconds: 5, next_at: NOW + 5000 }))
+    for (const id of ids)
+      bare.agent.session.append(
+        'loop/change',
+        createChange({ id, prompt: id, time_in_seconds: 5, next_at: NOW + 5000 }),
+      )
     const record = bare.send.getMockImplementation()!
     let disposal: Promise<void> | undefined
     bare.send.mockImplementation((...args) => {
@@ -329,33 +381,39 @@ describe('a batch: every loop due in one drive, one flush for all their dispatch
     await advance(10_000)
     timers.restore()
     expect(bareSent.map((heartbeat) => heartbeat.loopId)).toEqual(['loop_one'])
-    expect(await durable('ses-batch-dispose')).toEqual([...ids.map((id) => createRecord(id, id, 5, NOW + 5000)), dispatchRecord('loop_one', NOW + 10_000)])
+    expect(await durable('ses-batch-dispose')).toEqual([
+      ...ids.map((id) => createRecord(id, id, 5, NOW + 5000)),
+      dispatchRecord('loop_one', NOW + 10_000),
+    ])
     expect(timers.armed.length).toBe(armedAfterDisposal)
     expect(vi.getTimerCount()).toBe(0)
   })
 })
 
 describe('a long outage', () => {
-  it.each(FLUSH_FAULTS)('flush %s for five minutes: retries back off instead of spinning, then one heartbeat for the whole outage, no burst', async (fault) => {
-    const id = await create('through an outage', 1)
-    const injection = failFlush(host, fault, { times: Number.MAX_SAFE_INTEGER })
-    await advance(300_000, 10_000)
-    expect(sent).toEqual([])
-    // Backoff 1 s doubling to 60 s: about ten attempts in five minutes, not one per second.
-    expect(injection.calls()).toBeGreaterThanOrEqual(5)
-    expect(injection.calls()).toBeLessThanOrEqual(15)
-    injection.restore()
-    const restoredAt = Date.now()
-    await advance(61_000, 1000)
-    const [first] = sent
-    expect(first!.at - restoredAt).toBeLessThanOrEqual(60_000)
-    const log = await durable()
-    // The first dispatch jumps over the outage to the first second after the send.
-    expect(log[1]).toEqual(dispatchRecord(id, first!.at + 1000))
-    // Then one per second on the new grid: never more heartbeats than seconds passed.
-    expect(sent.length).toBeLessThanOrEqual(Math.floor((Date.now() - first!.at) / 1000) + 1)
-    await expectConsistent()
-  })
+  it.each(FLUSH_FAULTS)(
+    'flush %s for five minutes: retries back off instead of spinning, then one heartbeat for the whole outage, no burst',
+    async (fault) => {
+      const id = await create('through an outage', 1)
+      const injection = failFlush(host, fault, { times: Number.MAX_SAFE_INTEGER })
+      await advance(300_000, 10_000)
+      expect(sent).toEqual([])
+      // Backoff 1 s doubling to 60 s: about ten attempts in five minutes, not one per second.
+      expect(injection.calls()).toBeGreaterThanOrEqual(5)
+      expect(injection.calls()).toBeLessThanOrEqual(15)
+      injection.restore()
+      const restoredAt = Date.now()
+      await advance(61_000, 1000)
+      const [first] = sent
+      expect(first!.at - restoredAt).toBeLessThanOrEqual(60_000)
+      const log = await durable()
+      // The first dispatch jumps over the outage to the first second after the send.
+      expect(log[1]).toEqual(dispatchRecord(id, first!.at + 1000))
+      // Then one per second on the new grid: never more heartbeats than seconds passed.
+      expect(sent.length).toBeLessThanOrEqual(Math.floor((Date.now() - first!.at) / 1000) + 1)
+      await expectConsistent()
+    },
+  )
 })
 
 describe('the inbox and the log refuse', () => {
@@ -397,7 +455,9 @@ describe('the inbox and the log refuse', () => {
     expect(loopChanges(fake.agent)).toHaveLength(1)
     // Tool calls still work and still see the loop.
     const listed = await runTool(host, fake.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error.message : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
+    expect(listed.isError ? listed.error.message : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([
+      id,
+    ])
     await advance(10_000, 1000)
     const log = await durable()
     const dispatches = log.filter((change) => (change as { operation: string }).operation === 'dispatch')
@@ -452,7 +512,10 @@ describe('an agent goes away mid-drive', () => {
     releaseDispatchFlush()
     await disposal
     spy.mockRestore()
-    expect(await durable()).toEqual([createRecord(id, 'saved on the way out', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
+    expect(await durable()).toEqual([
+      createRecord(id, 'saved on the way out', 5, NOW + 5000),
+      dispatchRecord(id, NOW + 10_000),
+    ])
 
     const resumed = await resumeFakeAgent(host, SESSION)
     const resumedSent = recordHeartbeats(resumed.send)

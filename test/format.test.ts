@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { cutToWidth, describeNextDue, formatDuration, formatInstant, formatInterval, promptOnOneLine } from '../src/format.ts'
+import {
+  cutToWidth,
+  describeNextDue,
+  formatDuration,
+  formatInstant,
+  formatInterval,
+  promptOnOneLine,
+} from '../src/format.ts'
 
 describe('formatDuration', () => {
   it.each([

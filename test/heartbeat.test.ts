@@ -19,7 +19,9 @@ describe('heartbeat', () => {
     const plugin = { kind: 'plugin', plugin: 'loop' }
     expect(readHeartbeat({ source: plugin, content: [{ type: 'text', text }] })?.loopId).toBe('loop_1a2b3c4d')
     expect(readHeartbeat({ source: { kind: 'user' }, content: [{ type: 'text', text }] })).toBeUndefined()
-    expect(readHeartbeat({ source: { kind: 'plugin', plugin: 'goal' }, content: [{ type: 'text', text }] })).toBeUndefined()
+    expect(
+      readHeartbeat({ source: { kind: 'plugin', plugin: 'goal' }, content: [{ type: 'text', text }] }),
+    ).toBeUndefined()
     expect(
       readHeartbeat({
         source: plugin,

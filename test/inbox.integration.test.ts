@@ -41,7 +41,9 @@ async function start(script: Omit<MockLlmServerOptions, 'port'>, root = tempDir(
 
 /** A real root agent (real `send`, real inbox, real turns). */
 async function agentOn(host: Host, id: string): Promise<Agent> {
-  return (await host.ctx.agents.create({ sessionId: SessionId(id), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS })).agent
+  return (
+    await host.ctx.agents.create({ sessionId: SessionId(id), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS })
+  ).agent
 }
 
 /** Poll until a condition holds, failing with a description after the deadline. */
@@ -62,14 +64,16 @@ async function createLoop(host: Host, agent: Agent, seconds: number, prompt: str
 }
 
 /** Messages of one loop waiting in the inbox. */
-const waitingOf = (agent: Agent, id: string) => [...agent.inbox.nextStep, ...agent.inbox.nextTurn].filter((message) => readHeartbeat(message)?.loopId === id)
+const waitingOf = (agent: Agent, id: string) =>
+  [...agent.inbox.nextStep, ...agent.inbox.nextTurn].filter((message) => readHeartbeat(message)?.loopId === id)
 
 /** The loop's heartbeats that reached a step (logged user messages). */
 const deliveredOf = (events: readonly SessionEvent[], id: string) =>
   events.filter((event) => event.type === 'user/message' && readHeartbeat(event.data)?.loopId === id)
 
 /** Whether a request the model received carried the loop's heartbeat. */
-const modelSaw = (id: string) => server!.requests.some((request) => JSON.stringify(request.body).includes(`<loop_id>${id}</loop_id>`))
+const modelSaw = (id: string) =>
+  server!.requests.some((request) => JSON.stringify(request.body).includes(`<loop_id>${id}</loop_id>`))
 
 const turnStarts = (events: readonly SessionEvent[]) => events.filter((event) => event.type === 'turn/start').length
 
@@ -84,26 +88,39 @@ function mostWaiting(events: readonly SessionEvent[], id: string): number {
     const list = lists[data.target]!
     list.splice(data.start, data.removedCount ?? 0, ...data.inserted.map((message) => message.id))
     for (const message of data.inserted) pending.set(message.id, readHeartbeat(message)?.loopId === id)
-    most = Math.max(most, [...lists['next-step']!, ...lists['next-turn']!].filter((messageId) => pending.get(messageId)).length)
+    most = Math.max(
+      most,
+      [...lists['next-step']!, ...lists['next-turn']!].filter((messageId) => pending.get(messageId)).length,
+    )
   }
   return most
 }
 
 /** A user's long task, as the composer queues it. */
 const task = (agent: Agent) =>
-  agent.send(createUserMessage({ content: [{ type: 'text', text: 'the long task' }], source: { kind: 'user' } }), 'next-turn', true)
+  agent.send(
+    createUserMessage({ content: [{ type: 'text', text: 'the long task' }], source: { kind: 'user' } }),
+    'next-turn',
+    true,
+  )
 
 it('Stop keeping the inbox while a next-step heartbeat waits: the next occurrence wakes the idle agent with a fresh one', async () => {
   const host = await start(SLOW_STEPS)
   const agent = await agentOn(host, 'ses-stop-step')
   const id = await createLoop(host, agent, 1, 'STOP_STEP')
   task(agent)
-  await until('a next-step heartbeat waiting behind the long step', () => agent.inbox.nextStep.some((message) => readHeartbeat(message)?.loopId === id))
+  await until('a next-step heartbeat waiting behind the long step', () =>
+    agent.inbox.nextStep.some((message) => readHeartbeat(message)?.loopId === id),
+  )
   const [stale] = waitingOf(agent, id)
   // DSH web's Stop (session.cancel in dsh-host-apiproxy).
   agent.cancel({ kind: 'user' }, { keepInbox: true })
   const stoppedAt = agent.session.events.length
-  await until('a heartbeat delivered after Stop', () => deliveredOf(agent.session.events.slice(stoppedAt), id).length > 0, 10_000)
+  await until(
+    'a heartbeat delivered after Stop',
+    () => deliveredOf(agent.session.events.slice(stoppedAt), id).length > 0,
+    10_000,
+  )
 
   const events = agent.session.events
   const after = events.slice(stoppedAt)
@@ -122,10 +139,16 @@ it('Stop keeping the inbox while a next-turn heartbeat waits behind a heartbeat 
   const agent = await agentOn(host, 'ses-stop-turn')
   const id = await createLoop(host, agent, 1, 'STOP_TURN')
   // The first heartbeat opens a (slow) turn; the next one waits for the next turn.
-  await until('a next-turn heartbeat waiting behind the heartbeat turn', () => agent.inbox.nextTurn.some((message) => readHeartbeat(message)?.loopId === id))
+  await until('a next-turn heartbeat waiting behind the heartbeat turn', () =>
+    agent.inbox.nextTurn.some((message) => readHeartbeat(message)?.loopId === id),
+  )
   agent.cancel({ kind: 'user' }, { keepInbox: true })
   const stoppedAt = agent.session.events.length
-  await until('a heartbeat delivered after Stop', () => deliveredOf(agent.session.events.slice(stoppedAt), id).length > 0, 10_000)
+  await until(
+    'a heartbeat delivered after Stop',
+    () => deliveredOf(agent.session.events.slice(stoppedAt), id).length > 0,
+    10_000,
+  )
   expect(turnStarts(agent.session.events.slice(stoppedAt))).toBeGreaterThanOrEqual(1)
   expect(mostWaiting(agent.session.events, id)).toBe(1)
   await runCommand(host, agent, `/loop delete ${id}`)
@@ -140,7 +163,11 @@ it('Stop clearing the inbox discards the waiting heartbeat: the next occurrence 
   agent.cancel({ kind: 'user' })
   expect(waitingOf(agent, id)).toEqual([])
   const stoppedAt = agent.session.events.length
-  await until('a heartbeat delivered after Stop', () => deliveredOf(agent.session.events.slice(stoppedAt), id).length > 0, 10_000)
+  await until(
+    'a heartbeat delivered after Stop',
+    () => deliveredOf(agent.session.events.slice(stoppedAt), id).length > 0,
+    10_000,
+  )
   expect(mostWaiting(agent.session.events, id)).toBe(1)
   await runCommand(host, agent, `/loop delete ${id}`)
 }, 30_000)
@@ -160,14 +187,26 @@ it('a turn that ends in an error with a heartbeat waiting: the next occurrence r
   })
   const agent = await agentOn(host, 'ses-error-turn')
   const id = await createLoop(host, agent, 1, 'ERROR_TURN')
-  await until('a next-turn heartbeat waiting behind the held request', () => agent.inbox.nextTurn.some((message) => readHeartbeat(message)?.loopId === id))
+  await until('a next-turn heartbeat waiting behind the held request', () =>
+    agent.inbox.nextTurn.some((message) => readHeartbeat(message)?.loopId === id),
+  )
   release()
   await until('the turn to end in an error', () =>
-    agent.session.events.some((event) => event.type === 'turn/end' && (event.data as { reason: { kind: string } }).reason.kind === 'error'),
+    agent.session.events.some(
+      (event) => event.type === 'turn/end' && (event.data as { reason: { kind: string } }).reason.kind === 'error',
+    ),
   )
   const failedAt = agent.session.events.length
-  await until('a heartbeat delivered after the failed turn', () => deliveredOf(agent.session.events.slice(failedAt), id).length > 0, 10_000)
-  await until('the model to answer it', () => agent.session.events.slice(failedAt).some((event) => event.type === 'assistant/message'), 10_000)
+  await until(
+    'a heartbeat delivered after the failed turn',
+    () => deliveredOf(agent.session.events.slice(failedAt), id).length > 0,
+    10_000,
+  )
+  await until(
+    'the model to answer it',
+    () => agent.session.events.slice(failedAt).some((event) => event.type === 'assistant/message'),
+    10_000,
+  )
   expect(mostWaiting(agent.session.events, id)).toBe(1)
   await runCommand(host, agent, `/loop delete ${id}`)
 }, 30_000)
@@ -185,11 +224,18 @@ it('a crash while a heartbeat waits (the turn was interrupted): the resumed idle
   await hosts.shift()!.dispose()
 
   const second = await start(SLOW_STEPS, root)
-  const { agent } = await second.ctx.agents.resume({ resumeSessionId: SessionId('ses-crash'), agentOptions: AGENT_OPTIONS })
+  const { agent } = await second.ctx.agents.resume({
+    resumeSessionId: SessionId('ses-crash'),
+    agentOptions: AGENT_OPTIONS,
+  })
   const resumedAt = agent.session.events.length
   expect(agent.status).toBe('idle')
   expect(waitingOf(agent, id)).toHaveLength(1)
-  await until('a heartbeat delivered after the crash', () => deliveredOf(agent.session.events.slice(resumedAt), id).length > 0, 10_000)
+  await until(
+    'a heartbeat delivered after the crash',
+    () => deliveredOf(agent.session.events.slice(resumedAt), id).length > 0,
+    10_000,
+  )
   expect(mostWaiting(agent.session.events, id)).toBe(1)
   await runCommand(second, agent, `/loop delete ${id}`)
 }, 30_000)
@@ -212,7 +258,9 @@ it('/loop delete while a next-turn heartbeat waits: no further turn', async () =
   const host = await start(SLOW_STEPS)
   const agent = await agentOn(host, 'ses-delete-turn')
   const id = await createLoop(host, agent, 1, 'DELETE_TURN')
-  await until('a next-turn heartbeat waiting behind the heartbeat turn', () => agent.inbox.nextTurn.some((message) => readHeartbeat(message)?.loopId === id))
+  await until('a next-turn heartbeat waiting behind the heartbeat turn', () =>
+    agent.inbox.nextTurn.some((message) => readHeartbeat(message)?.loopId === id),
+  )
   expect(await runCommand(host, agent, `/loop delete ${id}`)).toEqual({ kind: 'success', text: `Deleted ${id}.` })
   await agent.whenIdle()
   // Only the heartbeat that opened the running turn, which was under way before the delete.
@@ -243,7 +291,9 @@ it('a delete decided after DSH claimed the heartbeat for a step, before the step
   expect(deliveredOf(agent.session.events, id)).toEqual([])
   // The turn the heartbeat opened ends without a step: no model request at all (not even one with only DSH's context).
   expect(server!.requests).toEqual([])
-  const turn = agent.session.events.filter((event) => event.type.startsWith('turn/') || event.type.startsWith('step/')).map((event) => [event.type, event.data])
+  const turn = agent.session.events
+    .filter((event) => event.type.startsWith('turn/') || event.type.startsWith('step/'))
+    .map((event) => [event.type, event.data])
   expect(turn).toEqual([
     ['turn/start', { turn: 1 }],
     ['turn/end', { turn: 1, reason: { kind: 'completed' } }],
@@ -253,11 +303,21 @@ it('a delete decided after DSH claimed the heartbeat for a step, before the step
 it('a child agent (no loops of its own) enters its steps untouched', async () => {
   const host = await start({ sequence: ['success'], repeatLast: true, successText: 'child answer' })
   const parent = await agentOn(host, 'ses-parent')
-  const { agent: child } = await parent.ctx.agents.create({ sessionId: SessionId('ses-child'), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS })
-  child.send(createUserMessage({ content: [{ type: 'text', text: 'child task' }], source: { kind: 'user' } }), 'next-turn', true)
+  const { agent: child } = await parent.ctx.agents.create({
+    sessionId: SessionId('ses-child'),
+    meta: { cwd: host.root },
+    agentOptions: AGENT_OPTIONS,
+  })
+  child.send(
+    createUserMessage({ content: [{ type: 'text', text: 'child task' }], source: { kind: 'user' } }),
+    'next-turn',
+    true,
+  )
   await until('the child to answer', () => child.session.events.some((event) => event.type === 'assistant/message'))
   await child.whenIdle()
   expect(
-    child.session.events.filter((event) => event.type === 'user/message').map((event) => (event.data as { content: { text: string }[] }).content[0]!.text),
+    child.session.events
+      .filter((event) => event.type === 'user/message')
+      .map((event) => (event.data as { content: { text: string }[] }).content[0]!.text),
   ).toEqual(['child task'])
 }, 30_000)

@@ -44,11 +44,16 @@ beforeEach(async () => {
 })
 afterEach(() => stopFakeHost(host))
 
-const projected = (agent: FakeAgent) => host.ctx.sessionProjections.snapshot(agent.agent.session).values[LOOP_PROJECTION_KEY]
+const projected = (agent: FakeAgent) =>
+  host.ctx.sessionProjections.snapshot(agent.agent.session).values[LOOP_PROJECTION_KEY]
 
 /** The owner's state, which nothing done elsewhere may change. */
 async function ownerSnapshot() {
-  return { memory: loopChanges(owner.agent), durable: await persistedLoopChanges(host, 'ses-owner'), projected: projected(owner) }
+  return {
+    memory: loopChanges(owner.agent),
+    durable: await persistedLoopChanges(host, 'ses-owner'),
+    projected: projected(owner),
+  }
 }
 
 /** What every other agent must see and be unable to do. */
@@ -75,7 +80,11 @@ async function expectIsolated(other: FakeAgent, relation: 'sibling' | 'fork' | '
     }
     const reply = await runCommand(host, other.agent, `/loop delete ${id}`)
     if (relation === 'child') expect(reply.kind).toBe('error')
-    else expect(reply).toEqual({ kind: 'error', text: `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.` })
+    else
+      expect(reply).toEqual({
+        kind: 'error',
+        text: `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.`,
+      })
   }
 
   expect(projected(other)).toEqual({ loops: [] })
@@ -86,7 +95,11 @@ async function expectIsolated(other: FakeAgent, relation: 'sibling' | 'fork' | '
   // The owner lost nothing and kept firing: two loops, on their own grid.
   const after = await ownerSnapshot()
   expect(after.memory.slice(0, before.memory.length)).toEqual(before.memory)
-  expect(after.memory.slice(before.memory.length).every((change) => (change as { operation: string }).operation === 'dispatch')).toBe(true)
+  expect(
+    after.memory
+      .slice(before.memory.length)
+      .every((change) => (change as { operation: string }).operation === 'dispatch'),
+  ).toBe(true)
   expect(after.durable).toEqual(after.memory)
   expect((after.projected as { loops: { id: string }[] }).loops.map((loop) => loop.id)).toEqual(ids)
   expect(auditDeliveries(after.durable, ownerSent).violations).toEqual([])

@@ -55,14 +55,23 @@ async function createLoops(target: FakeAgent, count: number, firstIndex: number)
   for (let start = 0; start < count; start += 50) {
     const batch = Array.from({ length: Math.min(50, count - start) }, (_, offset) => {
       const index = firstIndex + start + offset
-      return runTool(host!, target.agent, 'loop_create', { prompt: `load loop ${index}`, time_in_seconds: intervalOf(index) })
+      return runTool(host!, target.agent, 'loop_create', {
+        prompt: `load loop ${index}`,
+        time_in_seconds: intervalOf(index),
+      })
     })
     for (const outcome of await Promise.all(batch)) if (outcome.isError) throw new Error(outcome.error.message)
   }
 }
 
 /** Check one session after the simulated day: exact counts, order, no duplicates, log = sends. */
-async function expectExactDay(target: FakeAgent, sessionId: string, sent: readonly SentHeartbeat[], loops: number, until: number) {
+async function expectExactDay(
+  target: FakeAgent,
+  sessionId: string,
+  sent: readonly SentHeartbeat[],
+  loops: number,
+  until: number,
+) {
   const durable = await persistedLoopChanges(host!, sessionId)
   expect(durable).toEqual(loopChanges(target.agent))
   const audit = auditDeliveries(durable, sent)
@@ -89,7 +98,9 @@ describe('load over a simulated day', () => {
       expect(Date.now()).toBe(until)
       const dispatches = await expectExactDay(agent, 'ses-load-1000', sent, 1000, until)
       expect(sent).toHaveLength(dispatches)
-      console.info(`load: 1 session x 1000 loops, ${dispatches} dispatches over 24 h simulated, created from ${new Date(TEST_NOW).toISOString()}`)
+      console.info(
+        `load: 1 session x 1000 loops, ${dispatches} dispatches over 24 h simulated, created from ${new Date(TEST_NOW).toISOString()}`,
+      )
     },
     CASE_TIMEOUT_MS,
   )

@@ -40,10 +40,12 @@ async function create(prompt: string, seconds: number, target: FakeAgent = fake)
 }
 
 /** The exact heartbeat text for an id and prompt. */
-const heartbeat = (id: string, prompt: string) => `<heartbeat>\n  <loop_id>${id}</loop_id>\n  <prompt>${prompt}</prompt>\n</heartbeat>`
+const heartbeat = (id: string, prompt: string) =>
+  `<heartbeat>\n  <loop_id>${id}</loop_id>\n  <prompt>${prompt}</prompt>\n</heartbeat>`
 
 /** The heartbeat text of each send, in order. */
-const sentTexts = (target: FakeAgent = fake) => target.send.mock.calls.map(([message]) => (message.content[0] as { text: string }).text)
+const sentTexts = (target: FakeAgent = fake) =>
+  target.send.mock.calls.map(([message]) => (message.content[0] as { text: string }).text)
 
 describe('delivery', () => {
   it('sends a one-second loop exactly once at its due boundary, idle → next-turn with wakeup', async () => {
@@ -64,7 +66,11 @@ describe('delivery', () => {
     expect(fake.steer).not.toHaveBeenCalled()
     expect(fake.followup).not.toHaveBeenCalled()
     expect(loopChanges(fake.agent)).toEqual([
-      { version: 1, operation: 'create', loop: { id, prompt: 'Check whether the build is still healthy', time_in_seconds: 1, next_at: NOW + 1000 } },
+      {
+        version: 1,
+        operation: 'create',
+        loop: { id, prompt: 'Check whether the build is still healthy', time_in_seconds: 1, next_at: NOW + 1000 },
+      },
       { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 },
     ])
     expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
@@ -85,7 +91,9 @@ describe('delivery', () => {
     const id = await create('while busy', 2)
     fake.setStatus('running')
     await advance(2000)
-    expect(fake.send.mock.calls).toEqual([[expect.objectContaining({ content: [{ type: 'text', text: heartbeat(id, 'while busy') }] }), 'next-step', true]])
+    expect(fake.send.mock.calls).toEqual([
+      [expect.objectContaining({ content: [{ type: 'text', text: heartbeat(id, 'while busy') }] }), 'next-step', true],
+    ])
     fake.setStatus('idle')
     await advance(2000)
     expect(fake.send.mock.calls.map(([, target, wakeup]) => [target, wakeup])).toEqual([
@@ -106,10 +114,15 @@ describe('delivery', () => {
       return realFlush(session)
     })
     fake.send.mockImplementation((message, target) => {
-      steps.push(`send ${(message.content[0] as { text: string }).text === heartbeat(id, 'in order') ? id : 'other'} ${target}`)
+      steps.push(
+        `send ${(message.content[0] as { text: string }).text === heartbeat(id, 'in order') ? id : 'other'} ${target}`,
+      )
     })
     const session = fake.agent.session
-    const realAppend = session.append.bind(session) as (type: string, data: unknown) => ReturnType<typeof session.append>
+    const realAppend = session.append.bind(session) as (
+      type: string,
+      data: unknown,
+    ) => ReturnType<typeof session.append>
     const append = vi.spyOn(session, 'append').mockImplementation(((type: string, data: unknown) => {
       steps.push(`append ${type} ${JSON.stringify(data)}`)
       return realAppend(type, data)
@@ -148,7 +161,10 @@ describe('delivery', () => {
       steps.push(`send ${/<prompt>(\w)<\/prompt>/.exec((message.content[0] as { text: string }).text)![1]}`)
     })
     const session = fake.agent.session
-    const realAppend = session.append.bind(session) as (type: string, data: unknown) => ReturnType<typeof session.append>
+    const realAppend = session.append.bind(session) as (
+      type: string,
+      data: unknown,
+    ) => ReturnType<typeof session.append>
     const append = vi.spyOn(session, 'append').mockImplementation(((type: string, data: unknown) => {
       steps.push(`append ${names.get((data as { id: string }).id)}`)
       return realAppend(type, data)
@@ -165,7 +181,11 @@ describe('delivery', () => {
     const second = await create('second', 3)
     await settle()
     // Two stale heartbeats of the second loop wait in the idle agent's inbox (a log from another build).
-    const stale = () => createUserMessage({ content: [{ type: 'text', text: heartbeat(second, 'second') }], source: { kind: 'plugin', plugin: 'loop' } })
+    const stale = () =>
+      createUserMessage({
+        content: [{ type: 'text', text: heartbeat(second, 'second') }],
+        source: { kind: 'plugin', plugin: 'loop' },
+      })
     fake.agent.inbox.append('next-step', stale())
     fake.agent.inbox.append('next-turn', stale())
     // Like DSH: a waking send to an idle agent starts a turn that claims at once (all next-step input and the first queued turn).
@@ -179,7 +199,9 @@ describe('delivery', () => {
     vi.setSystemTime(NOW + 3000) // when the timer (2 s) fires, both are due: first (at 2 s), then second (3 s)
     await advance(2000)
     // The first's wake-up claimed both stale heartbeats into the open turn: the second goes to the next turn, not coalesced.
-    expect(fake.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target])).toEqual([
+    expect(
+      fake.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target]),
+    ).toEqual([
       [heartbeat(first, 'first'), 'next-turn'],
       [heartbeat(second, 'second'), 'next-turn'],
     ])
@@ -243,7 +265,12 @@ describe('timer', () => {
     vi.setSystemTime(Date.now() + 2 * 3_600_000)
     await advance(MAX_TIMER_WAIT_MS, 1000)
     expect(sentTexts()).toEqual([heartbeat(id, 'hourly')])
-    expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 3 * 3_600_000 })
+    expect(loopChanges(fake.agent).at(-1)).toEqual({
+      version: 1,
+      operation: 'dispatch',
+      id,
+      next_at: NOW + 3 * 3_600_000,
+    })
   })
 
   it('reschedules durably a loop whose next_at the clock left more than one interval ahead', async () => {
@@ -264,14 +291,16 @@ describe('timer', () => {
     await settle()
     vi.setSystemTime(NOW + 1000)
     // Each create commits and requests a drive; the timer fires in the middle of them.
-    const creates = Array.from({ length: 4 }, (_, index) => runTool(host, fake.agent, 'loop_create', { prompt: `other ${index}`, time_in_seconds: 3600 }))
+    const creates = Array.from({ length: 4 }, (_, index) =>
+      runTool(host, fake.agent, 'loop_create', { prompt: `other ${index}`, time_in_seconds: 3600 }),
+    )
     await vi.advanceTimersByTimeAsync(1)
     await Promise.all(creates)
     await settle()
     expect(sentTexts()).toEqual([heartbeat(id, 'once')])
-    expect(loopChanges(fake.agent).filter((change) => (change as { operation: string }).operation === 'dispatch')).toEqual([
-      { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 },
-    ])
+    expect(
+      loopChanges(fake.agent).filter((change) => (change as { operation: string }).operation === 'dispatch'),
+    ).toEqual([{ version: 1, operation: 'dispatch', id, next_at: NOW + 2000 }])
   })
 
   it('stops firing after delete and clears the timer', async () => {
@@ -347,9 +376,11 @@ describe('lifecycle', () => {
       await settle()
       expect(sentTexts(agent)).toEqual([heartbeat(id, 'carry on'), heartbeat(id, 'carry on')])
       const listed = await runTool(reloadable, agent.agent, 'loop_list', {})
-      expect(listed.isError ? listed.error : (listed.value as { id: string; next_at: number }[]).map((loop) => [loop.id, loop.next_at])).toEqual([
-        [id, NOW + 6000],
-      ])
+      expect(
+        listed.isError
+          ? listed.error
+          : (listed.value as { id: string; next_at: number }[]).map((loop) => [loop.id, loop.next_at]),
+      ).toEqual([[id, NOW + 6000]])
     } finally {
       await reloadable.dispose()
     }
@@ -362,7 +393,12 @@ describe('lifecycle', () => {
     const resumed = await resumeFakeAgent(host, 'ses-run')
     await settle()
     expect(sentTexts(resumed)).toEqual([heartbeat(id, 'after downtime')])
-    expect(loopChanges(resumed.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 3_601_000 })
+    expect(loopChanges(resumed.agent).at(-1)).toEqual({
+      version: 1,
+      operation: 'dispatch',
+      id,
+      next_at: NOW + 3_601_000,
+    })
   })
 })
 
@@ -374,7 +410,9 @@ describe('failures', () => {
     const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
     const spy = vi
       .spyOn(host.ctx.sessions, 'flush')
-      .mockImplementationOnce((session) => new Promise<boolean>((resolve) => (release = () => void real(session).then(resolve))))
+      .mockImplementationOnce(
+        (session) => new Promise<boolean>((resolve) => (release = () => void real(session).then(resolve))),
+      )
     await vi.advanceTimersByTimeAsync(1000)
     expect(spy).toHaveBeenCalledTimes(1)
     const disposal = fake.handle.dispose()
@@ -401,7 +439,10 @@ describe('failures', () => {
   it('does not count the advance as durable when the post-dispatch flush fails', async () => {
     const id = await create('once', 1)
     const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
-    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementationOnce(real).mockRejectedValueOnce(new Error('disk full'))
+    const spy = vi
+      .spyOn(host.ctx.sessions, 'flush')
+      .mockImplementationOnce(real)
+      .mockRejectedValueOnce(new Error('disk full'))
     await advance(1000)
     expect(fake.send).toHaveBeenCalledTimes(1)
     expect(await persistedLoopChanges(host, 'ses-run')).toEqual([loopChanges(fake.agent)[0]])
@@ -409,7 +450,10 @@ describe('failures', () => {
     // The retry drive flushes the in-memory dispatch first, then finds nothing due: no second send.
     await advance(FIRST_RETRY_DELAY_MS - 1)
     await settle()
-    expect(await persistedLoopChanges(host, 'ses-run')).toEqual([loopChanges(fake.agent)[0], { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 }])
+    expect(await persistedLoopChanges(host, 'ses-run')).toEqual([
+      loopChanges(fake.agent)[0],
+      { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 },
+    ])
     expect(fake.send).toHaveBeenCalledTimes(1)
   })
 
@@ -520,7 +564,8 @@ describe('failures', () => {
     expect(healthy.send).toHaveBeenCalledTimes(3)
     const listed = await runTool(host, reopened.agent, 'loop_list', {})
     expect(listed.isError ? listed.error : undefined).toEqual({
-      message: 'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_missing).',
+      message:
+        'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_missing).',
       info: { name: 'LoopError', code: 'corrupt_loop_log' },
     })
   })
@@ -528,7 +573,8 @@ describe('failures', () => {
   it('names the corrupt record to every tool call and refuses writes', async () => {
     await settle()
     const reopened = await reopenWithCorruptRecord({ version: 9 })
-    const message = 'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: unsupported version 9).'
+    const message =
+      'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: unsupported version 9).'
     const listed = await runTool(host, reopened.agent, 'loop_list', {})
     expect(listed.isError ? listed.error.message : 'succeeded').toBe(message)
     const created = await runTool(host, reopened.agent, 'loop_create', { prompt: 'p', time_in_seconds: 1 })
@@ -552,7 +598,9 @@ describe('the queue, driven directly', () => {
   /** Replace flush with one whose acknowledgements the test releases. */
   function holdFlushes() {
     const held: ((acknowledged: boolean) => void)[] = []
-    const spy = vi.spyOn(bare.ctx.sessions, 'flush').mockImplementation(() => new Promise<boolean>((resolve) => held.push(resolve)))
+    const spy = vi
+      .spyOn(bare.ctx.sessions, 'flush')
+      .mockImplementation(() => new Promise<boolean>((resolve) => held.push(resolve)))
     return {
       spy,
       held,
@@ -565,7 +613,10 @@ describe('the queue, driven directly', () => {
 
   /** Append a create for a loop due at the current instant. */
   function appendDueLoop(id: string): void {
-    agent.agent.session.append('loop/change', createChange({ id, prompt: 'due now', time_in_seconds: 60, next_at: Date.now() }))
+    agent.agent.session.append(
+      'loop/change',
+      createChange({ id, prompt: 'due now', time_in_seconds: 60, next_at: Date.now() }),
+    )
   }
 
   /** A runtime whose first drive, for a loop due now, waits in its pre-dispatch flush. */
@@ -585,7 +636,10 @@ describe('the queue, driven directly', () => {
     flushes.release()
     await settle()
     expect(agent.send).toHaveBeenCalledTimes(1)
-    expect(loopChanges(agent.agent).map((change) => (change as { operation: string }).operation)).toEqual(['create', 'dispatch'])
+    expect(loopChanges(agent.agent).map((change) => (change as { operation: string }).operation)).toEqual([
+      'create',
+      'dispatch',
+    ])
     await runtime.dispose()
   })
 
@@ -618,7 +672,11 @@ describe('the queue, driven directly', () => {
     expect(await deletion).toEqual(['loop_due'])
     await settle()
     expect(agent.send).toHaveBeenCalledTimes(1)
-    expect(loopChanges(agent.agent).map((change) => (change as { operation: string }).operation)).toEqual(['create', 'dispatch', 'delete'])
+    expect(loopChanges(agent.agent).map((change) => (change as { operation: string }).operation)).toEqual([
+      'create',
+      'dispatch',
+      'delete',
+    ])
     await advance(120_000, 60_000)
     expect(agent.send).toHaveBeenCalledTimes(1)
     await runtime.dispose()
@@ -662,9 +720,16 @@ describe('the queue, driven directly', () => {
   })
 
   it('a runtime for an agent that is not a live root never drives or transacts', async () => {
-    const child = await agent.agent.ctx.agents.create({ sessionId: SessionId('ses-queue-child'), meta: { cwd: bare.root }, agentOptions: AGENT_OPTIONS })
+    const child = await agent.agent.ctx.agents.create({
+      sessionId: SessionId('ses-queue-child'),
+      meta: { cwd: bare.root },
+      agentOptions: AGENT_OPTIONS,
+    })
     const send = vi.spyOn(child.agent, 'send').mockImplementation(() => undefined)
-    child.agent.session.append('loop/change', createChange({ id: 'loop_child', prompt: 'not mine to run', time_in_seconds: 1, next_at: Date.now() }))
+    child.agent.session.append(
+      'loop/change',
+      createChange({ id: 'loop_child', prompt: 'not mine to run', time_in_seconds: 1, next_at: Date.now() }),
+    )
     const runtime = new LoopRuntime(bare.ctx, child.agent, { oneShot: false })
     const flush = vi.spyOn(bare.ctx.sessions, 'flush')
     runtime.start()
@@ -710,7 +775,9 @@ describe('one waiting heartbeat per loop', () => {
     const id = await create('one at a time', 1)
     await advance(7000)
     expect(fake.send).toHaveBeenCalledTimes(1)
-    expect(fake.agent.inbox.nextStep.map((message) => (message.content[0] as { text: string }).text)).toEqual([heartbeat(id, 'one at a time')])
+    expect(fake.agent.inbox.nextStep.map((message) => (message.content[0] as { text: string }).text)).toEqual([
+      heartbeat(id, 'one at a time'),
+    ])
     // Seven occurrences: one heartbeat, six durable advances without a send.
     expect(loopChanges(fake.agent).slice(1)).toEqual(
       [2, 3, 4, 5, 6, 7, 8].map((second) => ({ version: 1, operation: 'dispatch', id, next_at: NOW + second * 1000 })),
@@ -735,7 +802,9 @@ describe('one waiting heartbeat per loop', () => {
       const resumed = await resumeFakeAgent(restarted, 'ses-run')
       admitToInbox(resumed)
       resumed.setStatus('running') // a turn is under way: it will take the waiting heartbeat
-      expect(resumed.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([heartbeat(id, 'survives a crash')])
+      expect(resumed.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
+        heartbeat(id, 'survives a crash'),
+      ])
       await advance(3000)
       expect(resumed.send).not.toHaveBeenCalled()
       expect(loopChanges(resumed.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 5000 })
@@ -753,7 +822,13 @@ describe('one waiting heartbeat per loop', () => {
     // The turn ends without taking it (Stop keeping the inbox, an error): the agent is idle, the heartbeat waits.
     fake.setStatus('idle')
     await advance(1000)
-    expect(fake.send.mock.calls.map(([message, target, wakeup]) => [(message.content[0] as { text: string }).text, target, wakeup])).toEqual([
+    expect(
+      fake.send.mock.calls.map(([message, target, wakeup]) => [
+        (message.content[0] as { text: string }).text,
+        target,
+        wakeup,
+      ]),
+    ).toEqual([
       [heartbeat(id, 'stale'), 'next-step', true],
       [heartbeat(id, 'stale'), 'next-turn', true],
     ])
@@ -797,7 +872,10 @@ describe('one waiting heartbeat per loop', () => {
     fake.setStatus('running')
     const gone = await create('deleted while waiting', 1)
     const kept = await create('kept', 1)
-    fake.agent.inbox.append('next-turn', createUserMessage({ content: [{ type: 'text', text: 'the user queued this' }], source: { kind: 'user' } }))
+    fake.agent.inbox.append(
+      'next-turn',
+      createUserMessage({ content: [{ type: 'text', text: 'the user queued this' }], source: { kind: 'user' } }),
+    )
     await advance(1000)
     const [goneBeat, keptBeat] = fake.agent.inbox.nextStep
     expect([goneBeat, keptBeat].map((message) => (message!.content[0] as { text: string }).text)).toEqual([
@@ -808,7 +886,9 @@ describe('one waiting heartbeat per loop', () => {
     const result = await runTool(host, fake.agent, 'loop_delete', { id: gone })
     expect(result.isError).toBe(false)
     expect(fake.agent.inbox.nextStep).toEqual([keptBeat])
-    expect(fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual(['the user queued this'])
+    expect(fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
+      'the user queued this',
+    ])
     expect(fake.agent.session.events.slice(before).map((event) => [event.type, event.data])).toEqual([
       ['agent/inbox/spliced', { target: 'next-step', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' }],
       ['loop/change', { version: 1, operation: 'delete', id: gone }],
@@ -826,7 +906,11 @@ describe('one waiting heartbeat per loop', () => {
   it('replaces every waiting heartbeat of the loop when an idle inbox holds more than one (a log from another build)', async () => {
     admitToInbox(fake)
     const id = await create('twice', 1)
-    const beat = () => createUserMessage({ content: [{ type: 'text', text: heartbeat(id, 'twice') }], source: { kind: 'plugin', plugin: 'loop' } })
+    const beat = () =>
+      createUserMessage({
+        content: [{ type: 'text', text: heartbeat(id, 'twice') }],
+        source: { kind: 'plugin', plugin: 'loop' },
+      })
     fake.agent.inbox.append('next-turn', beat())
     fake.agent.inbox.append('next-step', beat())
     await advance(1000)
@@ -849,25 +933,44 @@ describe('one waiting heartbeat per loop', () => {
 })
 
 describe('admitting a step', () => {
-  const beat = (id: string) => createUserMessage({ content: [{ type: 'text', text: heartbeat(id, id) }], source: { kind: 'plugin', plugin: 'loop' } })
+  const beat = (id: string) =>
+    createUserMessage({
+      content: [{ type: 'text', text: heartbeat(id, id) }],
+      source: { kind: 'plugin', plugin: 'loop' },
+    })
   const user = createUserMessage({ content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } })
 
   it('drops only heartbeats of loops that are not active, keeps the decision when nothing is dropped, and passes a rejection', async () => {
     useFakeClock()
     const bare = await bootHost({ loop: false })
     const agent = await createFakeAgent(bare, 'ses-admit')
-    agent.agent.session.append('loop/change', createChange({ id: 'loop_live', prompt: 'loop_live', time_in_seconds: 60, next_at: Date.now() + 60_000 }))
+    agent.agent.session.append(
+      'loop/change',
+      createChange({ id: 'loop_live', prompt: 'loop_live', time_in_seconds: 60, next_at: Date.now() + 60_000 }),
+    )
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     const live = beat('loop_live')
     const kept = { kind: 'enter' as const, messages: [user, live] }
     expect(runtime.admitStep([user, live], kept)).toBe(kept)
     const gone = beat('loop_gone')
-    expect(runtime.admitStep([gone, user, live], { kind: 'enter', messages: [gone, user, live] })).toEqual({ kind: 'enter', messages: [user, live] })
+    expect(runtime.admitStep([gone, user, live], { kind: 'enter', messages: [gone, user, live] })).toEqual({
+      kind: 'enter',
+      messages: [user, live],
+    })
     // Only the deleted loop's heartbeat was claimed: what a hook added for the step (a context snapshot) goes with it.
-    const snapshot = createUserMessage({ content: [{ type: 'text', text: 'Current runtime context.' }], source: { kind: 'plugin', plugin: 'runtime-context' } })
-    expect(runtime.admitStep([gone], { kind: 'enter', messages: [gone, snapshot] })).toEqual({ kind: 'enter', messages: [] })
+    const snapshot = createUserMessage({
+      content: [{ type: 'text', text: 'Current runtime context.' }],
+      source: { kind: 'plugin', plugin: 'runtime-context' },
+    })
+    expect(runtime.admitStep([gone], { kind: 'enter', messages: [gone, snapshot] })).toEqual({
+      kind: 'enter',
+      messages: [],
+    })
     // Nothing claimed (a step after tool calls): a deleted loop's heartbeat a hook added is dropped, the step still runs.
-    expect(runtime.admitStep([], { kind: 'enter', messages: [gone, user] })).toEqual({ kind: 'enter', messages: [user] })
+    expect(runtime.admitStep([], { kind: 'enter', messages: [gone, user] })).toEqual({
+      kind: 'enter',
+      messages: [user],
+    })
     const rejected = { kind: 'reject' as const }
     expect(runtime.admitStep([gone], rejected)).toBe(rejected)
     // A corrupt log: nothing is known about the loops, so the step passes unchanged.
@@ -891,11 +994,20 @@ describe('reading the log', () => {
     const agent = await createFakeAgent(bare, 'ses-read-once')
     const session = agent.agent.session
     // Appended before the runtime existed: the first read finds them.
-    session.append('loop/change', createChange({ id: 'loop_one', prompt: 'one', time_in_seconds: 60, next_at: Date.now() + 60_000 }))
-    session.append('loop/change', createChange({ id: 'loop_two', prompt: 'two', time_in_seconds: 1, next_at: Date.now() + 1000 }))
+    session.append(
+      'loop/change',
+      createChange({ id: 'loop_one', prompt: 'one', time_in_seconds: 60, next_at: Date.now() + 60_000 }),
+    )
+    session.append(
+      'loop/change',
+      createChange({ id: 'loop_two', prompt: 'two', time_in_seconds: 1, next_at: Date.now() + 1000 }),
+    )
     const reads = vi.spyOn(session, 'events', 'get')
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
-    expect(await runtime.transact('loop_list', signal(), (state) => ({ result: Object.keys(state.loops) }))).toEqual(['loop_one', 'loop_two'])
+    expect(await runtime.transact('loop_list', signal(), (state) => ({ result: Object.keys(state.loops) }))).toEqual([
+      'loop_one',
+      'loop_two',
+    ])
     expect(reads).toHaveBeenCalledTimes(1)
     runtime.start()
     // Three occurrences of loop_two: three heartbeats and three dispatches, folded as they are appended.
@@ -906,7 +1018,9 @@ describe('reading the log', () => {
       change: { version: 1, operation: 'delete', id: 'loop_two' },
     }))
     expect(deleted).toEqual([Date.now() + 60_000 - 3000, Date.now() + 1000])
-    expect(await runtime.transact('loop_list', signal(), (state) => ({ result: Object.keys(state.loops) }))).toEqual(['loop_one'])
+    expect(await runtime.transact('loop_list', signal(), (state) => ({ result: Object.keys(state.loops) }))).toEqual([
+      'loop_one',
+    ])
     await advance(3000)
     expect(agent.send).toHaveBeenCalledTimes(3)
     expect(reads).toHaveBeenCalledTimes(1)
@@ -922,9 +1036,19 @@ describe('catching up with a log the runtime did not follow', () => {
     const bare = await bootHost({ loop: false })
     const agent = await createFakeAgent(bare, 'ses-catch-up')
     const session = agent.agent.session
-    const beat = (id: string) => createUserMessage({ content: [{ type: 'text', text: heartbeat(id, id) }], source: { kind: 'plugin', plugin: 'loop' } })
-    session.append('loop/change', createChange({ id: 'loop_taken', prompt: 'loop_taken', time_in_seconds: 1, next_at: Date.now() + 1000 }))
-    session.append('loop/change', createChange({ id: 'loop_earlier', prompt: 'loop_earlier', time_in_seconds: 1, next_at: Date.now() + 1000 }))
+    const beat = (id: string) =>
+      createUserMessage({
+        content: [{ type: 'text', text: heartbeat(id, id) }],
+        source: { kind: 'plugin', plugin: 'loop' },
+      })
+    session.append(
+      'loop/change',
+      createChange({ id: 'loop_taken', prompt: 'loop_taken', time_in_seconds: 1, next_at: Date.now() + 1000 }),
+    )
+    session.append(
+      'loop/change',
+      createChange({ id: 'loop_earlier', prompt: 'loop_earlier', time_in_seconds: 1, next_at: Date.now() + 1000 }),
+    )
     // A closed turn took loop_earlier; the open turn took loop_taken.
     session.append('turn/start', { turn: 1 })
     session.append('step/start', { turn: 1, step: 1 })
@@ -938,7 +1062,9 @@ describe('catching up with a log the runtime did not follow', () => {
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     runtime.start()
     await advance(1000)
-    expect(agent.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target])).toEqual([
+    expect(
+      agent.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target]),
+    ).toEqual([
       [heartbeat('loop_taken', 'loop_taken'), 'next-turn'],
       [heartbeat('loop_earlier', 'loop_earlier'), 'next-step'],
     ])

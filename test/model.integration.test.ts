@@ -39,7 +39,8 @@ function lastUserText(body: unknown): string {
 }
 
 /** Heartbeat text for a loop. */
-const heartbeat = (id: string, prompt: string) => `<heartbeat>\n  <loop_id>${id}</loop_id>\n  <prompt>${prompt}</prompt>\n</heartbeat>`
+const heartbeat = (id: string, prompt: string) =>
+  `<heartbeat>\n  <loop_id>${id}</loop_id>\n  <prompt>${prompt}</prompt>\n</heartbeat>`
 
 /** The id the create command reported. */
 function createdId(text: string | undefined): string {
@@ -56,9 +57,18 @@ function indexOf(events: readonly SessionEvent[], predicate: (event: SessionEven
 }
 
 it('a due heartbeat wakes the idle agent and a real turn answers it', async () => {
-  server = await startMockLlmServer({ port: 0, sequence: ['success'], repeatLast: true, successText: 'heartbeat handled' })
+  server = await startMockLlmServer({
+    port: 0,
+    sequence: ['success'],
+    repeatLast: true,
+    successText: 'heartbeat handled',
+  })
   host = await bootHost({ baseURL: `${server.baseURL}/v1` })
-  const { agent } = await host.ctx.agents.create({ sessionId: SessionId('ses-model-idle'), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS })
+  const { agent } = await host.ctx.agents.create({
+    sessionId: SessionId('ses-model-idle'),
+    meta: { cwd: host.root },
+    agentOptions: AGENT_OPTIONS,
+  })
   expect(agent.status).toBe('idle')
 
   const id = createdId((await runCommand(host, agent, '/loop 1 LOOP_SMOKE_OK')).text)
@@ -71,7 +81,10 @@ it('a due heartbeat wakes the idle agent and a real turn answers it', async () =
   const spliced = events.find((event) => event.type === 'agent/inbox/spliced')
   expect(spliced?.data).toMatchObject({ target: 'next-turn' })
   const userMessage = events.find((event) => event.type === 'user/message')
-  expect(userMessage?.data).toMatchObject({ source: { kind: 'plugin', plugin: 'loop' }, content: [{ type: 'text', text: heartbeat(id, 'LOOP_SMOKE_OK') }] })
+  expect(userMessage?.data).toMatchObject({
+    source: { kind: 'plugin', plugin: 'loop' },
+    content: [{ type: 'text', text: heartbeat(id, 'LOOP_SMOKE_OK') }],
+  })
   expect(indexOf(events, (event) => event.type === 'turn/start', 'turn/start')).toBeLessThan(
     indexOf(events, (event) => event.type === 'assistant/message', 'assistant/message'),
   )
@@ -88,18 +101,30 @@ it('a running agent takes the heartbeat as next-step input inside the same turn'
     chunkDelayMs: 250,
   })
   host = await bootHost({ baseURL: `${server.baseURL}/v1` })
-  const { agent } = await host.ctx.agents.create({ sessionId: SessionId('ses-model-busy'), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS })
+  const { agent } = await host.ctx.agents.create({
+    sessionId: SessionId('ses-model-busy'),
+    meta: { cwd: host.root },
+    agentOptions: AGENT_OPTIONS,
+  })
 
   const id = createdId((await runCommand(host, agent, '/loop 1 LOOP_BUSY_OK')).text)
-  agent.send(createUserMessage({ content: [{ type: 'text', text: 'start a long task' }], source: { kind: 'user' } }), 'next-turn', true)
+  agent.send(
+    createUserMessage({ content: [{ type: 'text', text: 'start a long task' }], source: { kind: 'user' } }),
+    'next-turn',
+    true,
+  )
   await until('the agent to run', () => agent.status === 'running')
-  await until('a request carrying the heartbeat', () => server!.requests.some((request) => lastUserText(request.body) === heartbeat(id, 'LOOP_BUSY_OK')))
+  await until('a request carrying the heartbeat', () =>
+    server!.requests.some((request) => lastUserText(request.body) === heartbeat(id, 'LOOP_BUSY_OK')),
+  )
   await runCommand(host, agent, `/loop delete ${id}`)
   await agent.whenIdle()
 
   expect(lastUserText(server.requests[0]!.body)).toBe('start a long task')
   const events = agent.session.events
-  const heartbeatSplice = events.find((event) => event.type === 'agent/inbox/spliced' && JSON.stringify(event.data).includes('LOOP_BUSY_OK'))
+  const heartbeatSplice = events.find(
+    (event) => event.type === 'agent/inbox/spliced' && JSON.stringify(event.data).includes('LOOP_BUSY_OK'),
+  )
   expect(heartbeatSplice?.data).toMatchObject({ target: 'next-step' })
   // Same turn: the heartbeat's user message comes after the first turn/start and before its turn/end.
   const firstTurnStart = indexOf(events, (event) => event.type === 'turn/start', 'turn/start')
@@ -124,9 +149,17 @@ it('a 1 s loop and a busy agent: every turn ends, one heartbeat per turn, never 
     chunkDelayMs: 250,
   })
   host = await bootHost({ baseURL: `${server.baseURL}/v1` })
-  const { agent } = await host.ctx.agents.create({ sessionId: SessionId('ses-model-fast-loop'), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS })
+  const { agent } = await host.ctx.agents.create({
+    sessionId: SessionId('ses-model-fast-loop'),
+    meta: { cwd: host.root },
+    agentOptions: AGENT_OPTIONS,
+  })
   const id = createdId((await runCommand(host, agent, '/loop 1 FAST_LOOP')).text)
-  agent.send(createUserMessage({ content: [{ type: 'text', text: 'the task' }], source: { kind: 'user' } }), 'next-turn', true)
+  agent.send(
+    createUserMessage({ content: [{ type: 'text', text: 'the task' }], source: { kind: 'user' } }),
+    'next-turn',
+    true,
+  )
   const turnEnds = () => agent.session.events.filter((event) => event.type === 'turn/end').length
   await until('three turns to end', () => turnEnds() >= 3, 30_000)
   await runCommand(host, agent, `/loop delete ${id}`)
@@ -150,7 +183,9 @@ it('a 1 s loop and a busy agent: every turn ends, one heartbeat per turn, never 
   }
   // The task's turn ended with the task's own first request answered by the model.
   expect(lastUserText(server.requests[0]!.body)).toBe('the task')
-  const dispatches = events.filter((event) => event.type === 'loop/change' && (event.data as { operation: string }).operation === 'dispatch').length
+  const dispatches = events.filter(
+    (event) => event.type === 'loop/change' && (event.data as { operation: string }).operation === 'dispatch',
+  ).length
   const delivered = events.filter((event) => event.type === 'user/message' && isHeartbeat(event)).length
   console.log(
     `fast loop: ${turnEnds()} turns ended, ${delivered} heartbeats delivered, ${dispatches} occurrences handled (${dispatches - delivered} coalesced or skipped)`,

@@ -14,12 +14,18 @@ describe('one-shot hosts (dsh --profile headless)', () => {
     const schema = host.ctx.tools.schemas(fake.agent).find((candidate) => candidate.name === 'loop_create')!
     expect(schema.description.endsWith(` ${NOTE}`)).toBe(true)
     const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'later', time_in_seconds: 1 })
-    expect(created.content).toEqual([{ type: 'text', text: `${JSON.stringify(created.isError ? undefined : created.value)}\n${NOTE}` }])
+    expect(created.content).toEqual([
+      { type: 'text', text: `${JSON.stringify(created.isError ? undefined : created.value)}\n${NOTE}` },
+    ])
     await advance(5000)
     expect(fake.send).not.toHaveBeenCalled()
     expect(vi.getTimerCount()).toBe(0)
     expect(loopChanges(fake.agent)).toEqual([
-      { version: 1, operation: 'create', loop: { id: expect.any(String), prompt: 'later', time_in_seconds: 1, next_at: TEST_NOW + 1000 } },
+      {
+        version: 1,
+        operation: 'create',
+        loop: { id: expect.any(String), prompt: 'later', time_in_seconds: 1, next_at: TEST_NOW + 1000 },
+      },
     ])
   })
 })

@@ -62,7 +62,8 @@ describe('event catalog', () => {
       const warnings: string[] = []
       host.ctx.logger.exporter({
         levels: { default: 3 },
-        export: (message) => void (message.name === 'loop' && message.type === 'warn' && warnings.push(String(message.args[0]))),
+        export: (message) =>
+          void (message.name === 'loop' && message.type === 'warn' && warnings.push(String(message.args[0]))),
       })
       await host.ctx.plugin(loopPlugin)
       expect(warnings).toEqual([
@@ -82,15 +83,19 @@ describe('event catalog', () => {
     mkdirSync(join(store, 'dsh', 'lib'), { recursive: true })
     mkdirSync(hostSession, { recursive: true })
     writeFileSync(join(store, 'dsh', 'lib', 'bin.js'), '')
-    writeFileSync(join(hostSession, 'package.json'), JSON.stringify({ name: '@deepseek-ai/dsh-session', type: 'module', exports: './index.js' }))
+    writeFileSync(
+      join(hostSession, 'package.json'),
+      JSON.stringify({ name: '@deepseek-ai/dsh-session', type: 'module', exports: './index.js' }),
+    )
     writeFileSync(join(hostSession, 'index.js'), 'export const KNOWN_SESSION_EVENT_TYPES = new Set(["user/message"])\n')
     mkdirSync(join(root, 'project', 'node_modules', '@deepseek-ai'), { recursive: true })
     symlinkSync(join(store, 'dsh'), join(root, 'project', 'node_modules', '@deepseek-ai', 'dsh'))
 
     const entry = join(root, 'project', 'node_modules', '@deepseek-ai', 'dsh', 'lib', 'bin.js')
     expect(await registerLoopEventType(entry)).toEqual({ catalogs: 2, hostResolved: true })
-    const hostCatalog = ((await import(pathToFileURL(join(hostSession, 'index.js')).href)) as { KNOWN_SESSION_EVENT_TYPES: Set<string> })
-      .KNOWN_SESSION_EVENT_TYPES
+    const hostCatalog = (
+      (await import(pathToFileURL(join(hostSession, 'index.js')).href)) as { KNOWN_SESSION_EVENT_TYPES: Set<string> }
+    ).KNOWN_SESSION_EVENT_TYPES
     expect([...hostCatalog]).toEqual(['user/message', 'loop/change'])
     expect(KNOWN_SESSION_EVENT_TYPES.has('loop/change')).toBe(true)
   })
@@ -112,7 +117,9 @@ describe('restart through real JSONL persistence', () => {
     const second = await boot({ root })
     const after = await resumeFakeAgent(second, 'ses-restart')
     const listed = await runTool(second, after.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error : (listed.value as { prompt: string }[]).map((loop) => loop.prompt)).toEqual(['survive the restart'])
+    expect(listed.isError ? listed.error : (listed.value as { prompt: string }[]).map((loop) => loop.prompt)).toEqual([
+      'survive the restart',
+    ])
     await advance(2000)
     expect(after.send).toHaveBeenCalledTimes(1)
     expect(before.send).not.toHaveBeenCalled()
@@ -140,7 +147,9 @@ describe('restart through real JSONL persistence', () => {
     const restored = await boot({ root })
     const back = await resumeFakeAgent(restored, 'ses-removed')
     const listed = await runTool(restored, back.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error : (listed.value as { prompt: string }[]).map((loop) => loop.prompt)).toEqual(['remember me'])
+    expect(listed.isError ? listed.error : (listed.value as { prompt: string }[]).map((loop) => loop.prompt)).toEqual([
+      'remember me',
+    ])
   })
 })
 
@@ -234,7 +243,10 @@ describe('lifecycle', () => {
     const id = (first.value as { id: string }).id
     await settle()
     const held = holdFlushes(host)
-    const waiting = runTool(host, fake.agent, 'loop_create', { prompt: 'asked of the old runtime', time_in_seconds: 60 })
+    const waiting = runTool(host, fake.agent, 'loop_create', {
+      prompt: 'asked of the old runtime',
+      time_in_seconds: 60,
+    })
     await vi.advanceTimersByTimeAsync(0)
     expect(held.waiting()).toBe(1)
     // Replace the runtime serving this live session (a hot reload) while the old one's call waits on its flush.
@@ -263,7 +275,9 @@ describe('lifecycle', () => {
     await oldDisposal
     await newFiber
     await settle()
-    const expected = [{ version: 1, operation: 'create', loop: { id, prompt: 'kept', time_in_seconds: 60, next_at: NOW + 60_000 } }]
+    const expected = [
+      { version: 1, operation: 'create', loop: { id, prompt: 'kept', time_in_seconds: 60, next_at: NOW + 60_000 } },
+    ]
     expect(loopChanges(fake.agent)).toEqual(expected)
     expect(await persistedLoopChanges(host, 'ses-replaced')).toEqual(expected)
     expect(host.ctx.agents.get(SessionId('ses-replaced'))).toBe(fake.agent)

@@ -15,14 +15,20 @@ describe('how calls read in the conversation', () => {
       title: 'Create loop · every 5m · Check whether CI is green',
       rawInput: 'Check whether CI is green',
     })
-    expect((present('loop_create', { prompt: `  ${'word '.repeat(40)}\n`, time_in_seconds: 90 }) as { title: string }).title).toBe(
-      `Create loop · every 1m 30s · ${'word '.repeat(16).slice(0, 79)}…`,
-    )
+    expect(
+      (present('loop_create', { prompt: `  ${'word '.repeat(40)}\n`, time_in_seconds: 90 }) as { title: string }).title,
+    ).toBe(`Create loop · every 1m 30s · ${'word '.repeat(16).slice(0, 79)}…`)
     // A surrogate pair across the cut: the title stays well-formed (a UTF-16 cut left a lone \ud83d).
-    const emoji = (present('loop_create', { prompt: `${'a'.repeat(78)}😀😀 more`, time_in_seconds: 60 }) as { title: string }).title
+    const emoji = (
+      present('loop_create', { prompt: `${'a'.repeat(78)}😀😀 more`, time_in_seconds: 60 }) as { title: string }
+    ).title
     expect(emoji).toBe(`Create loop · every 1m · ${'a'.repeat(78)}😀…`)
     expect(/\p{Cs}/u.test(emoji)).toBe(false)
     expect(present('loop_list', {})).toEqual({ card: 'generic', kind: 'read', title: 'List loops' })
-    expect(present('loop_delete', { id: 'loop_1a2b3c4d' })).toEqual({ card: 'generic', kind: 'delete', title: 'Delete loop · loop_1a2b3c4d' })
+    expect(present('loop_delete', { id: 'loop_1a2b3c4d' })).toEqual({
+      card: 'generic',
+      kind: 'delete',
+      title: 'Delete loop · loop_1a2b3c4d',
+    })
   })
 })

@@ -2,7 +2,13 @@ import { SessionId } from '@deepseek-ai/dsh-session'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createChange, deleteChange, dispatchChange } from '../src/domain.ts'
-import { LOOP_PROJECTION_KEY, applyLoopProjection, initLoopProjection, loopProjectionSchema, viewLoopProjection } from '../src/projection.ts'
+import {
+  LOOP_PROJECTION_KEY,
+  applyLoopProjection,
+  initLoopProjection,
+  loopProjectionSchema,
+  viewLoopProjection,
+} from '../src/projection.ts'
 import * as loopPlugin from '../src/index.ts'
 import type { LoopRecord } from '../src/types.ts'
 import {
@@ -25,7 +31,8 @@ import {
 const NOW = TEST_NOW
 const loopA: LoopRecord = { id: 'loop_a', prompt: 'A', time_in_seconds: 5, next_at: NOW + 5000 }
 let seq = 0
-const event = (data: unknown, type = 'loop/change') => ({ type, seq: seq++, time: NOW, data }) as unknown as SessionEvent
+const event = (data: unknown, type = 'loop/change') =>
+  ({ type, seq: seq++, time: NOW, data }) as unknown as SessionEvent
 
 describe('reducer', () => {
   it('starts empty and returns the same object for events it ignores', () => {
@@ -46,8 +53,14 @@ describe('reducer', () => {
   })
 
   it('normalizes the previous build update records', () => {
-    let state = applyLoopProjection(initLoopProjection(), event({ version: 1, operation: 'create', loop: { ...loopA, title: 'T', allow_steer: true } }))
-    state = applyLoopProjection(state, event({ version: 1, operation: 'update', loop: { ...loopA, prompt: 'A2', title: 'T2', allow_steer: false } }))
+    let state = applyLoopProjection(
+      initLoopProjection(),
+      event({ version: 1, operation: 'create', loop: { ...loopA, title: 'T', allow_steer: true } }),
+    )
+    state = applyLoopProjection(
+      state,
+      event({ version: 1, operation: 'update', loop: { ...loopA, prompt: 'A2', title: 'T2', allow_steer: false } }),
+    )
     expect(viewLoopProjection(state)).toEqual({ loops: [{ ...loopA, prompt: 'A2' }] })
   })
 
@@ -74,7 +87,8 @@ describe('in the real projection registry', () => {
   })
   afterEach(() => stopFakeHost(host))
 
-  const projected = (session = fake.agent.session) => host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
+  const projected = (session = fake.agent.session) =>
+    host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
 
   it('follows create, dispatch and delete of the session', async () => {
     expect(projected()).toEqual({ loops: [] })
@@ -134,7 +148,8 @@ describe('forks made before the plugin loaded', () => {
       parent.agent.session.append('loop/change', createChange(loopA))
       const child = host.ctx.sessions.fork(parent.agent.session, undefined, SessionId('ses-early-fork'))
       await host.ctx.plugin(loopPlugin)
-      const projected = (session: typeof child) => host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
+      const projected = (session: typeof child) =>
+        host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
       expect(projected(child)).toEqual({ loops: [] })
       expect(projected(parent.agent.session)).toEqual({ loops: [loopA] })
     } finally {
@@ -149,14 +164,18 @@ describe('a fork another plugin writes to first', () => {
     const host = await bootHost({ loop: false })
     try {
       // Another plugin, loaded first, writes to every new session as it is created.
-      host.ctx.on('session/created', (session) => void (session.append as (type: string, data: object) => unknown)('test/marker', {}))
+      host.ctx.on(
+        'session/created',
+        (session) => void (session.append as (type: string, data: object) => unknown)('test/marker', {}),
+      )
       await host.ctx.plugin(loopPlugin)
       const parent = await createFakeAgent(host, 'ses-listener-parent')
       await runTool(host, parent.agent, 'loop_create', { prompt: 'parent only', time_in_seconds: 60 })
       await settle()
       const child = host.ctx.sessions.fork(parent.agent.session, undefined, SessionId('ses-listener-fork'))
       expect(child.events.at(-1)?.type).toBe('test/marker')
-      const projected = (session: typeof child) => host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
+      const projected = (session: typeof child) =>
+        host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
       expect(projected(child)).toEqual({ loops: [] })
       expect(projected(parent.agent.session)).toMatchObject({ loops: [{ prompt: 'parent only' }] })
     } finally {

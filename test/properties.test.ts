@@ -21,7 +21,16 @@ import {
   type FakeAgent,
   type Host,
 } from './support/host.ts'
-import { createArguments, createLine, deleteArguments, hostilePrompt, listArguments, longPrompt, otherLine, plainPrompt } from './support/arbitraries.ts'
+import {
+  createArguments,
+  createLine,
+  deleteArguments,
+  hostilePrompt,
+  listArguments,
+  longPrompt,
+  otherLine,
+  plainPrompt,
+} from './support/arbitraries.ts'
 import { parseHeartbeat } from './support/heartbeat-xml.ts'
 import { expectCreate, isValidStoredPrompt, type CreateExpectation } from './support/input-oracle.ts'
 
@@ -93,11 +102,18 @@ function expectOneCreate(added: unknown[], expectation: CreateExpectation, now: 
   expect(change).toEqual({
     version: 1,
     operation: 'create',
-    loop: { id: loop.id, prompt: loop.prompt, time_in_seconds: loop.time_in_seconds, next_at: now + loop.time_in_seconds * 1000 },
+    loop: {
+      id: loop.id,
+      prompt: loop.prompt,
+      time_in_seconds: loop.time_in_seconds,
+      next_at: now + loop.time_in_seconds * 1000,
+    },
   })
   expect(loop.id).toMatch(/^loop_[0-9a-f]{8}$/)
   expect(isValidStoredPrompt(loop.prompt)).toBe(true)
-  expect(Number.isInteger(loop.time_in_seconds) && loop.time_in_seconds >= 1 && loop.time_in_seconds <= 31_536_000).toBe(true)
+  expect(
+    Number.isInteger(loop.time_in_seconds) && loop.time_in_seconds >= 1 && loop.time_in_seconds <= 31_536_000,
+  ).toBe(true)
   if (expectation.kind === 'accept') {
     expect(loop.prompt).toBe(expectation.prompt)
     expect(loop.time_in_seconds).toBe(expectation.time_in_seconds)
@@ -136,7 +152,10 @@ describe('loop_create through the real tool runtime', () => {
 
 describe('loop_delete and loop_list through the real tool runtime', () => {
   it(`refuse every malformed or foreign argument without an event; list answers only {} (${RUNS.deleteAndList} runs)`, async () => {
-    const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'the one real loop', time_in_seconds: 3600 })
+    const created = await runTool(host, fake.agent, 'loop_create', {
+      prompt: 'the one real loop',
+      time_in_seconds: 3600,
+    })
     if (created.isError) throw new Error(created.error.message)
     const real = created.value as { id: string; prompt: string; time_in_seconds: number; next_at: number }
     const listing = [{ ...real, state: 'scheduled', delivery_mode: 'session-local' }]
@@ -149,7 +168,11 @@ describe('loop_delete and loop_list through the real tool runtime', () => {
           expect(deleted.isError, JSON.stringify(deleteArgs)).toBe(true)
           if (deleted.isError) expectClearRefusal(deleted.error.message, deleted.error.info?.code)
           const listed = await runTool(host, fake.agent, 'loop_list', listArgs)
-          const isEmptyObject = typeof listArgs === 'object' && listArgs !== null && !Array.isArray(listArgs) && Object.keys(listArgs).length === 0
+          const isEmptyObject =
+            typeof listArgs === 'object' &&
+            listArgs !== null &&
+            !Array.isArray(listArgs) &&
+            Object.keys(listArgs).length === 0
           if (isEmptyObject) expect(listed.isError ? listed.error.message : listed.value).toEqual(listing)
           else if (listed.isError) expectClearRefusal(listed.error.message, listed.error.info?.code)
           else expect.fail(`loop_list accepted ${JSON.stringify(listArgs)}`)
@@ -165,7 +188,9 @@ describe('loop_delete and loop_list through the real tool runtime', () => {
 
 describe('the heartbeat', () => {
   it(`reads back as XML to exactly the stored id and prompt (${RUNS.heartbeat} runs)`, async () => {
-    const prompts = fc.oneof(hostilePrompt, plainPrompt, longPrompt).filter((prompt) => expectCreate({ prompt, time_in_seconds: 1 }).kind !== 'refuse')
+    const prompts = fc
+      .oneof(hostilePrompt, plainPrompt, longPrompt)
+      .filter((prompt) => expectCreate({ prompt, time_in_seconds: 1 }).kind !== 'refuse')
     await fc.assert(
       fc.asyncProperty(prompts, (prompt) =>
         isolated(async () => {
@@ -211,7 +236,10 @@ describe('/loop through the real command runtime', () => {
           const expectation: CreateExpectation =
             digits === undefined
               ? { kind: 'either', reason: 'not create-shaped' }
-              : expectCreate({ prompt: line.slice(line.indexOf(digits) + digits.length), time_in_seconds: Number(digits) })
+              : expectCreate({
+                  prompt: line.slice(line.indexOf(digits) + digits.length),
+                  time_in_seconds: Number(digits),
+                })
           if (result.kind === 'error') {
             expect(expectation.kind, `refused ${JSON.stringify(line)}: ${result.text}`).not.toBe('accept')
             expect(added).toEqual([])
@@ -219,7 +247,10 @@ describe('/loop through the real command runtime', () => {
             expect(result.text).not.toMatch(/undefined|\[object Object\]|TypeError|Cannot read/)
             return
           }
-          expect(expectation.kind, `accepted ${JSON.stringify(line)} (prompt ${JSON.stringify(prompt)}): ${result.text}`).not.toBe('refuse')
+          expect(
+            expectation.kind,
+            `accepted ${JSON.stringify(line)} (prompt ${JSON.stringify(prompt)}): ${result.text}`,
+          ).not.toBe('refuse')
           if (added.length === 0) return // list
           const loop = expectOneCreate(added, expectation, now)
           expect(result.text?.startsWith(`Created ${loop.id}: `)).toBe(true)

@@ -23,7 +23,9 @@ describe('registration', () => {
       }),
     )
     const runtime = new LoopRuntime(host.ctx, fake.agent, { oneShot: false })
-    expect(() => registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShot: false })).toThrow()
+    expect(() =>
+      registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShot: false }),
+    ).toThrow()
     expect(host.ctx.tools.get('loop_create', fake.agent)).toBeUndefined()
     expect(host.ctx.tools.get('loop_list', fake.agent)?.description).toBe('taken')
 

@@ -11,11 +11,27 @@ import { join } from 'node:path'
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { Lease, LEASE_TTL_MS, isProcessAlive } from '../src/lease.ts'
-import { describeHolder, describeRevival, describeSkip, isLeaseStale, parseLease, planRevival } from '../src/revive-plan.ts'
+import {
+  describeHolder,
+  describeRevival,
+  describeSkip,
+  isLeaseStale,
+  parseLease,
+  planRevival,
+} from '../src/revive-plan.ts'
 import { noteSessionHint } from '../src/revive.ts'
 import { HINT_DROP_MARGIN_MS, SessionHints } from '../src/session-hints.ts'
 import * as loopPlugin from '../src/index.ts'
-import { PRESET_TOOL, bootHost, createFakeAgent, resolvedFakes, runCommand, runTool, tempDir, type Host } from './support/host.ts'
+import {
+  PRESET_TOOL,
+  bootHost,
+  createFakeAgent,
+  resolvedFakes,
+  runCommand,
+  runTool,
+  tempDir,
+  type Host,
+} from './support/host.ts'
 
 // Captured before any test fakes the clock: real waits let file I/O finish.
 const realSetTimeout = globalThis.setTimeout
@@ -93,7 +109,9 @@ describe('planRevival and its lines (pure)', () => {
   })
 
   it('says what it skipped and why, in one line each and one summary', () => {
-    expect(describeSkip({ id: 's1', reason: 'unreadable' }, 'bad record')).toBe('session "s1" not brought back: its log cannot be read (bad record)')
+    expect(describeSkip({ id: 's1', reason: 'unreadable' }, 'bad record')).toBe(
+      'session "s1" not brought back: its log cannot be read (bad record)',
+    )
     expect(describeSkip({ id: 's2', reason: 'no-loops' })).toBe('session "s2" not brought back: no active loop')
     expect(describeRevival(1, [])).toBe('brought back 1 session holding active loops; skipped 0')
     expect(
@@ -103,8 +121,18 @@ describe('planRevival and its lines (pure)', () => {
         { id: 'z', reason: 'archived' },
         { id: 'w', reason: 'unresolved' },
       ]),
-    ).toBe('brought back 2 sessions holding active loops; skipped 4 (archived in DSH web: 2, owned by a subagent: 1, the host could not bring it live: 1)')
-    expect(describeHolder({ token: 't', host: 'box', pid: 42, startedAt: Date.parse('2026-11-30T00:00:00Z'), refreshedAt: 0 })).toBe(
+    ).toBe(
+      'brought back 2 sessions holding active loops; skipped 4 (archived in DSH web: 2, owned by a subagent: 1, the host could not bring it live: 1)',
+    )
+    expect(
+      describeHolder({
+        token: 't',
+        host: 'box',
+        pid: 42,
+        startedAt: Date.parse('2026-11-30T00:00:00Z'),
+        refreshedAt: 0,
+      }),
+    ).toBe(
       'DSH process 42 on box (started 2026-11-30T00:00:00.000Z) holds the loop lease on this DSH_HOME and brings back the sessions holding loops; this process brings none back and takes over when that one has gone',
     )
   })
@@ -158,7 +186,9 @@ describe('hint files', () => {
     const hints = new SessionHints(join(root, 'loop', 'sessions'))
     await expect(noteSessionHint(hints, 's')).rejects.toMatchObject({
       code: 'persistence_failed',
-      message: expect.stringMatching(/^loop_create could not record this session for the next DSH start \(.*\); nothing was saved\. /),
+      message: expect.stringMatching(
+        /^loop_create could not record this session for the next DSH start \(.*\); nothing was saved\. /,
+      ),
     })
     await expect(hints.read()).rejects.toMatchObject({ code: 'ENOTDIR' })
   })
@@ -188,7 +218,13 @@ describe('the lease', () => {
     const pid = child.pid!
     expect(isProcessAlive(pid)).toBe(true)
     mkdirSync(dir, { recursive: true })
-    const dead = { token: 'killed', host: (await import('node:os')).hostname(), pid, startedAt: 1, refreshedAt: Date.now() }
+    const dead = {
+      token: 'killed',
+      host: (await import('node:os')).hostname(),
+      pid,
+      startedAt: 1,
+      refreshedAt: Date.now(),
+    }
     writeFileSync(join(dir, 'lease.json'), JSON.stringify(dead))
     expect(await new Lease(dir).acquire()).toEqual({ held: false, holder: dead })
     await new Promise<void>((resolve) => {
@@ -253,7 +289,9 @@ describe('resume on start in a real host with the host resolver', () => {
       agentOptions: { provider: 'deepseek-official', model: 'deepseek-chat' },
     })
     for (const fake of [withLoops, second, stale, archived, refused]) {
-      expect((await runTool(first, fake.agent, 'loop_create', { prompt: `P ${fake.agent.id}`, time_in_seconds: 1 })).isError).toBe(false)
+      expect(
+        (await runTool(first, fake.agent, 'loop_create', { prompt: `P ${fake.agent.id}`, time_in_seconds: 1 })).isError,
+      ).toBe(false)
     }
     const created = await runTool(first, stale.agent, 'loop_list', {})
     const staleId = (created as { value: { id: string }[] }).value[0]!.id
@@ -336,7 +374,13 @@ describe('resume on start in a real host with the host resolver', () => {
     // Untouched: no resume, not one byte changed; the stale and orphan hints are gone.
     expect(next.ctx.agents.get(SessionId('session-plain'))).toBeUndefined()
     expect(readFileSync(logFileOf(root, 'session-plain')).equals(plainBytes)).toBe(true)
-    expect([...(await hints.read()).keys()].sort()).toEqual(['session-archived', 'session-corrupt', 'session-loops', 'session-refused-preset', 'session-sub'])
+    expect([...(await hints.read()).keys()].sort()).toEqual([
+      'session-archived',
+      'session-corrupt',
+      'session-loops',
+      'session-refused-preset',
+      'session-sub',
+    ])
 
     // The host owns them: unloading the plugin leaves them live, and a reload finds them live and brings nothing twice.
     await fiber.dispose()
@@ -393,10 +437,12 @@ describe('resume on start: the other hosts and the background steps', () => {
     const fake = await createFakeAgent(host, 'session-hinted')
     const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'P', time_in_seconds: 60 })
     expect(created.isError).toBe(false)
-    expect(JSON.parse(readFileSync(join(home, 'storages', 'loop', 'sessions', 'session-hinted.json'), 'utf8'))).toEqual({
-      sessionId: 'session-hinted',
-      touchedAt: expect.any(Number),
-    })
+    expect(JSON.parse(readFileSync(join(home, 'storages', 'loop', 'sessions', 'session-hinted.json'), 'utf8'))).toEqual(
+      {
+        sessionId: 'session-hinted',
+        touchedAt: expect.any(Number),
+      },
+    )
     await new Promise((resolve) => setTimeout(resolve, 50))
     expect(lines).toEqual([])
   })
@@ -412,11 +458,16 @@ describe('resume on start: the other hosts and the background steps', () => {
     const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'P', time_in_seconds: 60 })
     expect(created).toMatchObject({
       isError: true,
-      error: { message: expect.stringMatching(/^loop_create could not record this session for the next DSH start/), info: { code: 'persistence_failed' } },
+      error: {
+        message: expect.stringMatching(/^loop_create could not record this session for the next DSH start/),
+        info: { code: 'persistence_failed' },
+      },
     })
     expect(fake.agent.session.events.filter((event) => event.type === 'loop/change')).toEqual([])
     // The start-up path failed too, and said so.
-    expect(await until('the failure line', () => lines.find((line) => line.startsWith('resume on start: ')))).toMatch(/EEXIST|ENOTDIR/)
+    expect(await until('the failure line', () => lines.find((line) => line.startsWith('resume on start: ')))).toMatch(
+      /EEXIST|ENOTDIR/,
+    )
   })
 
   it('without a resolver the lookup answers only live agents: a cold session is "could not bring it live"; a throwing lookup policy is reported', async () => {
@@ -478,7 +529,9 @@ describe('resume on start: the other hosts and the background steps', () => {
       await waitLine('holder summary', (line) => line.startsWith('brought back 0'))
       const firstRefresh = parseLease(readFileSync(leaseFile, 'utf8'))!
       await vi.advanceTimersByTimeAsync(10_000)
-      await until('a refresh', () => (parseLease(readFileSync(leaseFile, 'utf8'))!.refreshedAt > firstRefresh.refreshedAt ? true : undefined))
+      await until('a refresh', () =>
+        parseLease(readFileSync(leaseFile, 'utf8'))!.refreshedAt > firstRefresh.refreshedAt ? true : undefined,
+      )
 
       const other = await bootHost({ root, home, loop: false })
       hosts.push(other)
@@ -494,7 +547,10 @@ describe('resume on start: the other hosts and the background steps', () => {
       expect(lines.filter((line) => line.includes('holds the loop lease'))).toEqual([])
 
       // Someone else rewrote the lease: the next refresh says this host lost it, and stops refreshing.
-      writeFileSync(leaseFile, JSON.stringify({ ...parseLease(readFileSync(leaseFile, 'utf8'))!, token: 'someone-else' }))
+      writeFileSync(
+        leaseFile,
+        JSON.stringify({ ...parseLease(readFileSync(leaseFile, 'utf8'))!, token: 'someone-else' }),
+      )
       await vi.advanceTimersByTimeAsync(10_000)
       expect(await waitLine('lost line', (line) => line.startsWith('the loop lease'))).toBe(
         'the loop lease on this DSH_HOME was taken over by another process; this one keeps the sessions it already brought back',
@@ -528,7 +584,8 @@ describe('resume on start: disposal and partial hosts', () => {
       hosts.push(host)
       const fiber = host.ctx.plugin(loopPlugin)
       await fiber
-      for (let round = 0; round < 500 && !lines.some((line) => line.startsWith('brought back')); round += 1) await realSleep(10)
+      for (let round = 0; round < 500 && !lines.some((line) => line.startsWith('brought back')); round += 1)
+        await realSleep(10)
       await vi.advanceTimersByTimeAsync(10_000)
       await fiber.dispose()
       expect(vi.getTimerCount()).toBe(0)
@@ -612,7 +669,9 @@ describe('lease and hint races', () => {
   it('a hint whose rename fails leaves no temporary file behind', async () => {
     const hints = new SessionHints(join(tempDir(), 'sessions'))
     mkdirSync(join(hints.dir, 'blocked.json', 'inside'), { recursive: true })
-    await expect(hints.note('blocked', 1)).rejects.toMatchObject({ code: expect.stringMatching(/EISDIR|ENOTEMPTY|EEXIST/) })
+    await expect(hints.note('blocked', 1)).rejects.toMatchObject({
+      code: expect.stringMatching(/EISDIR|ENOTEMPTY|EEXIST/),
+    })
     expect(readdirSync(hints.dir)).toEqual(['blocked.json'])
   })
 })

@@ -10,7 +10,10 @@ const LOOP = { id: 'loop_00000001', prompt: 'check CI', time_in_seconds: 60, nex
 
 /** A heartbeat message of one loop, exactly as the runtime sends it. */
 const heartbeatOf = (loopId: string, id = `msg-${loopId}`) => ({
-  ...createUserMessage({ content: [{ type: 'text', text: renderHeartbeat({ ...LOOP, id: loopId }) }], source: { kind: 'plugin', plugin: 'loop' } }),
+  ...createUserMessage({
+    content: [{ type: 'text', text: renderHeartbeat({ ...LOOP, id: loopId }) }],
+    source: { kind: 'plugin', plugin: 'loop' },
+  }),
   id: MessageId(id),
 })
 
@@ -38,7 +41,9 @@ describe('the session view over plain events', () => {
     expect(view.fold.loops).toEqual({ loop_00000001: { ...LOOP, next_at: 121_000 } })
     view.foldAppended(log(['loop/change', deleteChange('loop_00000001')])[0]!)
     expect(view.fold.loops).toEqual({})
-    expect(() => view.foldAppended(log(['loop/change', deleteChange('loop_00000001')])[0]!)).toThrow('delete targets inactive loop loop_00000001')
+    expect(() => view.foldAppended(log(['loop/change', deleteChange('loop_00000001')])[0]!)).toThrow(
+      'delete targets inactive loop loop_00000001',
+    )
   })
 
   it("takes the open turn's heartbeats from after the last turn boundary, and a turn/end closes it", () => {
@@ -78,14 +83,20 @@ describe('the session view over plain events', () => {
   it('starts after a fork seed: the inherited loop changes are not folded', () => {
     const view = new SessionView(1)
     view.catchUp(
-      log(['loop/change', createChange(LOOP)], ['loop/change', createChange({ ...LOOP, id: 'loop_00000002' })], ['loop/change', deleteChange('loop_00000002')]),
+      log(
+        ['loop/change', createChange(LOOP)],
+        ['loop/change', createChange({ ...LOOP, id: 'loop_00000002' })],
+        ['loop/change', deleteChange('loop_00000002')],
+      ),
     )
     expect(view.fold.loops).toEqual({})
     // Deleting the inherited loop would be corrupt here: it is not this session's.
     const seeded = new SessionView(1)
-    expect(() => seeded.catchUp(log(['loop/change', createChange(LOOP)], ['turn/start', {}], ['loop/change', deleteChange(LOOP.id)]))).toThrow(
-      `delete targets inactive loop ${LOOP.id}`,
-    )
+    expect(() =>
+      seeded.catchUp(
+        log(['loop/change', createChange(LOOP)], ['turn/start', {}], ['loop/change', deleteChange(LOOP.id)]),
+      ),
+    ).toThrow(`delete targets inactive loop ${LOOP.id}`)
   })
 
   it('throws on a corrupt record, is not caught up, and a second read resumes at that record', () => {
@@ -99,7 +110,10 @@ describe('the session view over plain events', () => {
   })
 
   it('scans waiting heartbeats by loop, in inbox order, skipping every other message', () => {
-    const other = { ...createUserMessage({ content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } }), id: MessageId('msg-user') }
+    const other = {
+      ...createUserMessage({ content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } }),
+      id: MessageId('msg-user'),
+    }
     const first = heartbeatOf('loop_a', 'msg-1')
     const second = heartbeatOf('loop_a', 'msg-2')
     const third = heartbeatOf('loop_b', 'msg-3')

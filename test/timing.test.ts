@@ -18,7 +18,9 @@ describe('timing', () => {
 
   it('breaks next_at ties in creation order', () => {
     const c = { ...loopA, id: 'loop_c', next_at: NOW - 1 }
-    const tied = activeLoops(foldOf(createChange({ ...loopA, next_at: NOW }), createChange({ ...loopB, next_at: NOW }), createChange(c)))
+    const tied = activeLoops(
+      foldOf(createChange({ ...loopA, next_at: NOW }), createChange({ ...loopB, next_at: NOW }), createChange(c)),
+    )
     expect(dueLoops(tied, NOW).map((loop) => loop.id)).toEqual(['loop_c', 'loop_a', 'loop_b'])
   })
 

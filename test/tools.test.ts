@@ -38,8 +38,12 @@ describe('registration', () => {
     expect(schemas.loop_create?.description).toBe(
       'Schedule a recurring prompt in this session. Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message: at the next step if you are working, as a new turn if idle (at most one heartbeat per loop in a turn; occurrences while one is still waiting are skipped). Returns the loop with its id; use loop_delete to stop it.',
     )
-    expect(schemas.loop_list?.description).toBe('List the active loops of this session with id, prompt, interval in seconds, next_at (epoch ms) and state.')
-    expect(schemas.loop_delete?.description).toBe('Stop one active loop of this session by the id that loop_create or loop_list returned.')
+    expect(schemas.loop_list?.description).toBe(
+      'List the active loops of this session with id, prompt, interval in seconds, next_at (epoch ms) and state.',
+    )
+    expect(schemas.loop_delete?.description).toBe(
+      'Stop one active loop of this session by the id that loop_create or loop_list returned.',
+    )
     expect(schemas.loop_create?.parameters).toMatchObject({
       type: 'object',
       required: ['prompt', 'time_in_seconds'],
@@ -50,7 +54,11 @@ describe('registration', () => {
   })
 
   it('never shows the tools to a child agent', async () => {
-    const child = await fake.agent.ctx.agents.create({ sessionId: SessionId('ses-child'), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS })
+    const child = await fake.agent.ctx.agents.create({
+      sessionId: SessionId('ses-child'),
+      meta: { cwd: host.root },
+      agentOptions: AGENT_OPTIONS,
+    })
     expect(host.ctx.agents.roots()).not.toContain(child.agent)
     expect(loopToolNames(child.agent)).toEqual([])
     const result = await runTool(host, child.agent, 'loop_list', {})
@@ -67,7 +75,10 @@ describe('registration', () => {
 
 describe('loop_create', () => {
   it('returns the LoopView, appends one create event and flushes it to disk before success', async () => {
-    const result = await runTool(host, fake.agent, 'loop_create', { prompt: '  Check whether the build is still healthy ', time_in_seconds: 30 })
+    const result = await runTool(host, fake.agent, 'loop_create', {
+      prompt: '  Check whether the build is still healthy ',
+      time_in_seconds: 30,
+    })
     expect(result.isError).toBe(false)
     if (result.isError) return
     const view = result.value as { id: string }
@@ -83,18 +94,38 @@ describe('loop_create', () => {
     const expected = {
       version: 1,
       operation: 'create',
-      loop: { id: view.id, prompt: 'Check whether the build is still healthy', time_in_seconds: 30, next_at: NOW + 30_000 },
+      loop: {
+        id: view.id,
+        prompt: 'Check whether the build is still healthy',
+        time_in_seconds: 30,
+        next_at: NOW + 30_000,
+      },
     }
     expect(loopChanges(fake.agent)).toEqual([expected])
     expect(await persistedLoopChanges(host, 'ses-tools')).toEqual([expected])
   })
 
   it.each([
-    [{ prompt: 'p', time_in_seconds: 30, title: 'x' }, 'loop_create does not accept "title"; it takes only prompt and time_in_seconds.'],
-    [{ prompt: 'p', time_in_seconds: 30, allow_steer: true }, 'loop_create does not accept "allow_steer"; it takes only prompt and time_in_seconds.'],
-    [{ prompt: ' \n ', time_in_seconds: 30 }, 'prompt must be a string with visible content (whitespace and invisible characters alone do not count).'],
-    [{ prompt: 'p', time_in_seconds: 0 }, 'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.'],
-    [{ prompt: 'p', time_in_seconds: -3 }, 'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.'],
+    [
+      { prompt: 'p', time_in_seconds: 30, title: 'x' },
+      'loop_create does not accept "title"; it takes only prompt and time_in_seconds.',
+    ],
+    [
+      { prompt: 'p', time_in_seconds: 30, allow_steer: true },
+      'loop_create does not accept "allow_steer"; it takes only prompt and time_in_seconds.',
+    ],
+    [
+      { prompt: ' \n ', time_in_seconds: 30 },
+      'prompt must be a string with visible content (whitespace and invisible characters alone do not count).',
+    ],
+    [
+      { prompt: 'p', time_in_seconds: 0 },
+      'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.',
+    ],
+    [
+      { prompt: 'p', time_in_seconds: -3 },
+      'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.',
+    ],
   ])('rejects %j before appending anything', async (args, message) => {
     const result = await runTool(host, fake.agent, 'loop_create', args)
     expect(result.isError).toBe(true)
@@ -111,7 +142,10 @@ describe('loop_create', () => {
     ]
     for (const [args, message] of cases) {
       const result = await runTool(host, fake.agent, 'loop_create', args)
-      expect(result.isError ? result.error : undefined).toEqual({ message, info: { name: 'ToolArgsError', code: 'INVALID_ARGS' } })
+      expect(result.isError ? result.error : undefined).toEqual({
+        message,
+        info: { name: 'ToolArgsError', code: 'INVALID_ARGS' },
+      })
     }
     expect(loopChanges(fake.agent)).toEqual([])
   })
@@ -125,14 +159,32 @@ describe('loop_list and loop_delete', () => {
     const [a, b] = [first.value as { id: string }, second.value as { id: string }]
     const listed = await runTool(host, fake.agent, 'loop_list', {})
     expect(listed.isError ? listed.error : listed.value).toEqual([
-      { id: a.id, prompt: 'one', time_in_seconds: 5, next_at: NOW + 5000, state: 'scheduled', delivery_mode: 'session-local' },
-      { id: b.id, prompt: 'two', time_in_seconds: 50, next_at: NOW + 50_000, state: 'scheduled', delivery_mode: 'session-local' },
+      {
+        id: a.id,
+        prompt: 'one',
+        time_in_seconds: 5,
+        next_at: NOW + 5000,
+        state: 'scheduled',
+        delivery_mode: 'session-local',
+      },
+      {
+        id: b.id,
+        prompt: 'two',
+        time_in_seconds: 50,
+        next_at: NOW + 50_000,
+        state: 'scheduled',
+        delivery_mode: 'session-local',
+      },
     ])
 
     const deleted = await runTool(host, fake.agent, 'loop_delete', { id: a.id })
     expect(deleted.isError ? deleted.error : deleted.value).toEqual({ deleted: true, id: a.id })
     expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'delete', id: a.id })
-    expect((await persistedLoopChanges(host, 'ses-tools')).at(-1)).toEqual({ version: 1, operation: 'delete', id: a.id })
+    expect((await persistedLoopChanges(host, 'ses-tools')).at(-1)).toEqual({
+      version: 1,
+      operation: 'delete',
+      id: a.id,
+    })
     const after = await runTool(host, fake.agent, 'loop_list', {})
     expect(after.isError ? after.error : (after.value as { id: string }[]).map((loop) => loop.id)).toEqual([b.id])
   })
@@ -145,8 +197,14 @@ describe('loop_list and loop_delete', () => {
     const before = loopChanges(fake.agent).length
     const cases: [unknown, string][] = [
       [{ id }, `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.`],
-      [{ id: 'loop_nope' }, 'No active loop "loop_nope" in this session; run loop_list (or /loop list) to see its loops.'],
-      [{ id: '' }, 'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.'],
+      [
+        { id: 'loop_nope' },
+        'No active loop "loop_nope" in this session; run loop_list (or /loop list) to see its loops.',
+      ],
+      [
+        { id: '' },
+        'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.',
+      ],
       [{ id, session_id: 'ses-other' }, 'loop_delete does not accept "session_id"; it takes only id.'],
     ]
     for (const [args, message] of cases) {
@@ -154,7 +212,9 @@ describe('loop_list and loop_delete', () => {
       expect(result.isError ? result.error.message : 'succeeded').toBe(message)
     }
     const list = await runTool(host, fake.agent, 'loop_list', { id })
-    expect(list.isError ? list.error.message : 'succeeded').toBe('loop_list does not accept "id"; it takes no arguments.')
+    expect(list.isError ? list.error.message : 'succeeded').toBe(
+      'loop_list does not accept "id"; it takes no arguments.',
+    )
     expect(loopChanges(fake.agent).length).toBe(before)
   })
 })
@@ -181,7 +241,9 @@ describe('session isolation', () => {
 
   it('refuses a call that names another agent than the owner', async () => {
     const definition = host.ctx.tools.get('loop_list', fake.agent)
-    await expect(definition!.execute({}, { agent: undefined } as never)).rejects.toThrow('Loop tools act only for the agent of the session that owns them.')
+    await expect(definition!.execute({}, { agent: undefined } as never)).rejects.toThrow(
+      'Loop tools act only for the agent of the session that owns them.',
+    )
   })
 })
 
@@ -199,7 +261,10 @@ describe('persistence failures', () => {
 
   it('reports a rejected flush after the append as an error, never a success', async () => {
     const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
-    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementationOnce(real).mockRejectedValueOnce(new Error('disk full'))
+    const spy = vi
+      .spyOn(host.ctx.sessions, 'flush')
+      .mockImplementationOnce(real)
+      .mockRejectedValueOnce(new Error('disk full'))
     const result = await runTool(host, fake.agent, 'loop_create', { prompt: 'p', time_in_seconds: 5 })
     spy.mockRestore()
     // The error names the loop: it is live in this session, so the caller can list or delete it.
@@ -211,7 +276,10 @@ describe('persistence failures', () => {
     })
     const listed = await runTool(host, fake.agent, 'loop_list', {})
     expect(listed.isError ? undefined : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
-    const deleteSpy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementationOnce(real).mockRejectedValueOnce(new Error('disk full'))
+    const deleteSpy = vi
+      .spyOn(host.ctx.sessions, 'flush')
+      .mockImplementationOnce(real)
+      .mockRejectedValueOnce(new Error('disk full'))
     const deleted = await runTool(host, fake.agent, 'loop_delete', { id })
     deleteSpy.mockRestore()
     expect(deleted.isError ? deleted.error.message : 'succeeded').toBe(
@@ -224,7 +292,9 @@ describe('persistence failures', () => {
       throw new Error('session "ses-tools" is not live in this store')
     })
     const result = await runTool(host, fake.agent, 'loop_list', {})
-    expect(result.isError ? result.error.message : 'succeeded').toBe('Session persistence failed: session "ses-tools" is not live in this store')
+    expect(result.isError ? result.error.message : 'succeeded').toBe(
+      'Session persistence failed: session "ses-tools" is not live in this store',
+    )
     spy.mockRestore()
   })
 })

@@ -107,7 +107,9 @@ interface Pair {
  * @param withFirst - whether the plugin's side opens the quad.
  */
 async function quad(pair: Pair, withFirst: boolean): Promise<AppendQuad> {
-  const order = withFirst ? [pair.with, pair.without, pair.without, pair.with] : [pair.without, pair.with, pair.with, pair.without]
+  const order = withFirst
+    ? [pair.with, pair.without, pair.without, pair.with]
+    : [pair.without, pair.with, pair.with, pair.without]
   let withMs = 0
   let withoutMs = 0
   for (const target of order) {
@@ -116,7 +118,10 @@ async function quad(pair: Pair, withFirst: boolean): Promise<AppendQuad> {
     else withoutMs += ms
   }
   // Untimed: the persistence buffers stay bounded, and the flush is the same I/O on both sides.
-  await Promise.all([pair.with.host.ctx.sessions.flush(pair.with.fake.agent.session), pair.without.host.ctx.sessions.flush(pair.without.fake.agent.session)])
+  await Promise.all([
+    pair.with.host.ctx.sessions.flush(pair.with.fake.agent.session),
+    pair.without.host.ctx.sessions.flush(pair.without.fake.agent.session),
+  ])
   return { with: withMs, without: withoutMs }
 }
 
@@ -131,7 +136,8 @@ async function measureBlocks(blocks: number, next: () => Promise<Pair>): Promise
     collectGarbage()
     const quads: AppendQuad[] = []
     // Alternate which side opens each quad, and each block's first quad.
-    for (let index = 0; index < QUADS_PER_BLOCK; index += 1) quads.push(await quad(await next(), (index + block) % 2 === 0))
+    for (let index = 0; index < QUADS_PER_BLOCK; index += 1)
+      quads.push(await quad(await next(), (index + block) % 2 === 0))
     if (block >= 0) out.push({ quads })
   }
   return out
@@ -153,8 +159,15 @@ async function assertHealthy(target: Target): Promise<void> {
 }
 
 /** Boot both hosts; the plugin's side with room for the standing loops. */
-async function bootPair(roots?: { readonly with: string; readonly without: string }): Promise<{ readonly with: Host; readonly without: Host }> {
-  const withHost = await bootHost({ ...(roots === undefined ? {} : { root: roots.with }), loop: true, loopConfig: { maxLoopsPerSession: 1_000 } })
+async function bootPair(roots?: {
+  readonly with: string
+  readonly without: string
+}): Promise<{ readonly with: Host; readonly without: Host }> {
+  const withHost = await bootHost({
+    ...(roots === undefined ? {} : { root: roots.with }),
+    loop: true,
+    loopConfig: { maxLoopsPerSession: 1_000 },
+  })
   const withoutHost = await bootHost({ ...(roots === undefined ? {} : { root: roots.without }), loop: false })
   return { with: withHost, without: withoutHost }
 }

@@ -32,7 +32,12 @@ export interface DockPoint {
 export interface DockResult {
   readonly points: readonly DockPoint[]
   /** Intervals, timeouts, animation frames and document listeners still registered after every unmount. */
-  readonly leftAfterUnmount: { readonly intervals: number; readonly timeouts: number; readonly frames: number; readonly documentListeners: number }
+  readonly leftAfterUnmount: {
+    readonly intervals: number
+    readonly timeouts: number
+    readonly frames: number
+    readonly documentListeners: number
+  }
   /** Intervals the dock armed over all mounts (it arms one per visible mount). */
   readonly intervalsArmed: number
 }
@@ -67,7 +72,9 @@ async function bundleDock(root: string): Promise<string> {
 /** The `t` seat as DSH's locale runtime fills it for English: the template with `{name}` placeholders filled in. */
 const translate: LoopTranslate = (key, params) => {
   const template = LOOP_DICTIONARIES.en[key]
-  return params === undefined ? template : template.replace(/\{(\w+)\}/g, (match, name: string) => (name in params ? String(params[name]) : match))
+  return params === undefined
+    ? template
+    : template.replace(/\{(\w+)\}/g, (match, name: string) => (name in params ? String(params[name]) : match))
 }
 
 type Loop = { id: string; prompt: string; time_in_seconds: number; next_at: number }
@@ -89,7 +96,10 @@ function loops(count: number): Loop[] {
  * @returns the measurements.
  */
 export async function runDock(root: string, log: (line: string) => void): Promise<DockResult> {
-  const dom = new JSDOM('<!doctype html><html><head></head><body></body></html>', { pretendToBeVisual: true, url: 'http://localhost/' })
+  const dom = new JSDOM('<!doctype html><html><head></head><body></body></html>', {
+    pretendToBeVisual: true,
+    url: 'http://localhost/',
+  })
   const window = dom.window
   // Only what React DOM and the component touch; Node's own timers stay the timers.
   const globals: Record<string, unknown> = {
@@ -102,7 +112,8 @@ export async function runDock(root: string, log: (line: string) => void): Promis
     MouseEvent: window.MouseEvent,
     KeyboardEvent: window.KeyboardEvent,
   }
-  for (const [key, value] of Object.entries(globals)) Object.defineProperty(globalThis, key, { value, configurable: true, writable: true })
+  for (const [key, value] of Object.entries(globals))
+    Object.defineProperty(globalThis, key, { value, configurable: true, writable: true })
 
   // Track every interval, timeout, frame and document listener registered while the dock is mounted.
   const intervals = new Map<number, () => void>()
@@ -215,7 +226,14 @@ export async function runDock(root: string, log: (line: string) => void): Promis
         repaintSamples.push(repaintMs)
       }
     }
-    const point = { label, loops: count, render: median(renderSamples), repaint: median(repaintSamples), renderSamples, repaintSamples }
+    const point = {
+      label,
+      loops: count,
+      render: median(renderSamples),
+      repaint: median(repaintSamples),
+      renderSamples,
+      repaintSamples,
+    }
     log(`  ${label}: render ${point.render.toFixed(3)} ms, one countdown repaint ${point.repaint.toFixed(3)} ms`)
     return point
   }
@@ -228,7 +246,12 @@ export async function runDock(root: string, log: (line: string) => void): Promis
   ]
   // Give anything React or the dock deferred a chance to show up before counting.
   await new Promise((resolve) => realSetTimeout(resolve, 50))
-  const leftAfterUnmount = { intervals: intervals.size, timeouts: timeouts.size, frames, documentListeners: documentListeners - listenersBefore }
+  const leftAfterUnmount = {
+    intervals: intervals.size,
+    timeouts: timeouts.size,
+    frames,
+    documentListeners: documentListeners - listenersBefore,
+  }
   log(`  after unmount: ${JSON.stringify(leftAfterUnmount)}; intervals armed ${intervalsArmed}`)
   Date.now = realNow
   window.close()

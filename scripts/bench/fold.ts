@@ -29,7 +29,8 @@ export function foldScheduleLog(events: readonly SessionEvent[]): number {
 
 const SCHEDULED_AT = '2099-01-01T00:00:00.000Z'
 
-type LoopChangeData = { operation: 'create'; loop: { id: string; prompt: string } } | { operation: 'delete'; id: string }
+type LoopChangeData =
+  { operation: 'create'; loop: { id: string; prompt: string } } | { operation: 'delete'; id: string }
 
 /**
  * The same log with schedule events in the loop events' places (same count,
@@ -46,7 +47,13 @@ export function toScheduleLog(events: readonly SessionEvent[]): SessionEvent[] {
         ? {
             version: 1,
             operation: 'create',
-            schedule: Object.freeze({ id: change.loop.id, kind: 'every', prompt: change.loop.prompt, everySeconds: 300, scheduledAt: SCHEDULED_AT }),
+            schedule: Object.freeze({
+              id: change.loop.id,
+              kind: 'every',
+              prompt: change.loop.prompt,
+              everySeconds: 300,
+              scheduledAt: SCHEDULED_AT,
+            }),
           }
         : { version: 1, operation: 'delete', id: change.id }
     return Object.freeze({ ...event, type: 'schedule/change', data: Object.freeze(data) }) as unknown as SessionEvent

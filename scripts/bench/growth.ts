@@ -10,7 +10,17 @@
  */
 import type { Session } from '@deepseek-ai/dsh-session'
 import { foldLoopLog, foldScheduleLog, toScheduleLog } from './fold.ts'
-import { FLOOR_TOOL, bootHost, copyRoot, createAgent, registerFloorTool, resumeAgent, runTool, type FakeAgent, type Host } from './host.ts'
+import {
+  FLOOR_TOOL,
+  bootHost,
+  copyRoot,
+  createAgent,
+  registerFloorTool,
+  resumeAgent,
+  runTool,
+  type FakeAgent,
+  type Host,
+} from './host.ts'
 import { LogWriter, SYNTHETIC_INTERVAL_SECONDS, growTo } from './log.ts'
 import { median, spread, time, timeSync, type Spread } from './stats.ts'
 
@@ -26,7 +36,12 @@ export interface GrowthSizes {
 
 /** Full and quick sizes. */
 export const GROWTH_SIZES: { readonly full: GrowthSizes; readonly quick: GrowthSizes } = {
-  full: { append: [1_000, 100_000, 1_000_000], drive: [1_000, 10_000, 100_000, 1_000_000], createDelete: [1_000, 200_000], blocks: 7 },
+  full: {
+    append: [1_000, 100_000, 1_000_000],
+    drive: [1_000, 10_000, 100_000, 1_000_000],
+    createDelete: [1_000, 200_000],
+    blocks: 7,
+  },
   quick: { append: [1_000, 100_000], drive: [1_000, 10_000, 100_000], createDelete: [1_000, 20_000], blocks: 3 },
 }
 
@@ -171,7 +186,10 @@ async function appendProbe(target: Side): Promise<void> {
   const { host, fake } = target
   if (target.probe === undefined) {
     target.probe = (
-      (await runTool(host, fake.agent, 'loop_create', { prompt: 'drive probe', time_in_seconds: SYNTHETIC_INTERVAL_SECONDS })) as { id: string }
+      (await runTool(host, fake.agent, 'loop_create', {
+        prompt: 'drive probe',
+        time_in_seconds: SYNTHETIC_INTERVAL_SECONDS,
+      })) as { id: string }
     ).id
   } else {
     await runTool(host, fake.agent, 'loop_delete', { id: target.probe })
@@ -282,7 +300,12 @@ async function createDeleteTrial(target: Side): Promise<{ create: number; remove
   const { host, fake } = target
   let id = ''
   const create = await time(async () => {
-    id = ((await runTool(host, fake.agent, 'loop_create', { prompt: 'Check whether CI is green', time_in_seconds: 3_600 })) as { id: string }).id
+    id = (
+      (await runTool(host, fake.agent, 'loop_create', {
+        prompt: 'Check whether CI is green',
+        time_in_seconds: 3_600,
+      })) as { id: string }
+    ).id
   })
   const remove = await time(() => runTool(host, fake.agent, 'loop_delete', { id }))
   return { create, remove }
@@ -352,7 +375,9 @@ export async function runGrowth(sizes: GrowthSizes, log: (line: string) => void)
   await measureCreateDelete(1_000, warm)
   const reference = await side(host, 'reference')
   await grow(reference, REFERENCE_EVENTS)
-  const checkpoints = [...new Set([...sizes.append, ...sizes.drive, ...sizes.createDelete])].sort((left, right) => left - right)
+  const checkpoints = [...new Set([...sizes.append, ...sizes.drive, ...sizes.createDelete])].sort(
+    (left, right) => left - right,
+  )
   const [largestDrive, largestCreateDelete] = [Math.max(...sizes.drive), Math.max(...sizes.createDelete)]
   const drive: DrivePoint[] = []
   const createDelete: CreateDeletePoint[] = []
@@ -393,5 +418,12 @@ export async function runGrowth(sizes: GrowthSizes, log: (line: string) => void)
     }
   }
   await host.dispose()
-  return { drive, driveRepeats: driveRepeats!, createDelete, createDeleteRepeats: createDeleteRepeats!, buildSeconds: grown.buildMs / 1000, snapshots }
+  return {
+    drive,
+    driveRepeats: driveRepeats!,
+    createDelete,
+    createDeleteRepeats: createDeleteRepeats!,
+    buildSeconds: grown.buildMs / 1000,
+    snapshots,
+  }
 }

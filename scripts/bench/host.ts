@@ -13,7 +13,12 @@ import type { Agent, AgentStatus } from '@deepseek-ai/dsh-agent'
 import { CallId } from '@deepseek-ai/dsh-llm'
 import { KNOWN_SESSION_EVENT_TYPES } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
-import { composeHost, createRootAgent, resumeRootAgent, tempDir as makeTempDir } from '../../test/support/compose-host.ts'
+import {
+  composeHost,
+  createRootAgent,
+  resumeRootAgent,
+  tempDir as makeTempDir,
+} from '../../test/support/compose-host.ts'
 
 const API_KEY_ENV = 'LOOP_BENCH_DEEPSEEK_KEY'
 
@@ -88,7 +93,12 @@ export function allowLoopEvents(): void {
 export async function bootHost(options: HostOptions = {}): Promise<Host> {
   const ownsRoot = options.root === undefined && options.keepRoot !== true
   const root = options.root ?? tempDir()
-  const ctx = await composeHost({ root, apiKeyEnv: API_KEY_ENV, loop: options.loop !== false, loopConfig: options.loopConfig ?? {} })
+  const ctx = await composeHost({
+    root,
+    apiKeyEnv: API_KEY_ENV,
+    loop: options.loop !== false,
+    loopConfig: options.loopConfig ?? {},
+  })
   if (options.changeFeed !== false) ctx.sessionProjections.onChanged(() => {})
   if (options.loop === false) allowLoopEvents()
   let flushes = 0
@@ -222,7 +232,10 @@ export function registerFloorTool(host: Host): void {
       name: FLOOR_TOOL,
       description: 'Benchmark floor: flush the session and return nothing.',
       parameters: {},
-      output: { schema: { type: 'array', items: { type: 'string' } }, render: () => [{ type: 'text' as const, text: '[]' }] },
+      output: {
+        schema: { type: 'array', items: { type: 'string' } },
+        render: () => [{ type: 'text' as const, text: '[]' }],
+      },
       async execute(_args, exec): Promise<string[]> {
         await ctx.sessions.flush(exec.agent!.session)
         return []

@@ -27,7 +27,10 @@ export interface LatenessScenario {
  * scenarios measure 10 s (2,000 instants each, so the p99 rests on 20 of them) to keep the full run
  * within its time budget; the 100-loop one keeps 15 s, as 10 s would leave its p99 on 2 instants.
  */
-export const LATENESS_SCENARIOS: { readonly full: readonly LatenessScenario[]; readonly quick: readonly LatenessScenario[] } = {
+export const LATENESS_SCENARIOS: {
+  readonly full: readonly LatenessScenario[]
+  readonly quick: readonly LatenessScenario[]
+} = {
   full: [
     { label: '1 loop', sessions: 1, loopsPerSession: 1, intervalSeconds: 1, measureSeconds: 10 },
     { label: '100 loops, 1 session', sessions: 1, loopsPerSession: 100, intervalSeconds: 5, measureSeconds: 15 },
@@ -127,7 +130,10 @@ export async function runLateness(scenario: LatenessScenario, log: (line: string
     }
     const key = (id: string) => `${session.id}/${id}`
     if (change.operation === 'create' && change.loop !== undefined) {
-      tracked.set(key(change.loop.id), { intervalMs: change.loop.time_in_seconds * 1000, instants: [change.loop.next_at] })
+      tracked.set(key(change.loop.id), {
+        intervalMs: change.loop.time_in_seconds * 1000,
+        instants: [change.loop.next_at],
+      })
       armBare(change.loop.next_at)
     } else if (change.operation === 'dispatch' && change.id !== undefined && change.next_at !== undefined) {
       const loop = tracked.get(key(change.id))!
@@ -136,7 +142,8 @@ export async function runLateness(scenario: LatenessScenario, log: (line: string
       armBare(change.next_at)
       if (previous >= windowStart && previous < windowEnd) {
         dispatches += 1
-        if (change.next_at - previous > loop.intervalMs) skipped += Math.round((change.next_at - previous) / loop.intervalMs) - 1
+        if (change.next_at - previous > loop.intervalMs)
+          skipped += Math.round((change.next_at - previous) / loop.intervalMs) - 1
       }
     }
   })
@@ -167,7 +174,10 @@ export async function runLateness(scenario: LatenessScenario, log: (line: string
     const fake = agents[index % scenario.sessions]!
     const wait = setupStart + index * spacing - Date.now()
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
-    await runTool(host, fake.agent, 'loop_create', { prompt: `Heartbeat probe ${index}`, time_in_seconds: scenario.intervalSeconds })
+    await runTool(host, fake.agent, 'loop_create', {
+      prompt: `Heartbeat probe ${index}`,
+      time_in_seconds: scenario.intervalSeconds,
+    })
   }
   const setupSeconds = (Date.now() - setupStart) / 1000
   /** Instants each loop was due at inside the window, dispatched or not (a skipped one is still offered). */

@@ -32,7 +32,12 @@ export function syntheticCreate(id: string, prompt: string) {
   return {
     version: 1,
     operation: 'create',
-    loop: { id, prompt, time_in_seconds: SYNTHETIC_INTERVAL_SECONDS, next_at: Date.now() + SYNTHETIC_INTERVAL_SECONDS * 1000 },
+    loop: {
+      id,
+      prompt,
+      time_in_seconds: SYNTHETIC_INTERVAL_SECONDS,
+      next_at: Date.now() + SYNTHETIC_INTERVAL_SECONDS * 1000,
+    },
   } as const
 }
 
@@ -97,7 +102,11 @@ export class LogWriter {
     session.append('turn/start', { turn })
     session.append('step/start', { turn, step: 0 })
     for (let chunk = 0; chunk < 4; chunk += 1) {
-      session.append('assistant/chunk', { turn, step: 0, chunk: { type: 'text-delta', index: 0, text: `partial answer ${chunk} ` } })
+      session.append('assistant/chunk', {
+        turn,
+        step: 0,
+        chunk: { type: 'text-delta', index: 0, text: `partial answer ${chunk} ` },
+      })
     }
     session.append('step/end', { turn, step: 0 })
     session.append('turn/end', { turn, reason: { kind: 'completed' } })
@@ -113,7 +122,13 @@ export class LogWriter {
  * @param events - target length.
  * @param flushEvery - flush interval in events.
  */
-export async function growTo(host: Host, writer: LogWriter, session: Session, events: number, flushEvery = 50_000): Promise<void> {
+export async function growTo(
+  host: Host,
+  writer: LogWriter,
+  session: Session,
+  events: number,
+  flushEvery = 50_000,
+): Promise<void> {
   while (session.seq < events) {
     writer.appendUntil(Math.min(events, session.seq + flushEvery))
     await host.ctx.sessions.flush(session)

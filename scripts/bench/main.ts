@@ -18,7 +18,15 @@ import { GROWTH_SIZES, type GrowthResult } from './growth.ts'
 import { LATENESS_SCENARIOS, isTargetedScenario, type LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
 import { OVERDUE_LOOPS, type OverdueResult } from './overdue.ts'
-import { renderReport, type BenchResults, type JobTiming, type LatenessRuns, type RunContext, type SidePair, type StartRun } from './report.ts'
+import {
+  renderReport,
+  type BenchResults,
+  type JobTiming,
+  type LatenessRuns,
+  type RunContext,
+  type SidePair,
+  type StartRun,
+} from './report.ts'
 import type { SideResult } from './sides.ts'
 import type { StartBenchResult, StartHomes } from './start.ts'
 
@@ -52,14 +60,27 @@ const snapshotRoots: string[] = []
 let jobNumber = 0
 
 /** The flags every job's Node needs. */
-const WORKER_FLAGS = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc', '--max-old-space-size=8192']
+const WORKER_FLAGS = [
+  '--experimental-transform-types',
+  '--disable-warning=ExperimentalWarning',
+  '--expose-gc',
+  '--max-old-space-size=8192',
+]
 
 /**
  * Start one job in a child Node.
  * @returns the child, and its JSON result once it exits with 0.
  */
-function spawnWorker<T>(name: string, options: object, resultFile: string, stdio: StdioOptions): { readonly child: ChildProcess; readonly result: Promise<T> } {
-  const child = spawn(process.execPath, [...WORKER_FLAGS, WORKER, name, JSON.stringify(options), resultFile], { cwd: PROJECT, stdio })
+function spawnWorker<T>(
+  name: string,
+  options: object,
+  resultFile: string,
+  stdio: StdioOptions,
+): { readonly child: ChildProcess; readonly result: Promise<T> } {
+  const child = spawn(process.execPath, [...WORKER_FLAGS, WORKER, name, JSON.stringify(options), resultFile], {
+    cwd: PROJECT,
+    stdio,
+  })
   const result = new Promise<T>((resolvePromise, reject) => {
     child.on('error', reject)
     child.on('exit', (code, signal) =>
@@ -93,7 +114,11 @@ function job<T>(name: string, options: object, label = name): Promise<T> {
  * Run both sides of a cold-open pair (row 4) at once: each process prepares (copies its log, boots
  * its host) and prints {@link READY_LINE}; when both have, each gets one line on stdin and opens.
  */
-function pairJob(pair: number, pairs: number, snapshot: object): Promise<{ readonly with: SideResult; readonly without: SideResult }> {
+function pairJob(
+  pair: number,
+  pairs: number,
+  snapshot: object,
+): Promise<{ readonly with: SideResult; readonly without: SideResult }> {
   jobNumber += 1
   const number = jobNumber
   return timed('side', `cold open, both sides at once (pair ${pair + 1} of ${pairs})`, async () => {
@@ -101,7 +126,9 @@ function pairJob(pair: number, pairs: number, snapshot: object): Promise<{ reado
       const resultFile = join(scratch, `${number}-side-${loop ? 'with' : 'without'}.json`)
       const worker = spawnWorker<SideResult>('side', { loop, snapshot }, resultFile, ['pipe', 'pipe', 'inherit'])
       const ready = new Promise<void>((resolve) => {
-        createInterface({ input: worker.child.stdout! }).on('line', (line) => (line === READY_LINE ? resolve() : console.log(line)))
+        createInterface({ input: worker.child.stdout! }).on('line', (line) =>
+          line === READY_LINE ? resolve() : console.log(line),
+        )
       })
       return { ...worker, ready }
     })
@@ -138,27 +165,43 @@ try {
   const append: AppendResult[] = []
   for (let run = 0; run < REPEATS.append; run += 1) {
     const options = { snapshots: growth.snapshots, firstAt: sizes.append[0]!, blocks: REPEATS.appendBlocks }
-    append.push(await job<AppendResult>('append', options, `append, both sides interleaved (${run + 1} of ${REPEATS.append})`))
+    append.push(
+      await job<AppendResult>('append', options, `append, both sides interleaved (${run + 1} of ${REPEATS.append})`),
+    )
   }
   const sides: SidePair[] = []
   for (let pair = 0; pair < REPEATS.sides; pair += 1) sides.push(await pairJob(pair, REPEATS.sides, largestSnapshot))
   const scenarios = quick ? LATENESS_SCENARIOS.quick : LATENESS_SCENARIOS.full
   const lateness: LatenessRuns[] = scenarios.map((scenario) => ({ scenario, runs: [] }))
   const runScenario = async (entry: LatenessRuns, round: number, rounds: number) =>
-    entry.runs.push(await job<LatenessResult>('lateness', { scenario: entry.scenario }, `lateness: ${entry.scenario.label} (${round + 1} of ${rounds})`))
+    entry.runs.push(
+      await job<LatenessResult>(
+        'lateness',
+        { scenario: entry.scenario },
+        `lateness: ${entry.scenario.label} (${round + 1} of ${rounds})`,
+      ),
+    )
   for (const entry of lateness.filter(({ scenario }) => !isTargetedScenario(scenario))) await runScenario(entry, 0, 1)
   const targeted = lateness.filter(({ scenario }) => isTargetedScenario(scenario))
   for (let round = 0; round < REPEATS.lateness; round += 1) {
     // Rotate the order, so drift in the machine's state does not always land on the same scenario.
-    for (let turn = 0; turn < targeted.length; turn += 1) await runScenario(targeted[(round + turn) % targeted.length]!, round, REPEATS.lateness)
+    for (let turn = 0; turn < targeted.length; turn += 1)
+      await runScenario(targeted[(round + turn) % targeted.length]!, round, REPEATS.lateness)
   }
-  const overdue = await job<OverdueResult>('overdue', { rounds: REPEATS.overdue, loops: OVERDUE_LOOPS.row }, `overdue: ${OVERDUE_LOOPS.row} loops`)
+  const overdue = await job<OverdueResult>(
+    'overdue',
+    { rounds: REPEATS.overdue, loops: OVERDUE_LOOPS.row },
+    `overdue: ${OVERDUE_LOOPS.row} loops`,
+  )
   const overdueBurst = await job<OverdueResult>(
     'overdue',
     { rounds: REPEATS.overdueBurst, loops: OVERDUE_LOOPS.burst },
     `overdue: ${OVERDUE_LOOPS.burst} loops`,
   )
-  const memory = await job<MemoryResult>('memory', quick ? { activeLoops: 1_000, cycles: 20_000 } : { activeLoops: 1_000, cycles: 100_000 })
+  const memory = await job<MemoryResult>(
+    'memory',
+    quick ? { activeLoops: 1_000, cycles: 20_000 } : { activeLoops: 1_000, cycles: 100_000 },
+  )
   const dock = await job<DockResult>('dock', { projectRoot: PROJECT })
   // The homes are stored once and each start process measures on its own copy of them.
   const homes = await job<StartHomes>('start-homes', {}, 'start: store the homes')
@@ -167,7 +210,11 @@ try {
   for (let run = 0; run < REPEATS.start; run += 1) {
     // The full sizes in a quick run too (the job is short): fewer boots and one process, so its verdicts are judged on less.
     const withFirst = run % 2 === 0
-    const result = await job<StartBenchResult>('start', { trials: REPEATS.startTrials, withFirst, homes }, `start (${run + 1} of ${REPEATS.start})`)
+    const result = await job<StartBenchResult>(
+      'start',
+      { trials: REPEATS.startTrials, withFirst, homes },
+      `start (${run + 1} of ${REPEATS.start})`,
+    )
     start.push({ result, withFirst })
   }
   const context: RunContext = {

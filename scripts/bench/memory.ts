@@ -108,7 +108,11 @@ function idSetHeap(count: number): number {
  * @param log - progress output.
  * @returns the measurements.
  */
-export async function runMemory(activeLoops: number, cycles: number, log: (line: string) => void): Promise<MemoryResult> {
+export async function runMemory(
+  activeLoops: number,
+  cycles: number,
+  log: (line: string) => void,
+): Promise<MemoryResult> {
   const withHost = await bootHost()
   const withoutHost = await bootHost({ loop: false })
   const perLoopSamples: number[] = []
@@ -135,7 +139,10 @@ export async function runMemory(activeLoops: number, cycles: number, log: (line:
 
   const withAgent = await createAgent(withHost, 'memory-cycles-with')
   const withoutAgent = await createAgent(withoutHost, 'memory-cycles-without')
-  await runTool(withHost, withAgent.agent, 'loop_create', { prompt: 'One loop that stays', time_in_seconds: SYNTHETIC_INTERVAL_SECONDS })
+  await runTool(withHost, withAgent.agent, 'loop_create', {
+    prompt: 'One loop that stays',
+    time_in_seconds: SYNTHETIC_INTERVAL_SECONDS,
+  })
   await settle(withHost, withAgent, true)
   await settle(withoutHost, withoutAgent, false)
   const start = heap()
@@ -153,5 +160,14 @@ export async function runMemory(activeLoops: number, cycles: number, log: (line:
   )
   await withHost.dispose()
   await withoutHost.dispose()
-  return { activeLoops, perLoop: median(perLoopSamples), recordBytes, cycles, cycleGrowth, hostCycleGrowth, usedIdSetBytes, perLoopSamples }
+  return {
+    activeLoops,
+    perLoop: median(perLoopSamples),
+    recordBytes,
+    cycles,
+    cycleGrowth,
+    hostCycleGrowth,
+    usedIdSetBytes,
+    perLoopSamples,
+  }
 }

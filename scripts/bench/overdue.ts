@@ -59,7 +59,12 @@ async function writeLog(loops: number): Promise<string> {
   const fake = await createAgent(host, SESSION)
   const past = Date.now() - 60_000
   for (let index = 0; index < loops; index += 1) {
-    const loop = { id: loopId(0x50000000 + index), prompt: `Overdue check ${index}`, time_in_seconds: 3_600, next_at: past + index }
+    const loop = {
+      id: loopId(0x50000000 + index),
+      prompt: `Overdue check ${index}`,
+      time_in_seconds: 3_600,
+      next_at: past + index,
+    }
     fake.agent.session.append('loop/change', { version: 1, operation: 'create', loop })
   }
   await host.ctx.sessions.flush(fake.agent.session)
@@ -74,7 +79,10 @@ async function commitEachLoop(agent: Agent, flush: () => Promise<unknown>): Prom
     .filter((loop) => loop.next_at <= now)
     .sort((left, right) => left.next_at - right.next_at)
   for (const loop of loops) {
-    const message = createUserMessage({ content: [{ type: 'text', text: renderHeartbeat(loop) }], source: { kind: 'plugin', plugin: 'loop' } })
+    const message = createUserMessage({
+      content: [{ type: 'text', text: renderHeartbeat(loop) }],
+      source: { kind: 'plugin', plugin: 'loop' },
+    })
     agent.send(message, 'next-turn', true)
     agent.session.append('loop/change', dispatchChange(loop.id, nextOccurrence(loop, Date.now())))
     await flush()
@@ -119,7 +127,11 @@ async function trial(source: string, runtime: boolean, loops: number): Promise<O
   const fake = await resumeAgent(host, SESSION, () => {
     sends += 1
     if (sends !== loops) return
-    done = { allSent: preciseNow() - createdAt, diskWrites: host.diskWrites() - writesAt, flushes: host.flushes() - flushesAt }
+    done = {
+      allSent: preciseNow() - createdAt,
+      diskWrites: host.diskWrites() - writesAt,
+      flushes: host.flushes() - flushesAt,
+    }
     resolveDone()
   })
   const deadline = setTimeout(() => resolveDone(), 60_000)
@@ -132,7 +144,8 @@ async function trial(source: string, runtime: boolean, loops: number): Promise<O
   const dispatched = fake.agent.session.events.filter(
     (event) => event.type === 'loop/change' && (event.data as { operation?: string }).operation === 'dispatch',
   ).length
-  if (dispatched !== loops) throw new Error(`overdue: ${dispatched} of ${loops} dispatch records in the log after the last send`)
+  if (dispatched !== loops)
+    throw new Error(`overdue: ${dispatched} of ${loops} dispatch records in the log after the last send`)
   await host.dispose()
   rmSync(root, { recursive: true, force: true })
   return { ...done, durableWrites }

@@ -101,14 +101,16 @@ interface Verdict {
 
 const ms = (value: number, digits = 3) => `${value.toFixed(digits)} ms`
 const ratio = (value: number) => `${value.toFixed(2)}×`
-const count = (value: number) => (value >= 1_000_000 ? `${value / 1_000_000}M` : value >= 1_000 ? `${value / 1_000}k` : String(value))
+const count = (value: number) =>
+  value >= 1_000_000 ? `${value / 1_000_000}M` : value >= 1_000 ? `${value / 1_000}k` : String(value)
 const signed = (value: number, digits = 2) => `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(digits)} ms`
 const exact = (value: number) => value.toLocaleString('en-US')
 const signedPercent = (value: number) => `${value >= 0 ? '+' : '−'}${Math.abs(value * 100).toFixed(1)}%`
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(2)} KiB`
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(2)} MiB`
-const mark = (status: Status) => (status === 'not judged' ? 'not judged' : status === 'context' ? 'context (no target)' : `**${status}**`)
+const mark = (status: Status) =>
+  status === 'not judged' ? 'not judged' : status === 'context' ? 'context (no target)' : `**${status}**`
 /** `min–max (n unit)` of a spread, each end formatted. */
 const range = (value: Spread, format: (value: number) => string, noun: string) =>
   `${format(value.min)} – ${format(value.max)} (${plural(value.samples.length, noun)})`
@@ -130,10 +132,12 @@ function smallest<T extends { at: number }>(points: readonly T[]): T {
 const appendSizes = (results: BenchResults) => results.append[0]!.points.map((point) => point.at)
 
 /** One append process's blocks at a size. */
-const blocksAt = (run: AppendResult, at: number): readonly AppendBlock[] => run.points.find((point) => point.at === at)!.blocks
+const blocksAt = (run: AppendResult, at: number): readonly AppendBlock[] =>
+  run.points.find((point) => point.at === at)!.blocks
 
 /** Every block at a size, over all append processes: the repeats row 1 is judged on. */
-const appendBlocks = (results: BenchResults, at: number): readonly AppendBlock[] => results.append.flatMap((run) => blocksAt(run, at))
+const appendBlocks = (results: BenchResults, at: number): readonly AppendBlock[] =>
+  results.append.flatMap((run) => blocksAt(run, at))
 
 /** Per block: the plugin's ratio at a size. */
 const appendRatios = (results: BenchResults, at: number) => appendBlocks(results, at).map(blockRatio)
@@ -143,7 +147,8 @@ const withSide = (block: AppendBlock) => blockPerTenK(block, (entry) => entry.wi
 const hostSide = (block: AppendBlock) => blockPerTenK(block, (entry) => entry.without)
 
 /** Per block: the plugin's share of one size's 10k (with − alone), ms. */
-const appendShares = (results: BenchResults, at: number) => appendBlocks(results, at).map((block) => withSide(block) - hostSide(block))
+const appendShares = (results: BenchResults, at: number) =>
+  appendBlocks(results, at).map((block) => withSide(block) - hostSide(block))
 
 /** Per process: one side's 10k at `last` ÷ at `first` (medians over the process's blocks). */
 const appendFlatness = (results: BenchResults, side: (block: AppendBlock) => number, first: number, last: number) =>
@@ -151,7 +156,11 @@ const appendFlatness = (results: BenchResults, side: (block: AppendBlock) => num
 
 /** The runs of one scenario, by its shape. */
 function scenarioRuns(results: BenchResults, sessions: number, loopsPerSession: number): readonly LatenessResult[] {
-  return results.lateness.find(({ scenario }) => scenario.sessions === sessions && scenario.loopsPerSession === loopsPerSession)?.runs ?? []
+  return (
+    results.lateness.find(
+      ({ scenario }) => scenario.sessions === sessions && scenario.loopsPerSession === loopsPerSession,
+    )?.runs ?? []
+  )
 }
 
 const judged = (condition: boolean, met: boolean): Status => (condition ? (met ? 'met' : 'not met') : 'not judged')
@@ -175,12 +184,17 @@ function verdicts(results: BenchResults): Verdict[] {
     })
   }
   {
-    const flat = reached(sizes, lastAppend) ? spread(appendFlatness(results, withSide, firstAppend, lastAppend)) : undefined
+    const flat = reached(sizes, lastAppend)
+      ? spread(appendFlatness(results, withSide, firstAppend, lastAppend))
+      : undefined
     const hostFlat = flat === undefined ? undefined : median(appendFlatness(results, hostSide, firstAppend, lastAppend))
     out.push({
       row: '1',
       target: `append flat: the plugin’s 10k at ${count(lastAppend)} ≤ 1.5× at ${count(firstAppend)} (same process)`,
-      measured: flat === undefined ? `${count(lastAppend)} not reached` : `${ratio(flat.median)} (host alone ${ratio(hostFlat!)})`,
+      measured:
+        flat === undefined
+          ? `${count(lastAppend)} not reached`
+          : `${ratio(flat.median)} (host alone ${ratio(hostFlat!)})`,
       spread: flat === undefined ? '' : range(flat, ratio, 'process'),
       status: judged(flat !== undefined, (flat?.median ?? Infinity) <= 1.5),
     })
@@ -262,7 +276,9 @@ function verdicts(results: BenchResults): Verdict[] {
     if (hundredByTen.length > 0) {
       // Round i of one against round i of the other: the same stretch of the machine's life.
       const rounds = Math.min(thousand.length, hundredByTen.length)
-      const vs = spread(Array.from({ length: rounds }, (_, index) => thousand[index]!.loop.p99 / hundredByTen[index]!.loop.p99))
+      const vs = spread(
+        Array.from({ length: rounds }, (_, index) => thousand[index]!.loop.p99 / hundredByTen[index]!.loop.p99),
+      )
       out.push({
         row: '5',
         target: '1,000 loops, 1 session: lateness p99 ≤ 2× the p99 of 100 sessions x 10 loops',
@@ -311,7 +327,9 @@ function verdicts(results: BenchResults): Verdict[] {
   }
 
   {
-    const worst = dock.points.filter((point) => point.loops === 100).reduce((left, right) => (right.repaint > left.repaint ? right : left))
+    const worst = dock.points
+      .filter((point) => point.loops === 100)
+      .reduce((left, right) => (right.repaint > left.repaint ? right : left))
     out.push({
       row: '7',
       target: 'countdown repaint with 100 loops < 2 ms (worst layout)',
@@ -449,7 +467,9 @@ function jobTimes(context: RunContext): string {
     entry.seconds += timing.seconds
     byName.set(timing.name, entry)
   }
-  return [...byName].map(([name, { runs, seconds }]) => `${name}${runs > 1 ? ` ×${runs}` : ''} ${seconds.toFixed(0)} s`).join(', ')
+  return [...byName]
+    .map(([name, { runs, seconds }]) => `${name}${runs > 1 ? ` ×${runs}` : ''} ${seconds.toFixed(0)} s`)
+    .join(', ')
 }
 
 /** Row 1: the plugin’s share, per size, and each side’s flatness. */
@@ -507,7 +527,8 @@ function driveLines(growth: GrowthResult): string[] {
   const repeats = growth.driveRepeats
   const last = largest(growth.drive)
   const first = smallest(growth.drive)
-  const blockMedian = (pick: (block: GrowthResult['driveRepeats']['blocks'][number]) => number) => ms(median(repeats.blocks.map(pick)))
+  const blockMedian = (pick: (block: GrowthResult['driveRepeats']['blocks'][number]) => number) =>
+    ms(median(repeats.blocks.map(pick)))
   return [
     '## 2. Drive cost after one appended event',
     '',
@@ -555,7 +576,8 @@ function createDeleteLines(growth: GrowthResult): string[] {
     '| Log length | Create + delete | Create | Delete |',
     '| --- | --- | --- | --- |',
     ...growth.createDelete.map(
-      (point) => `| ${count(point.at)} (${exact(point.events)}) | ${ms(point.createDelete)} | ${ms(point.create)} | ${ms(point.delete)} |`,
+      (point) =>
+        `| ${count(point.at)} (${exact(point.events)}) | ${ms(point.createDelete)} | ${ms(point.create)} | ${ms(point.delete)} |`,
     ),
     '',
   ]
@@ -603,7 +625,10 @@ function latenessLines(results: BenchResults): string[] {
     })
   }
   const scenarios = results.lateness
-    .map(({ scenario }) => `${scenario.label}: ${scenario.intervalSeconds} s interval, ${scenario.measureSeconds} s window`)
+    .map(
+      ({ scenario }) =>
+        `${scenario.label}: ${scenario.intervalSeconds} s interval, ${scenario.measureSeconds} s window`,
+    )
     .join('; ')
   return [
     '## 5. Dispatch lateness',
@@ -753,7 +778,8 @@ function dockLines(dock: DockResult): string[] {
 /** One data-backed note per missed target; "all met" otherwise. */
 function missNotes(results: BenchResults, checks: readonly Verdict[]): string[] {
   const { growth, sides, overdue, memory, dock } = results
-  const missed = (row: string, text = '') => checks.some((check) => check.row === row && check.status === 'not met' && check.target.includes(text))
+  const missed = (row: string, text = '') =>
+    checks.some((check) => check.row === row && check.status === 'not met' && check.target.includes(text))
   const notes: string[] = []
   for (const burst of [overdue, results.overdueBurst]) {
     if (missed('8', `${exact(burst.loops)} overdue loops at start: fsync’d`)) {
@@ -778,7 +804,10 @@ function missNotes(results: BenchResults, checks: readonly Verdict[]): string[] 
       `  ${exact(repeats.referenceEvents)} events: work in the drive path that grows with the log (a read of \`session.events\` beyond the folded position).`,
     )
   }
-  if (missed('3')) notes.push('- **Create + delete**: both calls wait for an fsync’d JSONL write, so the ratio follows the disk; compare the blocks above.')
+  if (missed('3'))
+    notes.push(
+      '- **Create + delete**: both calls wait for an fsync’d JSONL write, so the ratio follows the disk; compare the blocks above.',
+    )
   if (missed('4')) {
     const delta = median(sides.map((pair) => pair.with.open.cpu - pair.without.open.cpu))
     const folds = median(sides.map((pair) => pair.with.open.runtimeFold + pair.with.open.projectionFold))
@@ -813,8 +842,12 @@ function missNotes(results: BenchResults, checks: readonly Verdict[]): string[] 
     )
   }
   if (missed('7')) {
-    const worst = dock.points.filter((point) => point.loops === 100).reduce((left, right) => (right.repaint > left.repaint ? right : left))
-    notes.push(`- **Dock repaint** (${worst.label}): median ${ms(worst.repaint)}, fastest ${ms(Math.min(...worst.repaintSamples))}.`)
+    const worst = dock.points
+      .filter((point) => point.loops === 100)
+      .reduce((left, right) => (right.repaint > left.repaint ? right : left))
+    notes.push(
+      `- **Dock repaint** (${worst.label}): median ${ms(worst.repaint)}, fastest ${ms(Math.min(...worst.repaintSamples))}.`,
+    )
   }
   if (missed('9', 'stored sessions without loops')) {
     const added = median(results.start.map((run) => run.result.idleStartAdded))
@@ -894,7 +927,9 @@ export function renderReport(context: RunContext, results: BenchResults): string
     '',
     '| Row | Target | Median | Spread (min – max) | |',
     '| --- | --- | --- | --- | --- |',
-    ...checks.map((check) => `| ${check.row} | ${check.target} | ${check.measured} | ${check.spread} | ${mark(check.status)} |`),
+    ...checks.map(
+      (check) => `| ${check.row} | ${check.target} | ${check.measured} | ${check.spread} | ${mark(check.status)} |`,
+    ),
     '',
     `${judgedChecks.filter((check) => check.status === 'met').length} of ${judgedChecks.length} judged targets met${notJudged > 0 ? ` (${notJudged} not judged)` : ''}.`,
     '',

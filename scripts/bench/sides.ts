@@ -56,7 +56,11 @@ function countLoops(value: unknown): number {
  * @param ready - resolves when the other side of the pair is ready too (the run starts both opens together).
  * @returns its cold open.
  */
-export async function runSide(options: SideOptions, log: (line: string) => void, ready: () => Promise<void>): Promise<SideResult> {
+export async function runSide(
+  options: SideOptions,
+  log: (line: string) => void,
+  ready: () => Promise<void>,
+): Promise<SideResult> {
   const { loop, snapshot } = options
   const name = loop ? 'with the plugin' : 'host alone'
   const root = copyRoot(snapshot.root)
@@ -86,7 +90,15 @@ export async function runSide(options: SideOptions, log: (line: string) => void,
         return state
       })
     : 0
-  const open = { at: snapshot.at, events: snapshot.events, wall, cpu: (cpuUsed.user + cpuUsed.system) / 1000, loops, runtimeFold, projectionFold }
+  const open = {
+    at: snapshot.at,
+    events: snapshot.events,
+    wall,
+    cpu: (cpuUsed.user + cpuUsed.system) / 1000,
+    loops,
+    runtimeFold,
+    projectionFold,
+  }
   log(`  ${name}: cold open of ${snapshot.events} events ${wall.toFixed(0)} ms (CPU ${open.cpu.toFixed(0)} ms)`)
   await host.dispose()
   rmSync(root, { recursive: true, force: true })

@@ -114,7 +114,8 @@ async function mountWebResolver(ctx: Context, home: string): Promise<void> {
     resolverSetup: () => (agentCtx: Context) => {
       const agent = agentCtx.agent!
       const idle: AgentStatus = 'idle'
-      for (const method of ['send', 'steer', 'followup']) Object.defineProperty(agent, method, { value: () => {}, configurable: true })
+      for (const method of ['send', 'steer', 'followup'])
+        Object.defineProperty(agent, method, { value: () => {}, configurable: true })
       Object.defineProperty(agent, 'status', { get: () => idle, configurable: true })
     },
   })
@@ -141,7 +142,13 @@ function summaryWatch(): { readonly done: Promise<void>; restore(): void } {
 }
 
 /** Store `count` sessions (each with `commands` `/loop list` runs) and, for the first `withLoops`, one hour-long loop. */
-async function storeSessions(root: string, home: string, count: number, withLoops: number, commands: number): Promise<string[]> {
+async function storeSessions(
+  root: string,
+  home: string,
+  count: number,
+  withLoops: number,
+  commands: number,
+): Promise<string[]> {
   const host = await bootHost({ root, loop: false, changeFeed: false })
   host.ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
   await host.ctx.plugin(loopPlugin as unknown as PluginModule, {} as never)
@@ -149,8 +156,10 @@ async function storeSessions(root: string, home: string, count: number, withLoop
   for (let index = 0; index < count; index += 1) {
     const id = `session-bench-${String(index).padStart(4, '0')}`
     const fake = await createAgent(host, id)
-    for (let command = 0; command < commands; command += 1) await host.ctx.commands.execute(fake.agent, '/loop list', [], new AbortController().signal)
-    if (index < withLoops) await runTool(host, fake.agent, 'loop_create', { prompt: `watch ${index}`, time_in_seconds: 3_600 })
+    for (let command = 0; command < commands; command += 1)
+      await host.ctx.commands.execute(fake.agent, '/loop list', [], new AbortController().signal)
+    if (index < withLoops)
+      await runTool(host, fake.agent, 'loop_create', { prompt: `watch ${index}`, time_in_seconds: 3_600 })
     await host.ctx.sessions.flush(fake.agent.session)
     ids.push(id)
   }
@@ -173,12 +182,9 @@ export async function storeStartHomes(options: StartBenchOptions = {}): Promise<
   const idleSessions = options.idleSessions ?? 200
   const loopSessions = options.loopSessions ?? 20
   const commands = options.commandsPerSession ?? 10
-  const [idleRoot, idleHome, loopRoot, loopHome] = ['idle', 'idle-home', 'loops', 'loops-home'].map((name) => freshDir(`loop-bench-start-${name}-`)) as [
-    string,
-    string,
-    string,
-    string,
-  ]
+  const [idleRoot, idleHome, loopRoot, loopHome] = ['idle', 'idle-home', 'loops', 'loops-home'].map((name) =>
+    freshDir(`loop-bench-start-${name}-`),
+  ) as [string, string, string, string]
   await storeSessions(idleRoot, idleHome, idleSessions, 0, commands)
   const ids = await storeSessions(loopRoot, loopHome, loopSessions, loopSessions, commands)
   return { idleRoot, idleHome, loopRoot, loopHome, ids, idleSessions, loopSessions }
@@ -198,9 +204,12 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
   const shared = options.homes ?? stored!
   // A private copy of shared homes: revival appends to the logs and the start-up path writes its marker and lease.
   const { idleSessions, loopSessions } = shared
-  const [idleRoot, idleHome, loopRoot, loopHome] = [shared.idleRoot, shared.idleHome, shared.loopRoot, shared.loopHome].map((source) =>
-    stored === undefined ? copyRoot(source) : source,
-  ) as [string, string, string, string]
+  const [idleRoot, idleHome, loopRoot, loopHome] = [
+    shared.idleRoot,
+    shared.idleHome,
+    shared.loopRoot,
+    shared.loopHome,
+  ].map((source) => (stored === undefined ? copyRoot(source) : source)) as [string, string, string, string]
   const dirs = [idleRoot, idleHome, loopRoot, loopHome]
   try {
     // Idle start: 200 sessions, no loops; the hint directory is empty, so nothing is read.
@@ -219,7 +228,8 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
     }
     // Untimed boots of each side first: module loading, JIT warm-up and the page cache settle on neither side,
     // and the plugin's one-time checkpoint scan is done (the timed boots measure the steady start).
-    for (let warm = 0; warm < WARM_UP_ROUNDS; warm += 1) for (const withPlugin of [true, false]) await idleBoot(withPlugin)
+    for (let warm = 0; warm < WARM_UP_ROUNDS; warm += 1)
+      for (const withPlugin of [true, false]) await idleBoot(withPlugin)
     for (let trial = 0; trial < trials; trial += 1) {
       for (const withPlugin of order(trial)) (withPlugin ? idleWith : idleWithout).push(await idleBoot(withPlugin))
     }
@@ -257,7 +267,10 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
         }
         const elapsed = preciseNow() - started
         const live = ids.filter((id) => host.ctx.agents.get(id) !== undefined).length
-        if (live !== ids.length) throw new Error(`only ${live} of ${ids.length} sessions came live (${withPlugin ? 'plugin' : 'host resolver'})`)
+        if (live !== ids.length)
+          throw new Error(
+            `only ${live} of ${ids.length} sessions came live (${withPlugin ? 'plugin' : 'host resolver'})`,
+          )
         if (withPlugin && trial >= 0) {
           collectGarbage()
           heapPerSession = Math.max(heapPerSession, (process.memoryUsage().heapUsed - heapBefore) / ids.length)
@@ -301,7 +314,13 @@ export async function benchStart(options: StartBenchOptions = {}): Promise<Start
       reviveRatio: reviveWithMedian / reviveResolverMedian,
       reviveInspect: median(inspects),
       heapPerSessionBytes: Math.round(heapPerSession),
-      samples: { idleStartWith: idleWith, idleStartWithout: idleWithout, reviveWith, reviveHostResolver: reviveResolver, reviveInspect: inspects },
+      samples: {
+        idleStartWith: idleWith,
+        idleStartWithout: idleWithout,
+        reviveWith,
+        reviveHostResolver: reviveResolver,
+        reviveInspect: inspects,
+      },
     }
   } finally {
     for (const made of dirs) rmSync(made, { recursive: true, force: true })

@@ -25,7 +25,8 @@ const JOBS: Record<string, (options: never, log: Log) => Promise<unknown>> = {
   side: (options: SideOptions, log) => runSide(options, log, signalReady),
   lateness: (options: { scenario: LatenessScenario }, log) => runLateness(options.scenario, log),
   overdue: (options: { rounds: number; loops: number }, log) => runOverdue(options.rounds, options.loops, log),
-  memory: (options: { activeLoops: number; cycles: number }, log) => runMemory(options.activeLoops, options.cycles, log),
+  memory: (options: { activeLoops: number; cycles: number }, log) =>
+    runMemory(options.activeLoops, options.cycles, log),
   dock: (options: { projectRoot: string }, log) => runDock(options.projectRoot, log),
   'start-homes': (options: StartBenchOptions) => storeStartHomes(options),
   start: async (options: StartBenchOptions, log) => {
@@ -42,6 +43,9 @@ const JOBS: Record<string, (options: never, log: Log) => Promise<unknown>> = {
 const [job, rawOptions, resultFile] = process.argv.slice(2)
 const run = JOBS[job ?? '']
 if (run === undefined) throw new Error(`unknown bench job ${String(job)}`)
-writeFileSync(resultFile!, JSON.stringify(await run(JSON.parse(rawOptions ?? '{}') as never, (line) => console.log(line))))
+writeFileSync(
+  resultFile!,
+  JSON.stringify(await run(JSON.parse(rawOptions ?? '{}') as never, (line) => console.log(line))),
+)
 // Hosts are disposed; exit even if a library left a handle open.
 process.exit(0)

@@ -28,7 +28,11 @@ export interface DisclosureRowProps {
   /** The `<pre>`'s data attributes. */
   readonly textAttributes?: DataAttributes
   /** The row's own classes, added to the shared ones: the button's, the title's and the text's. */
-  readonly classes: { readonly toggle?: string | undefined; readonly title?: string | undefined; readonly text: string | undefined }
+  readonly classes: {
+    readonly toggle?: string | undefined
+    readonly title?: string | undefined
+    readonly text: string | undefined
+  }
 }
 
 /** The shared class, then the row's own when it has one. */
@@ -39,7 +43,15 @@ const both = (shared: string | undefined, own: string | undefined) => (own === u
  * @param props - the row's attributes, title, parts, text and own classes.
  * @returns the row.
  */
-export function DisclosureRow({ attributes, title, children, text, textLabel, textAttributes, classes }: DisclosureRowProps) {
+export function DisclosureRow({
+  attributes,
+  title,
+  children,
+  text,
+  textLabel,
+  textAttributes,
+  classes,
+}: DisclosureRowProps) {
   const [open, setOpen] = useState(false)
   const textId = useId()
   const empty = text === null
@@ -65,7 +77,13 @@ export function DisclosureRow({ attributes, title, children, text, textLabel, te
         )}
       </button>
       {empty ? null : (
-        <pre id={textId} className={both(styles.body, classes.text)} hidden={!open} aria-label={textLabel} {...textAttributes}>
+        <pre
+          id={textId}
+          className={both(styles.body, classes.text)}
+          hidden={!open}
+          aria-label={textLabel}
+          {...textAttributes}
+        >
           {text}
         </pre>
       )}

@@ -50,7 +50,9 @@ export function ContextNode(props: HeartbeatRowProps) {
   const loopId = heartbeat?.loopId
   // The interval is known while the loop is active; a deleted loop's heartbeats show without it.
   const interval = useProjection('loop', (projection) =>
-    loopId === undefined || !Array.isArray(projection?.loops) ? undefined : projection.loops.find((loop) => loop.id === loopId)?.time_in_seconds,
+    loopId === undefined || !Array.isArray(projection?.loops)
+      ? undefined
+      : projection.loops.find((loop) => loop.id === loopId)?.time_in_seconds,
   )
   const host = heartbeat === undefined ? shadowedRenderer() : undefined
   const hostLocale = host?.locale

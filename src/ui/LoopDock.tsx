@@ -7,7 +7,18 @@
  * project's `ui.md`.
  * @module dsh-plugin-loop/ui/LoopDock
  */
-import { createContext, memo, useCallback, useContext, useEffect, useId, useLayoutEffect, useRef, useState, type KeyboardEvent } from 'react'
+import {
+  createContext,
+  memo,
+  useCallback,
+  useContext,
+  useEffect,
+  useId,
+  useLayoutEffect,
+  useRef,
+  useState,
+  type KeyboardEvent,
+} from 'react'
 import type { LoopRecord } from '../types.ts'
 import {
   REPAINT_MS,
@@ -26,7 +37,10 @@ import type { LoopDockProps } from './slot-props.ts'
 
 /** Where one row's Delete stands; a row without an entry shows its plain `Delete` button. */
 type DeleteState =
-  { readonly phase: 'confirm' } | { readonly phase: 'pending' } | { readonly phase: 'deleted' } | { readonly phase: 'error'; readonly failure: DeleteFailure }
+  | { readonly phase: 'confirm' }
+  | { readonly phase: 'pending' }
+  | { readonly phase: 'deleted' }
+  | { readonly phase: 'error'; readonly failure: DeleteFailure }
 
 type Phase = DeleteState['phase'] | 'idle'
 
@@ -158,7 +172,11 @@ export function LoopDock({ useProjection, executeCommand, t }: LoopDockProps) {
         <div className={styles.panel}>
           {summary !== undefined && (
             <div className={styles.summary} data-loop-summary="">
-              <span id={summaryId} className={classes(styles.summaryText, summary.overdue && styles.overdue)} data-overdue={summary.overdue || undefined}>
+              <span
+                id={summaryId}
+                className={classes(styles.summaryText, summary.overdue && styles.overdue)}
+                data-overdue={summary.overdue || undefined}
+              >
                 <span aria-hidden="true">↻ </span>
                 {summary.text}
               </span>
@@ -171,7 +189,8 @@ export function LoopDock({ useProjection, executeCommand, t }: LoopDockProps) {
                 aria-describedby={summaryId}
                 onClick={() => setExpanded((value) => !value)}
               >
-                {t(expanded ? 'action.collapse' : 'action.expand')} <span aria-hidden="true">{expanded ? '▴' : '▾'}</span>
+                {t(expanded ? 'action.collapse' : 'action.expand')}{' '}
+                <span aria-hidden="true">{expanded ? '▴' : '▾'}</span>
               </button>
             </div>
           )}
@@ -255,7 +274,13 @@ const LoopRow = memo(function LoopRow({ loop, t, state, onDelete, onConfirm, onC
       </span>
       <span className={styles.actions}>
         {phase === 'idle' ? (
-          <button ref={deleteRef} type="button" className={styles.button} aria-describedby={promptId} onClick={() => onDelete(loop.id)}>
+          <button
+            ref={deleteRef}
+            type="button"
+            className={styles.button}
+            aria-describedby={promptId}
+            onClick={() => onDelete(loop.id)}
+          >
             {t('action.delete')}
           </button>
         ) : (
@@ -273,7 +298,12 @@ const LoopRow = memo(function LoopRow({ loop, t, state, onDelete, onConfirm, onC
             >
               {t('action.confirm')}
             </button>
-            <button type="button" className={styles.button} aria-disabled={working || undefined} onClick={working ? undefined : () => onCancel(loop.id)}>
+            <button
+              type="button"
+              className={styles.button}
+              aria-disabled={working || undefined}
+              onClick={working ? undefined : () => onCancel(loop.id)}
+            >
               {t('action.cancel')}
             </button>
           </>

@@ -31,7 +31,9 @@ export interface LoopSettingsCardProps extends LoopSettingsActions {
   readonly useLoopSettings: <S>(selector: (state: LoopSettingsCardState) => S) => S
 }
 
-const FIELD_WORDS: { readonly [Field in LoopSettingField]: { readonly label: LoopLocaleKey; readonly hint: LoopLocaleKey } } = {
+const FIELD_WORDS: {
+  readonly [Field in LoopSettingField]: { readonly label: LoopLocaleKey; readonly hint: LoopLocaleKey }
+} = {
   maxLoopsPerSession: { label: 'settings.maxLoopsPerSession', hint: 'settings.maxLoopsPerSessionHint' },
   maxPromptLength: { label: 'settings.maxPromptLength', hint: 'settings.maxPromptLengthHint' },
 }
@@ -64,8 +66,21 @@ export function LoopSettingsCard(props: LoopSettingsCardProps) {
           <span className={styles.description}>{t('settings.description')}</span>
         </span>
         {state.dirty ? <span className={styles.pending}>{t('settings.unsaved')}</span> : null}
-        <svg className={open ? `${styles.chevron} ${styles.chevronOpen}` : styles.chevron} width="14" height="14" viewBox="0 0 14 14" aria-hidden="true">
-          <path d="M3 5.25 7 9.25 11 5.25" fill="none" stroke="currentColor" strokeWidth="1.4" strokeLinecap="round" strokeLinejoin="round" />
+        <svg
+          className={open ? `${styles.chevron} ${styles.chevronOpen}` : styles.chevron}
+          width="14"
+          height="14"
+          viewBox="0 0 14 14"
+          aria-hidden="true"
+        >
+          <path
+            d="M3 5.25 7 9.25 11 5.25"
+            fill="none"
+            stroke="currentColor"
+            strokeWidth="1.4"
+            strokeLinecap="round"
+            strokeLinejoin="round"
+          />
         </svg>
       </button>
       {open ? (
@@ -105,10 +120,20 @@ export function LoopSettingsCard(props: LoopSettingsCardProps) {
                 {t('settings.saveFailed')}
               </p>
             ) : null}
-            <button type="button" className={styles.discard} disabled={!state.dirty || state.saving} onClick={props.discard}>
+            <button
+              type="button"
+              className={styles.discard}
+              disabled={!state.dirty || state.saving}
+              onClick={props.discard}
+            >
               {t('settings.discard')}
             </button>
-            <button type="button" className={styles.save} disabled={!state.dirty || state.invalid || state.saving} onClick={() => void props.save()}>
+            <button
+              type="button"
+              className={styles.save}
+              disabled={!state.dirty || state.invalid || state.saving}
+              onClick={() => void props.save()}
+            >
               {t(state.saving ? 'settings.saving' : 'settings.save')}
             </button>
           </div>
@@ -156,13 +181,18 @@ function SettingField({ id, field, state, disabled, t, edit, resetField }: Setti
         onChange={(event) => edit(field, event.target.value)}
       />
       <p id={hintId} className={state.invalid ? styles.invalid : styles.hint}>
-        {t(state.invalidStored ? 'settings.invalidStored' : state.invalid ? 'settings.invalid' : FIELD_WORDS[field].hint, { min: range.min, max: range.max })}
+        {t(
+          state.invalidStored ? 'settings.invalidStored' : state.invalid ? 'settings.invalid' : FIELD_WORDS[field].hint,
+          { min: range.min, max: range.max },
+        )}
       </p>
     </div>
   )
 }
 
-const TOGGLE_WORDS: { readonly [Toggle in LoopSettingToggle]: { readonly label: LoopLocaleKey; readonly hint: LoopLocaleKey } } = {
+const TOGGLE_WORDS: {
+  readonly [Toggle in LoopSettingToggle]: { readonly label: LoopLocaleKey; readonly hint: LoopLocaleKey }
+} = {
   resumeOnStart: { label: 'settings.resumeOnStart', hint: 'settings.resumeOnStartHint' },
 }
 

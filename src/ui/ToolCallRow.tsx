@@ -55,7 +55,12 @@ export function ToolCallRow({ loopTool: tool, block, t }: ToolCallRowProps) {
       classes={{ text: styles.body }}
     >
       {parts.map((part, index) => (
-        <DisclosurePart key={index} cut className={failure === undefined ? styles.part : `${styles.part} ${styles.failed}`} title={part}>
+        <DisclosurePart
+          key={index}
+          cut
+          className={failure === undefined ? styles.part : `${styles.part} ${styles.failed}`}
+          title={part}
+        >
           {part}
         </DisclosurePart>
       ))}

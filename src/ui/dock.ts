@@ -63,7 +63,8 @@ export function deleteCommand(id: string): string {
 
 /** Why a delete failed, in words of the dictionary or relayed verbatim from the host or the command. */
 export type DeleteFailure =
-  { readonly reason: 'rejected' | 'unavailable' | 'commandError' | 'malformed' | 'unsent' } | { readonly reason: 'relayed'; readonly text: string }
+  | { readonly reason: 'rejected' | 'unavailable' | 'commandError' | 'malformed' | 'unsent' }
+  | { readonly reason: 'relayed'; readonly text: string }
 
 /** How a delete went: success, or why it failed. */
 export type DeleteOutcome = { readonly ok: true } | { readonly ok: false; readonly failure: DeleteFailure }
@@ -71,7 +72,8 @@ export type DeleteOutcome = { readonly ok: true } | { readonly ok: false; readon
 const failed = (failure: DeleteFailure): DeleteOutcome => ({ ok: false, failure })
 const MALFORMED = failed({ reason: 'malformed' })
 const nonEmpty = (value: unknown): value is string => typeof value === 'string' && value.trim() !== ''
-const relayedOr = (text: unknown, reason: 'rejected' | 'commandError' | 'unsent'): DeleteFailure => (nonEmpty(text) ? { reason: 'relayed', text } : { reason })
+const relayedOr = (text: unknown, reason: 'rejected' | 'commandError' | 'unsent'): DeleteFailure =>
+  nonEmpty(text) ? { reason: 'relayed', text } : { reason }
 
 /**
  * Read what the host's command executor resolved with

@@ -30,7 +30,10 @@ export interface ShadowedRenderer {
  * @param self - this plugin's component.
  * @returns the renderer, or undefined when there is none this plugin can stand in for.
  */
-export function shadowedContextRenderer(entries: readonly ChatNodeEntry[], self: unknown): ShadowedRenderer | undefined {
+export function shadowedContextRenderer(
+  entries: readonly ChatNodeEntry[],
+  self: unknown,
+): ShadowedRenderer | undefined {
   const next = entries.find((entry) => entry.options.key === 'context' && entry.component !== self)
   if (next === undefined || typeof next.locale !== 'string') return undefined
   if (next.inject !== undefined || next.store !== undefined || next.children !== undefined) return undefined

@@ -50,11 +50,17 @@ export interface LoopClientContext {
    */
   inject(deps: readonly ['settingsScope'], callback: (ctx: LoopSettingsClientContext) => void): unknown
   readonly locale: {
-    register(ns: typeof LOCALE_NS, dictionaries: { readonly zh: LoopDictionary; readonly en: LoopDictionary }): () => void
+    register(
+      ns: typeof LOCALE_NS,
+      dictionaries: { readonly zh: LoopDictionary; readonly en: LoopDictionary },
+    ): () => void
     bind(ns: string): AnyTranslate
   }
   readonly slots: {
-    inject(key: 'conversation.input.dock' | 'conversation.chat.node' | 'tool.call.toolview', callback: () => () => void): unknown
+    inject(
+      key: 'conversation.input.dock' | 'conversation.chat.node' | 'tool.call.toolview',
+      callback: () => () => void,
+    ): unknown
     entries(key: 'conversation.chat.node'): readonly ChatNodeEntry[]
     register(
       options: {
@@ -153,7 +159,10 @@ export function apply(ctx: LoopClientContext): void {
   // One row per tool, keyed by its name: DSH's tool view renders a keyed entry instead of its generic row.
   ctx.slots.inject('tool.call.toolview', () => {
     const disposers = (Object.keys(LOOP_TOOL_TITLES) as LoopToolName[]).map((tool) =>
-      ctx.slots.register({ name: 'tool.call.toolview', key: tool, locale: LOCALE_NS, inject: () => ({ loopTool: tool }) }, ToolCallRow),
+      ctx.slots.register(
+        { name: 'tool.call.toolview', key: tool, locale: LOCALE_NS, inject: () => ({ loopTool: tool }) },
+        ToolCallRow,
+      ),
     )
     return () => {
       for (const dispose of disposers) dispose()

@@ -52,7 +52,8 @@ const zh = {
   'settings.resumeOnStartHint':
     '长期运行的宿主启动时恢复所有包含活动循环的会话，使循环在重启后继续运行。每个这样的会话都会被完整读取并保持活动；每个已逾期的循环会触发一次，每次心跳都是一次模型调用。',
   'settings.invalid': '请填写 {min} 到 {max} 之间的整数；留空表示使用默认值。',
-  'settings.invalidStored': '设置文件中的这个值无效，正在沿用上一个有效值。请填写 {min} 到 {max} 之间的整数；留空表示使用默认值。',
+  'settings.invalidStored':
+    '设置文件中的这个值无效，正在沿用上一个有效值。请填写 {min} 到 {max} 之间的整数；留空表示使用默认值。',
   'settings.overridden': '已覆盖',
   'settings.reset': '恢复默认',
   'settings.readOnly': '本部署的设置为只读。',
@@ -111,7 +112,8 @@ const en: LoopDictionary = {
   'settings.maxLoopsPerSession': 'Active loops per session',
   'settings.maxLoopsPerSessionHint': 'From {min} to {max}. Creating one more is refused until a loop is deleted.',
   'settings.maxPromptLength': 'Prompt length (characters)',
-  'settings.maxPromptLengthHint': 'From {min} to {max}. A longer prompt is refused, not cut; every heartbeat repeats the prompt.',
+  'settings.maxPromptLengthHint':
+    'From {min} to {max}. A longer prompt is refused, not cut; every heartbeat repeats the prompt.',
   'settings.resumeOnStart': 'Resume loops on start',
   'settings.resumeOnStartHint':
     'When DSH web starts, bring back every session holding an active loop, so loops keep running across a restart. Each such session is read in full and stays live; every overdue loop fires once, and each heartbeat is a model turn.',
@@ -192,5 +194,8 @@ export interface LocalDue {
  */
 export function localDue(t: LoopTranslate, nextAt: number, now: number): LocalDue {
   const due = dueIn(nextAt, now)
-  return { overdue: due.overdue, text: t(due.overdue ? 'due.overdue' : 'due.next', { duration: localDuration(t, due.seconds) }) }
+  return {
+    overdue: due.overdue,
+    text: t(due.overdue ? 'due.overdue' : 'due.next', { duration: localDuration(t, due.seconds) }),
+  }
 }

@@ -240,7 +240,8 @@ export class LoopSettingsForm implements LoopSettingsActions {
     for (const write of writes) landed = (await write().catch(() => false)) && landed
     if (landed) {
       for (const [field, edit] of saved) if (this.staged.get(field) === edit) this.staged.delete(field)
-      for (const [field, checked] of savedToggles) if (this.stagedToggles.get(field) === checked) this.stagedToggles.delete(field)
+      for (const [field, checked] of savedToggles)
+        if (this.stagedToggles.get(field) === checked) this.stagedToggles.delete(field)
     }
     this.saving = false
     this.failed = !landed
@@ -280,7 +281,8 @@ export class LoopSettingsForm implements LoopSettingsActions {
 
   private toggleState(field: LoopSettingToggle): LoopSettingToggleState {
     const scope = this.scope.getSnapshot()
-    if (!this.stagedToggles.has(field)) return { checked: this.effective(field, scope.value), overridden: this.stored(field) }
+    if (!this.stagedToggles.has(field))
+      return { checked: this.effective(field, scope.value), overridden: this.stored(field) }
     const staged = this.stagedToggles.get(field)
     if (staged === undefined) return { checked: this.effective(field, scope.base), overridden: false }
     return { checked: staged, overridden: staged !== this.effective(field, scope.value) || this.stored(field) }
@@ -320,7 +322,8 @@ export class LoopSettingsForm implements LoopSettingsActions {
     for (const [field, staged] of this.stagedToggles) {
       if (staged === undefined) {
         if (this.stored(field)) plan.push({ run: () => this.clear(field) })
-      } else if (staged !== this.effective(field, this.scope.getSnapshot().value)) plan.push({ run: () => this.store(field, staged) })
+      } else if (staged !== this.effective(field, this.scope.getSnapshot().value))
+        plan.push({ run: () => this.store(field, staged) })
     }
     return plan
   }

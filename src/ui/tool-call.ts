@@ -61,7 +61,9 @@ export function toolCallArgs(block: ToolCallBlockLike): Readonly<Record<string, 
   const raw = block.kind === undefined ? block.argsRaw : block.call?.argsRaw
   try {
     const parsed: unknown = JSON.parse(raw ?? '')
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {}
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : {}
   } catch {
     return {}
   }
@@ -74,7 +76,9 @@ export function toolCallArgs(block: ToolCallBlockLike): Readonly<Record<string, 
  */
 export function toolCallOutput(block: ToolCallBlockLike): string | null {
   if (block.kind === undefined) return null
-  const parts = (block.content ?? []).map((part) => (part.type === 'text' ? (part.text ?? '') : JSON.stringify(part, null, 2)))
+  const parts = (block.content ?? []).map((part) =>
+    part.type === 'text' ? (part.text ?? '') : JSON.stringify(part, null, 2),
+  )
   if (parts.length === 0 && block.error !== undefined) parts.push(`${block.error.name}: ${block.error.code}`)
   const text = parts.join('\n')
   return text === '' ? null : text
@@ -95,12 +99,18 @@ export function firstLine(text: string): string {
  * @param args - the parsed arguments.
  * @returns the summary parts, possibly none.
  */
-export function toolCallSummary(t: LoopTranslate, tool: LoopToolName, args: Readonly<Record<string, unknown>>): string[] {
+export function toolCallSummary(
+  t: LoopTranslate,
+  tool: LoopToolName,
+  args: Readonly<Record<string, unknown>>,
+): string[] {
   if (tool === 'loop_create') {
     const seconds = args.time_in_seconds
     const prompt = typeof args.prompt === 'string' ? firstLine(args.prompt.trim()) : ''
     return [
-      ...(typeof seconds === 'number' && Number.isSafeInteger(seconds) && seconds > 0 ? [localInterval(t, seconds)] : []),
+      ...(typeof seconds === 'number' && Number.isSafeInteger(seconds) && seconds > 0
+        ? [localInterval(t, seconds)]
+        : []),
       ...(prompt === '' ? [] : [prompt]),
     ]
   }

@@ -125,7 +125,9 @@ beforeAll(async () => {
     // A session without a user message is hidden from the sidebar: give each one turn, one after the other.
     modelSessionId = await phase('model-made loop session', () => sessionWithOneTurn(url, MODEL_SESSION_PROMPT))
     sessionId = await phase('session + first turn', () => sessionWithOneTurn(url, SESSION_PROMPT))
-    browser = await phase('chromium launch', () => chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS }))
+    browser = await phase('chromium launch', () =>
+      chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS }),
+    )
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' })
     page = await context.newPage()
     page.on('console', (message) => {
@@ -143,7 +145,9 @@ beforeAll(async () => {
 beforeEach(({ onTestFailed }) => {
   onTestFailed(async ({ task }) => {
     failed = true
-    await page?.screenshot({ path: join(SHOTS, `failure-${task.name.replace(/\W+/g, '-')}.png`) }).catch(() => undefined)
+    await page
+      ?.screenshot({ path: join(SHOTS, `failure-${task.name.replace(/\W+/g, '-')}.png`) })
+      .catch(() => undefined)
   })
 })
 
@@ -152,7 +156,8 @@ afterAll(async () => {
   await browser?.close().catch(() => undefined)
   await web?.stop().catch(() => undefined)
   await mock?.close().catch(() => undefined)
-  if (failed && web !== undefined) console.error(`---- dsh web output ----\n${web.output()}\n---- end of dsh web output ----`)
+  if (failed && web !== undefined)
+    console.error(`---- dsh web output ----\n${web.output()}\n---- end of dsh web output ----`)
   if (failed && consoleErrors.length > 0) console.error(`browser console errors:\n${consoleErrors.join('\n')}`)
   if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true })
   timings.push(['whole browser test file', performance.now() - suiteStarted])
@@ -194,8 +199,12 @@ async function selectSession(title: string): Promise<void> {
   const ungrouped = tree.getByRole('treeitem', { name: /Ungrouped|未分组/ }).first()
   const deadline = Date.now() + 20_000
   while (!(await session.isVisible())) {
-    if (Date.now() > deadline) throw new Error(`session not in the sidebar; tree items: ${JSON.stringify(await tree.getByRole('treeitem').allInnerTexts())}`)
-    if ((await ungrouped.isVisible()) && (await ungrouped.getAttribute('aria-expanded')) === 'false') await ungrouped.click()
+    if (Date.now() > deadline)
+      throw new Error(
+        `session not in the sidebar; tree items: ${JSON.stringify(await tree.getByRole('treeitem').allInnerTexts())}`,
+      )
+    if ((await ungrouped.isVisible()) && (await ungrouped.getAttribute('aria-expanded')) === 'false')
+      await ungrouped.click()
     await page.waitForTimeout(100)
   }
   await session.click()
@@ -216,14 +225,18 @@ function setLanguagePreference(language: 'zh' | 'en'): void {
   const section = /^locale:\n {2}preference: \w+$/m
   writeFileSync(
     settingsFile,
-    section.test(text) ? text.replace(section, `locale:\n  preference: ${language}`) : `${text.trimEnd()}\nlocale:\n  preference: ${language}\n`,
+    section.test(text)
+      ? text.replace(section, `locale:\n  preference: ${language}`)
+      : `${text.trimEnd()}\nlocale:\n  preference: ${language}\n`,
   )
 }
 
 /** Switch the language live and wait until the page has followed. */
 async function switchLanguage(language: 'zh' | 'en'): Promise<void> {
   setLanguagePreference(language)
-  await page.waitForFunction((lang) => document.documentElement.lang === lang, language === 'zh' ? 'zh-CN' : 'en', { timeout: 10_000 })
+  await page.waitForFunction((lang) => document.documentElement.lang === lang, language === 'zh' ? 'zh-CN' : 'en', {
+    timeout: 10_000,
+  })
 }
 
 /** How many times the host ran `/loop delete <id>` in this session. */
@@ -260,7 +273,10 @@ async function shootConversationRow(row: ReturnType<Page['locator']>, name: stri
   await page.mouse.move(1_270, 10)
   const box = (await row.boundingBox())!
   const chat = (await page.locator('[data-composer-seat]').boundingBox())!
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), clip: { x: chat.x, y: Math.max(0, box.y - 60), width: chat.width, height: box.height + 110 } })
+  await page.screenshot({
+    path: join(SHOTS, `${name}.png`),
+    clip: { x: chat.x, y: Math.max(0, box.y - 60), width: chat.width, height: box.height + 110 },
+  })
 }
 
 /** Screenshot the settings card (the open card with a margin). */
@@ -268,13 +284,18 @@ async function shootSettingsCard(card: ReturnType<Page['locator']>, name: string
   await card.scrollIntoViewIfNeeded()
   await page.mouse.move(1_270, 790)
   const box = (await card.boundingBox())!
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), clip: { x: box.x - 12, y: box.y - 12, width: box.width + 24, height: box.height + 24 } })
+  await page.screenshot({
+    path: join(SHOTS, `${name}.png`),
+    clip: { x: box.x - 12, y: box.y - 12, width: box.width + 24, height: box.height + 24 },
+  })
 }
 
 /** Switch DSH's theme the way a person's system setting does, and wait for the palette. */
 async function setTheme(scheme: 'light' | 'dark'): Promise<void> {
   await page.emulateMedia({ colorScheme: scheme })
-  await page.waitForFunction((dark) => document.body.hasAttribute('data-ds-dark-theme') === dark, scheme === 'dark', { timeout: 5_000 })
+  await page.waitForFunction((dark) => document.body.hasAttribute('data-ds-dark-theme') === dark, scheme === 'dark', {
+    timeout: 5_000,
+  })
 }
 
 /** Screenshot the composer area (conversation tail, docks, composer) in light and dark. */
@@ -295,7 +316,9 @@ async function shoot(name: string): Promise<void> {
 
 /** The visible text of each row's cells: interval, countdown, prompt. */
 async function rowCells(): Promise<string[][]> {
-  return rows().evaluateAll((items) => items.map((item) => [...item.children].slice(0, 3).map((child) => child.textContent ?? '')))
+  return rows().evaluateAll((items) =>
+    items.map((item) => [...item.children].slice(0, 3).map((child) => child.textContent ?? '')),
+  )
 }
 
 describe('loop dock in dsh web (Chromium)', () => {
@@ -345,8 +368,15 @@ describe('loop dock in dsh web (Chromium)', () => {
   })
 
   it('follows a live language switch to English without a reload or a remount', async () => {
-    const probe = () => page.evaluate(() => (window as unknown as { loopProbe?: Element }).loopProbe === document.querySelector('[data-loop-dock]'))
-    await page.evaluate(() => void ((window as unknown as { loopProbe?: Element | null }).loopProbe = document.querySelector('[data-loop-dock]')))
+    const probe = () =>
+      page.evaluate(
+        () => (window as unknown as { loopProbe?: Element }).loopProbe === document.querySelector('[data-loop-dock]'),
+      )
+    await page.evaluate(
+      () =>
+        void ((window as unknown as { loopProbe?: Element | null }).loopProbe =
+          document.querySelector('[data-loop-dock]')),
+    )
     await switchLanguage('en')
     await expect.poll(() => toggle().textContent()).toBe('Collapse ▴')
     // Same page, same dock element, still expanded: the dock re-rendered in place.
@@ -356,7 +386,8 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(await dock().getByRole('button', { name: 'Delete' }).count()).toBe(3)
     // Back to no loops but the first, for the English walk-through.
     const ids = await loopIds()
-    for (const id of ids.slice(1)) expect((await runCommand(web!.url, sessionId, `/loop delete ${id}`)).kind).toBe('success')
+    for (const id of ids.slice(1))
+      expect((await runCommand(web!.url, sessionId, `/loop delete ${id}`)).kind).toBe('success')
     await expect.poll(() => rows().count()).toBe(1)
   })
 
@@ -423,7 +454,9 @@ describe('loop dock in dsh web (Chromium)', () => {
     // Every interactive target is at least 44 × 44 px.
     const boxes = await dock()
       .getByRole('button')
-      .evaluateAll((buttons) => buttons.map((button) => button.getBoundingClientRect()).map(({ width, height }) => ({ width, height })))
+      .evaluateAll((buttons) =>
+        buttons.map((button) => button.getBoundingClientRect()).map(({ width, height }) => ({ width, height })),
+      )
     expect(boxes).toHaveLength(4)
     for (const box of boxes) {
       expect(box.width).toBeGreaterThanOrEqual(44)
@@ -438,7 +471,10 @@ describe('loop dock in dsh web (Chromium)', () => {
     for (let step = 0; step < 3; step += 1) {
       await page.keyboard.press('Tab')
       order.push(
-        await page.evaluate(() => `${document.activeElement?.textContent}|${document.activeElement?.closest('[data-loop-row]')?.children[2]?.textContent}`),
+        await page.evaluate(
+          () =>
+            `${document.activeElement?.textContent}|${document.activeElement?.closest('[data-loop-row]')?.children[2]?.textContent}`,
+        ),
       )
     }
     expect(order).toEqual(LOOPS.map((loop) => `Delete|${loop.prompt}`))
@@ -452,7 +488,9 @@ describe('loop dock in dsh web (Chromium)', () => {
   it('collapses on a click outside, leaving focus where the click put it', async () => {
     await toggle().click()
     await expect.poll(() => rows().count()).toBe(3)
-    const composer = page.locator('[data-composer-seat] textarea, [data-composer-seat] [contenteditable="true"]').first()
+    const composer = page
+      .locator('[data-composer-seat] textarea, [data-composer-seat] [contenteditable="true"]')
+      .first()
     await composer.click()
     await expect.poll(() => rows().count()).toBe(0)
     expect(await composer.evaluate((element) => element === document.activeElement)).toBe(true)
@@ -486,7 +524,10 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(await page.getByRole('alert').count()).toBe(0)
     // Focus left with the deleted row and landed on the dock's first usable button.
     expect(
-      await page.evaluate(() => [document.activeElement?.textContent, document.activeElement?.closest('[data-loop-row]')?.children[2]?.textContent]),
+      await page.evaluate(() => [
+        document.activeElement?.textContent,
+        document.activeElement?.closest('[data-loop-row]')?.children[2]?.textContent,
+      ]),
     ).toEqual(['Delete', LOOPS[0].prompt])
     await shoot('6-after-delete')
   })
@@ -545,7 +586,9 @@ describe('loop dock in dsh web (Chromium)', () => {
     await expect.poll(() => button.textContent()).toBe(`↻循环触发·${HEARTBEAT_PROMPT}▴`)
     await switchLanguage('en')
     await expect.poll(() => button.textContent()).toBe(`↻Loop heartbeat·${HEARTBEAT_PROMPT}▴`)
-    await waitFor('the heartbeat turns to end', async () => (turnsSettled((await history(web!.url, sessionId)).events) ? true : undefined))
+    await waitFor('the heartbeat turns to end', async () =>
+      turnsSettled((await history(web!.url, sessionId)).events) ? true : undefined,
+    )
   })
 
   it('used the DSH theme in light and dark and logged no console errors', async () => {
@@ -570,7 +613,8 @@ describe('loop dock in dsh web (Chromium)', () => {
       ['zh-delete-confirmation-light.png', 'loop-dock-zh.png'],
       ['heartbeat-row-zh.png', 'loop-heartbeat-zh.png'],
     ] as const) {
-      if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' || !existsSync(join(DOCS, doc))) copyFileSync(join(SHOTS, shot), join(DOCS, doc))
+      if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' || !existsSync(join(DOCS, doc)))
+        copyFileSync(join(SHOTS, shot), join(DOCS, doc))
     }
   })
   it('shows the model-made loop_create call as "Create loop · every 5m · <prompt>" in both languages', async () => {
@@ -589,7 +633,11 @@ describe('loop dock in dsh web (Chromium)', () => {
     const result = row.locator('pre')
     expect(await result.isVisible()).toBe(true)
     expect(await result.getAttribute('aria-label')).toBe('What the tool returned to the model')
-    const returned = JSON.parse((await result.textContent())!) as { id: string; prompt: string; time_in_seconds: number }
+    const returned = JSON.parse((await result.textContent())!) as {
+      id: string
+      prompt: string
+      time_in_seconds: number
+    }
     const [created] = await loopIdsOf(modelSessionId)
     expect(returned).toMatchObject({ id: created, prompt: MODEL_LOOP.prompt, time_in_seconds: 300 })
     await button.click()
@@ -605,7 +653,9 @@ describe('loop dock in dsh web (Chromium)', () => {
     await page.setViewportSize({ width: 1280, height: 1000 })
     await page.getByRole('button', { name: '设置', exact: true }).click()
     await page.getByRole('button', { name: '插件', exact: true }).click()
-    expect(await page.getByRole('tablist', { name: '插件视图' }).getByRole('tab', { selected: true }).textContent()).toBe('插件配置')
+    expect(
+      await page.getByRole('tablist', { name: '插件视图' }).getByRole('tab', { selected: true }).textContent(),
+    ).toBe('插件配置')
     const card = page.locator('[data-loop-settings]')
     await card.waitFor({ timeout: 10_000 })
     // Listed with DSH's own cards, in slot registration order, which follows how the client bundles happened to load.
@@ -627,7 +677,11 @@ describe('loop dock in dsh web (Chromium)', () => {
       '长期运行的宿主启动时恢复所有包含活动循环的会话，使循环在重启后继续运行。每个这样的会话都会被完整读取并保持活动；每个已逾期的循环会触发一次，每次心跳都是一次模型调用。',
     ])
     expect(await card.getByRole('checkbox', { name: '启动时恢复循环' }).isChecked()).toBe(true)
-    expect(await card.getByRole('button').allTextContents()).toEqual(['定时循环通过 /loop 或由模型创建的定时重复提示。', '放弃修改', '保存'])
+    expect(await card.getByRole('button').allTextContents()).toEqual([
+      '定时循环通过 /loop 或由模型创建的定时重复提示。',
+      '放弃修改',
+      '保存',
+    ])
     await shootSettingsCard(card, 'settings-card-zh')
 
     // Live switch: the same card, still open, in English.
@@ -645,7 +699,9 @@ describe('loop dock in dsh web (Chromium)', () => {
     for (const draft of ['0', '1001', '1.5', 'ten']) {
       await loopsInput.fill(draft)
       expect(await loopsInput.getAttribute('aria-invalid')).toBe('true')
-      expect(await loopsHint.textContent()).toBe('Enter a whole number from 1 to 1000, or leave blank to use the default.')
+      expect(await loopsHint.textContent()).toBe(
+        'Enter a whole number from 1 to 1000, or leave blank to use the default.',
+      )
       expect(await save.isDisabled()).toBe(true)
     }
     await card.getByLabel('Prompt length (characters)').fill('100001')
@@ -667,7 +723,9 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(await runCommand(web!.url, fresh, '/loop 60 a')).toMatchObject({ kind: 'success' })
     const refused = await runCommand(web!.url, fresh, '/loop 60 b')
     expect(refused.kind).toBe('error')
-    expect(refused.text).toContain('This session already has 1 active loop; the limit is 1 (plugin setting maxLoopsPerSession).')
+    expect(refused.text).toContain(
+      'This session already has 1 active loop; the limit is 1 (plugin setting maxLoopsPerSession).',
+    )
     expect(await loopIdsOf(fresh)).toHaveLength(1)
     const [only] = await loopIdsOf(fresh)
     expect((await runCommand(web!.url, fresh, `/loop delete ${only}`)).kind).toBe('success')
@@ -685,7 +743,9 @@ describe('loop dock in dsh web (Chromium)', () => {
     // Expanded, it shows only what the inventory knows of any plugin: its patch row, enabled, mounted.
     await item.click()
     await panel.getByText('Cordis status').waitFor()
-    expect(await panel.innerText()).toMatch(/plugin-loop\s+Enabled\s+include:loop\s+Configuration\s+Enabled\s+Cordis status\s+Mounted/)
+    expect(await panel.innerText()).toMatch(
+      /plugin-loop\s+Enabled\s+include:loop\s+Configuration\s+Enabled\s+Cordis status\s+Mounted/,
+    )
     await page.screenshot({ path: join(SHOTS, 'plugin-list-expanded.png') })
     await page.setViewportSize({ width: 1280, height: 800 })
     expect(await page.locator('[data-slot-error]').count()).toBe(0)
@@ -697,7 +757,8 @@ describe('loop dock in dsh web (Chromium)', () => {
       ['tool-call-en.png', 'loop-tool-call-en.png'],
       ['tool-call-zh.png', 'loop-tool-call-zh.png'],
     ] as const) {
-      if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' || !existsSync(join(DOCS, doc))) copyFileSync(join(SHOTS, shot), join(DOCS, doc))
+      if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' || !existsSync(join(DOCS, doc)))
+        copyFileSync(join(SHOTS, shot), join(DOCS, doc))
     }
   })
 })

@@ -10,7 +10,15 @@
 import { startMockLlmServer } from '@deepseek-ai/dsh-llm-mock-server'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect } from 'vitest'
-import { createSession, lastUserText, messageText, readDurableLog, reopenSession, runCommand, type DurableRecord } from '../../scripts/dsh-stack.ts'
+import {
+  createSession,
+  lastUserText,
+  messageText,
+  readDurableLog,
+  reopenSession,
+  runCommand,
+  type DurableRecord,
+} from '../../scripts/dsh-stack.ts'
 import { REPLY, createLoop, heartbeat, loopProjection, sleepUntil, test } from './rig.ts'
 
 const CYCLES = 20
@@ -64,7 +72,9 @@ const LOOP_ID = /<loop_id>([^<]*)<\/loop_id>/
 function sendsIn(log: readonly DurableRecord[]): Send[] {
   return log.flatMap((record) => {
     if (record.type !== 'agent/inbox/spliced') return []
-    const inserted = (record.data as { inserted?: { content?: { type: string; text?: string }[]; source?: { plugin?: string } }[] }).inserted ?? []
+    const inserted =
+      (record.data as { inserted?: { content?: { type: string; text?: string }[]; source?: { plugin?: string } }[] })
+        .inserted ?? []
     return inserted
       .filter((message) => message.source?.plugin === 'loop')
       .map((message) => ({
@@ -102,7 +112,9 @@ function waitingAtDispatch(log: readonly DurableRecord[]): Map<number, string[]>
       }
       const queue = queues.get(data.target) ?? []
       const inserted = (data.inserted ?? []).map((message) =>
-        message.source?.plugin === 'loop' ? LOOP_ID.exec(message.content?.map((part) => part.text ?? '').join('') ?? '')?.[1] : undefined,
+        message.source?.plugin === 'loop'
+          ? LOOP_ID.exec(message.content?.map((part) => part.text ?? '').join('') ?? '')?.[1]
+          : undefined,
       )
       queue.splice(data.start, data.removedCount ?? 0, ...inserted)
       queues.set(data.target, queue)
@@ -119,7 +131,10 @@ function waitingAtDispatch(log: readonly DurableRecord[]): Map<number, string[]>
 
 /** The `create` record of a loop. */
 function creationOf(log: readonly DurableRecord[], loopId: string): { next_at: number } {
-  const record = log.find((entry) => entry.type === 'loop/change' && (entry.data as { operation: string; loop?: { id: string } }).loop?.id === loopId)
+  const record = log.find(
+    (entry) =>
+      entry.type === 'loop/change' && (entry.data as { operation: string; loop?: { id: string } }).loop?.id === loopId,
+  )
   return (record!.data as { loop: { next_at: number } }).loop
 }
 
@@ -129,7 +144,9 @@ function userTexts(body: unknown): string[] {
   return messages
     .filter((message) => message.role === 'user')
     .map((message) =>
-      typeof message.content === 'string' ? message.content : (message.content as { text?: string }[]).map((part) => part.text ?? '').join(''),
+      typeof message.content === 'string'
+        ? message.content
+        : (message.content as { text?: string }[]).map((part) => part.text ?? '').join(''),
     )
 }
 
@@ -214,7 +231,10 @@ describe('crashes in a real process', () => {
           const projected = (await loopProjection(r.url, sessionId)) as { loops: { id: string; next_at: number }[] }
           const target = projected.loops[random() < 0.5 ? 0 : 1]!
           const offset = Math.round(random() * 40)
-          const due = target.next_at > Date.now() ? target.next_at : target.next_at + loops.find((loop) => loop.id === target.id)!.intervalMs
+          const due =
+            target.next_at > Date.now()
+              ? target.next_at
+              : target.next_at + loops.find((loop) => loop.id === target.id)!.intervalMs
           plan = `aimed, ${offset} ms after ${target.id === fast ? 'fast' : 'slow'} is due`
           await sleepUntil(due + offset)
         }
@@ -228,12 +248,21 @@ describe('crashes in a real process', () => {
       await sleep(4_500)
       await r.stop('SIGTERM')
       const finalLog = await readDurableLog(r.home, sessionId)
-      runs.push({ index: runs.length, startedAt, endedAt: Date.now(), reopenedAt, plan: 'final, graceful stop', durable: finalLog })
+      runs.push({
+        index: runs.length,
+        startedAt,
+        endedAt: Date.now(),
+        reopenedAt,
+        plan: 'final, graceful stop',
+        durable: finalLog,
+      })
       const wall = Date.now() - started
 
       // Nothing durable disappears: every record the raw reader saw after a kill is in the final log, unchanged.
       const bySeq = new Map(finalLog.map((record) => [record.seq, JSON.stringify(record)]))
-      for (const run of runs) for (const record of run.durable) expect(bySeq.get(record.seq), `run ${run.index} seq ${record.seq}`).toBe(JSON.stringify(record))
+      for (const run of runs)
+        for (const record of run.durable)
+          expect(bySeq.get(record.seq), `run ${run.index} seq ${record.seq}`).toBe(JSON.stringify(record))
 
       const sends = sendsIn(finalLog)
       const dispatches = dispatchesIn(finalLog)
@@ -262,7 +291,10 @@ describe('crashes in a real process', () => {
         let due = creationOf(finalLog, loop.id).next_at
         const lateness = new Map<number, number>()
         for (const dispatch of loopDispatches) {
-          expect(dispatch.time, `${loop.id} dispatch at seq ${dispatch.seq} before its due time ${due}`).toBeGreaterThanOrEqual(due - SLACK_MS)
+          expect(
+            dispatch.time,
+            `${loop.id} dispatch at seq ${dispatch.seq} before its due time ${due}`,
+          ).toBeGreaterThanOrEqual(due - SLACK_MS)
           lateness.set(dispatch.seq, dispatch.time - due)
           due = dispatch.next_at
         }
@@ -272,10 +304,15 @@ describe('crashes in a real process', () => {
         const ownDispatch = new Map<number, Dispatch>()
         for (const [index, send] of loopSends.entries()) {
           const following = loopSends[index + 1]
-          const [own, ...coalesced] = loopDispatches.filter((dispatch) => dispatch.seq > send.seq && (following === undefined || dispatch.seq < following.seq))
+          const [own, ...coalesced] = loopDispatches.filter(
+            (dispatch) => dispatch.seq > send.seq && (following === undefined || dispatch.seq < following.seq),
+          )
           expect(own, `${loop.id} send at seq ${send.seq} has no dispatch`).toBeDefined()
           ownDispatch.set(send.seq, own!)
-          for (const dispatch of coalesced) expect(waiting.get(dispatch.seq), `${loop.id} dispatch at seq ${dispatch.seq} without a send`).toContain(loop.id)
+          for (const dispatch of coalesced)
+            expect(waiting.get(dispatch.seq), `${loop.id} dispatch at seq ${dispatch.seq} without a send`).toContain(
+              loop.id,
+            )
         }
         // Dispatches before the first send are coalesced too (none: the loop was created with an empty inbox).
         for (const dispatch of loopDispatches.filter((entry) => entry.seq < (loopSends[0]?.seq ?? Infinity)))
@@ -287,17 +324,23 @@ describe('crashes in a real process', () => {
           if (index === 0) continue
           const gap = send.time - loopSends[index - 1]!.time
           // Never closer than half an interval, catch-up or not.
-          expect(gap, `${loop.id}: two sends ${gap} ms apart at seq ${send.seq}`).toBeGreaterThanOrEqual(loop.intervalMs / 2 - BURST_SLACK_MS)
+          expect(gap, `${loop.id}: two sends ${gap} ms apart at seq ${send.seq}`).toBeGreaterThanOrEqual(
+            loop.intervalMs / 2 - BURST_SLACK_MS,
+          )
           if (gap >= loop.intervalMs - BURST_SLACK_MS) continue
           const previousLateness = lateness.get(ownDispatch.get(loopSends[index - 1]!.seq)!.seq)!
           catchUps.push(`${loop.id === fast ? 'fast' : 'slow'} ${gap} ms after a send ${previousLateness} ms late`)
-          expect(previousLateness, `${loop.id}: burst of two sends ${gap} ms apart at seq ${send.seq}`).toBeGreaterThan(BURST_SLACK_MS)
+          expect(previousLateness, `${loop.id}: burst of two sends ${gap} ms apart at seq ${send.seq}`).toBeGreaterThan(
+            BURST_SLACK_MS,
+          )
         }
 
         let durableSoFar = 0
         for (const run of runs) {
           const runSends = loopSends.filter((send) => send.time >= run.startedAt && send.time <= run.endedAt)
-          const runDispatches = loopDispatches.filter((dispatch) => dispatch.time >= run.startedAt && dispatch.time <= run.endedAt)
+          const runDispatches = loopDispatches.filter(
+            (dispatch) => dispatch.time >= run.startedAt && dispatch.time <= run.endedAt,
+          )
           const runRequests = model.requests.filter((request) => {
             const time = requestTimes.get(request.attempt) ?? 0
             return time >= run.startedAt && time <= run.endedAt
@@ -305,15 +348,23 @@ describe('crashes in a real process', () => {
           durableSoFar += runSends.length
           // Still firing after every restart: a run that lived an interval (plus a second for the flush) past the
           // reopen has a durable dispatch of the loop.
-          if (run.endedAt - run.reopenedAt >= loop.intervalMs + 1_000) expect(runDispatches.length, `${loop.id} in run ${run.index}`).toBeGreaterThanOrEqual(1)
+          if (run.endedAt - run.reopenedAt >= loop.intervalMs + 1_000)
+            expect(runDispatches.length, `${loop.id} in run ${run.index}`).toBeGreaterThanOrEqual(1)
           // The model's view: how many of this loop's heartbeats the history of the run's last request held. More than the
           // durable log ever sent means the model saw a send that never became durable (nor its dispatch): the crash fell
           // between send and the dispatch flush, the one duplicate the specification allows, and the resume sends it again.
-          const seen = Math.max(0, ...runRequests.map((request) => userTexts(request.body).filter((message) => message === text).length))
+          const seen = Math.max(
+            0,
+            ...runRequests.map((request) => userTexts(request.body).filter((message) => message === text).length),
+          )
           const unflushed = Math.max(0, seen - durableSoFar)
           duplicatesPerRun[run.index]! += unflushed
           const endingWith = runRequests.filter((request) => lastUserText(request.body) === text).length
-          table[run.index]!.push(`${runSends.length}/${runDispatches.length}/${within(consumed, run).length}/${endingWith}/${unflushed}`.padEnd(14))
+          table[run.index]!.push(
+            `${runSends.length}/${runDispatches.length}/${within(consumed, run).length}/${endingWith}/${unflushed}`.padEnd(
+              14,
+            ),
+          )
           if (run.index === runs.length - 1) {
             // The count is sound: after the graceful run the model's last history holds exactly the durable heartbeats up to it.
             const last = runRequests.at(-1)!
@@ -323,9 +374,10 @@ describe('crashes in a real process', () => {
         // Still firing in the last run (reopen, list, 4.5 s, no crash). Counted from the reopen: the resume catch-up of both
         // loops is one drive that runs before the list's transaction, and after it the anti-burst rule may put the 2 s loop's
         // next send up to two intervals later.
-        expect(loopDispatches.filter((dispatch) => dispatch.time >= reopenedAt).length, `${loop.id} in the final run`).toBeGreaterThanOrEqual(
-          Math.floor(4_000 / loop.intervalMs),
-        )
+        expect(
+          loopDispatches.filter((dispatch) => dispatch.time >= reopenedAt).length,
+          `${loop.id} in the final run`,
+        ).toBeGreaterThanOrEqual(Math.floor(4_000 / loop.intervalMs))
       }
       const duplicates = duplicatesPerRun.reduce((sum, count) => sum + count, 0)
       // The durable log right after each kill (raw reader): a send there without its dispatch is the crash window itself.
@@ -333,13 +385,17 @@ describe('crashes in a real process', () => {
         const killedLog = within(run.durable, run)
         const runSends = sendsIn(killedLog)
         const runDispatches = dispatchesIn(killedLog)
-        return runSends.filter((send) => !runDispatches.some((dispatch) => dispatch.loopId === send.loopId && dispatch.seq > send.seq)).length
+        return runSends.filter(
+          (send) => !runDispatches.some((dispatch) => dispatch.loopId === send.loopId && dispatch.seq > send.seq),
+        ).length
       })
       for (const [index, count] of undispatchedAtCrash.entries())
         expect(count, `run ${index}: sends without their dispatch at the crash`).toBeLessThanOrEqual(1)
       // How soon the model sees a send: the first request after each send that opened a turn.
       const toModel = sends
-        .map((send) => Math.min(...[...requestTimes.values()].filter((time) => time >= send.time).map((time) => time - send.time)))
+        .map((send) =>
+          Math.min(...[...requestTimes.values()].filter((time) => time >= send.time).map((time) => time - send.time)),
+        )
         .filter((gap) => gap < 1_000)
         .sort((a, b) => a - b)
       console.log(
@@ -354,7 +410,8 @@ describe('crashes in a real process', () => {
         ].join('\n'),
       )
       // At most one duplicate per crash (drives are serialized: one send awaits its flush before the next), none without a crash.
-      for (const [index, count] of duplicatesPerRun.entries()) expect(count, `run ${index}`).toBeLessThanOrEqual(index === runs.length - 1 ? 0 : 1)
+      for (const [index, count] of duplicatesPerRun.entries())
+        expect(count, `run ${index}`).toBeLessThanOrEqual(index === runs.length - 1 ? 0 : 1)
     },
   )
 })

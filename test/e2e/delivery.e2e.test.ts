@@ -4,7 +4,15 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect } from 'vitest'
-import { createSession, heartbeatsIn, lastUserText, prompt, runCommand, spliceTarget, waitFor } from '../../scripts/dsh-stack.ts'
+import {
+  createSession,
+  heartbeatsIn,
+  lastUserText,
+  prompt,
+  runCommand,
+  spliceTarget,
+  waitFor,
+} from '../../scripts/dsh-stack.ts'
 import {
   createLoop,
   dispatchesOf,
@@ -32,7 +40,9 @@ describe('loop in a real dsh web', () => {
 
     const listed = await runCommand(r.url, sessionId, '/loop list')
     expect(listed.kind).toBe('success')
-    expect(listed.text).toMatch(new RegExp(`^1 active loop:\\n${id}  every 1s  (next in|overdue by) [^\\n]+  LOOP_SMOKE_OK$`))
+    expect(listed.text).toMatch(
+      new RegExp(`^1 active loop:\\n${id}  every 1s  (next in|overdue by) [^\\n]+  LOOP_SMOKE_OK$`),
+    )
 
     // The model called loop_list in answer to the prompt, and got the loop back.
     const log = await waitFor('the loop_list result', async () => {
@@ -57,11 +67,17 @@ describe('loop in a real dsh web', () => {
     expect(r.model.requests[0]!.behavior).toBe('tool_call_success')
     expect(lastUserText(r.model.requests[0]!.body)).toBe('Which loops are active in this session?')
 
-    expect(await loopProjection(r.url, sessionId)).toEqual({ loops: [{ id, prompt: 'LOOP_SMOKE_OK', time_in_seconds: 1, next_at: expect.any(Number) }] })
+    expect(await loopProjection(r.url, sessionId)).toEqual({
+      loops: [{ id, prompt: 'LOOP_SMOKE_OK', time_in_seconds: 1, next_at: expect.any(Number) }],
+    })
 
     // Within a few seconds the idle agent wakes: a request whose last user message is the heartbeat.
     const expected = heartbeat(id, 'LOOP_SMOKE_OK')
-    await waitFor('a model request ending with the heartbeat', () => (requestsEndingWith(r.model, expected).length > 0 ? true : undefined), 5_000)
+    await waitFor(
+      'a model request ending with the heartbeat',
+      () => (requestsEndingWith(r.model, expected).length > 0 ? true : undefined),
+      5_000,
+    )
     expect(Date.now() - createdAt).toBeLessThan(5_000)
     const after = await waitForHeartbeats(r.url, sessionId, { [id]: 2 })
     const beats = heartbeatsOf(after, id)
@@ -71,14 +87,23 @@ describe('loop in a real dsh web', () => {
     const woken = beats.find((beat) => spliceTarget(after, beat.id) === 'next-turn')
     expect(woken, 'a heartbeat that woke the idle agent').toBeDefined()
     const turn = turnAround(after, woken!.seq)
-    expect(after.some((event) => event.type === 'assistant/message' && event.seq > woken!.seq && event.seq < turn.end!.seq)).toBe(true)
+    expect(
+      after.some((event) => event.type === 'assistant/message' && event.seq > woken!.seq && event.seq < turn.end!.seq),
+    ).toBe(true)
     expect(heartbeatsIn(after).every((beat) => beat.loopId === id)).toBe(true)
   })
 
-  test('2. a heartbeat due while the agent is busy in a long turn is consumed at the next step boundary of that turn', async ({ rig }) => {
+  test('2. a heartbeat due while the agent is busy in a long turn is consumed at the next step boundary of that turn', async ({
+    rig,
+  }) => {
     const longAnswer = 'Working through a long answer, one piece at a time.'
     // The first request streams slowly (about 5 s), every later one is immediate.
-    const r = await rig({ sequence: ['slow_success', 'success'], successText: longAnswer, chunkSize: 1, chunkDelayMs: 100 })
+    const r = await rig({
+      sequence: ['slow_success', 'success'],
+      successText: longAnswer,
+      chunkSize: 1,
+      chunkDelayMs: 100,
+    })
     const sessionId = await createSession(r.url)
     const id = await createLoop(r.url, sessionId, 2, 'MID_TURN_CHECK')
     await prompt(r.url, sessionId, 'Start the long task')
@@ -93,12 +118,20 @@ describe('loop in a real dsh web', () => {
     expect(first.seq).toBeGreaterThan(turn.start.seq)
     expect(first.seq).toBeLessThan(turn.end!.seq)
     expect(spliceTarget(log, first.id)).toBe('next-step')
-    const stepOneEnd = log.find((event) => event.type === 'step/end' && JSON.stringify(event.data) === '{"turn":1,"step":1}')!
-    const stepTwoStart = log.find((event) => event.type === 'step/start' && JSON.stringify(event.data) === '{"turn":1,"step":2}')!
+    const stepOneEnd = log.find(
+      (event) => event.type === 'step/end' && JSON.stringify(event.data) === '{"turn":1,"step":1}',
+    )!
+    const stepTwoStart = log.find(
+      (event) => event.type === 'step/start' && JSON.stringify(event.data) === '{"turn":1,"step":2}',
+    )!
     expect(stepOneEnd.seq).toBeLessThan(first.seq)
     expect(stepTwoStart.seq).toBeLessThan(first.seq)
-    const stepOneAnswer = log.find((event) => event.type === 'assistant/message' && (event.data as { step: number; turn: number }).turn === 1)!
-    expect((stepOneAnswer.data as { message: { content: unknown } }).message.content).toEqual([{ type: 'text', text: longAnswer }])
+    const stepOneAnswer = log.find(
+      (event) => event.type === 'assistant/message' && (event.data as { step: number; turn: number }).turn === 1,
+    )!
+    expect((stepOneAnswer.data as { message: { content: unknown } }).message.content).toEqual([
+      { type: 'text', text: longAnswer },
+    ])
     // It was sent while the turn ran (not held until after it), and the turn's second request ends with it.
     const dispatch = dispatchesOf(log, id)[0]!
     expect(dispatch.time).toBeLessThan(stepOneEnd.time)
@@ -107,7 +140,9 @@ describe('loop in a real dsh web', () => {
     expect(lastUserText(r.model.requests[1]!.body)).toBe(first.text)
   })
 
-  test('3. a second loop in the same session is delivered independently; a loop in another session never reaches the first', async ({ rig }) => {
+  test('3. a second loop in the same session is delivered independently; a loop in another session never reaches the first', async ({
+    rig,
+  }) => {
     const r = await rig()
     const sessionA = await createSession(r.url)
     const sessionB = await createSession(r.url)
@@ -146,7 +181,10 @@ describe('loop in a real dsh web', () => {
     expect(requestsEndingWith(r.model, expectedB1).length).toBeGreaterThan(0)
     for (const request of r.model.requests) {
       const body = JSON.stringify(request.body)
-      expect(body.includes(b1) && (body.includes(a1) || body.includes(a2)), `request #${request.attempt} mixes sessions`).toBe(false)
+      expect(
+        body.includes(b1) && (body.includes(a1) || body.includes(a2)),
+        `request #${request.attempt} mixes sessions`,
+      ).toBe(false)
     }
 
     const listA = await runCommand(r.url, sessionA, '/loop list')
@@ -167,8 +205,14 @@ describe('loop in a real dsh web', () => {
     const two = await createLoop(r.url, sessionId, 2, 'DELETE_ME_TWO')
     await waitForHeartbeats(r.url, sessionId, { [one]: 1, [two]: 1 })
 
-    expect(await runCommand(r.url, sessionId, `/loop delete ${one}`)).toEqual({ kind: 'success', text: `Deleted ${one}.` })
-    expect(await runCommand(r.url, sessionId, `/loop delete ${two}`)).toEqual({ kind: 'success', text: `Deleted ${two}.` })
+    expect(await runCommand(r.url, sessionId, `/loop delete ${one}`)).toEqual({
+      kind: 'success',
+      text: `Deleted ${one}.`,
+    })
+    expect(await runCommand(r.url, sessionId, `/loop delete ${two}`)).toEqual({
+      kind: 'success',
+      text: `Deleted ${two}.`,
+    })
     expect(await runCommand(r.url, sessionId, '/loop list')).toEqual({
       kind: 'success',
       text: 'No active loops in this session. Create one with /loop <seconds> <prompt>.',
@@ -186,7 +230,9 @@ describe('loop in a real dsh web', () => {
     expect(log.slice(settled.length).map((event) => event.type)).toEqual([])
     for (const id of [one, two]) {
       const deletion = log.find(
-        (event) => event.type === 'loop/change' && JSON.stringify(event.data) === JSON.stringify({ version: 1, operation: 'delete', id }),
+        (event) =>
+          event.type === 'loop/change' &&
+          JSON.stringify(event.data) === JSON.stringify({ version: 1, operation: 'delete', id }),
       )!
       expect(deletion).toBeDefined()
       expect(dispatchesOf(log, id).every((dispatch) => dispatch.seq < deletion.seq)).toBe(true)

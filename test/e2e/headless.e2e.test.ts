@@ -5,7 +5,15 @@
  * and fires once the same session is opened in a long-lived `dsh web`.
  */
 import { describe, expect } from 'vitest'
-import { lastUserText, readDurableLog, reopenSession, runCommand, storedSessionIds, waitFor, type DurableRecord } from '../../scripts/dsh-stack.ts'
+import {
+  lastUserText,
+  readDurableLog,
+  reopenSession,
+  runCommand,
+  storedSessionIds,
+  waitFor,
+  type DurableRecord,
+} from '../../scripts/dsh-stack.ts'
 import { startRoutedModel } from './model-router.ts'
 import { dispatchesOf, heartbeat, heartbeatsOf, settle, test } from './rig.ts'
 
@@ -38,7 +46,9 @@ function messagesOf(body: unknown): { role: string; content: unknown }[] {
 
 /** A message's text: a string, or its text parts joined. */
 function textOf(content: unknown): string {
-  return typeof content === 'string' ? content : (content as { text?: string }[]).map((part) => part.text ?? '').join('')
+  return typeof content === 'string'
+    ? content
+    : (content as { text?: string }[]).map((part) => part.text ?? '').join('')
 }
 
 /** The text of every user message of a request. */
@@ -76,7 +86,9 @@ describe('a one-shot headless run', () => {
     r.plugin('add', 'headless')
 
     const run = await r.oneShot(TASK, ONE_SHOT_BOUND_MS)
-    console.log(`7.1: the one-shot run exited ${run.code ?? run.signal} after ${run.durationMs} ms with ${model.requests.length} model requests`)
+    console.log(
+      `7.1: the one-shot run exited ${run.code ?? run.signal} after ${run.durationMs} ms with ${model.requests.length} model requests`,
+    )
     expect(run.timedOut, `still running after ${ONE_SHOT_BOUND_MS} ms`).toBe(false)
     expect(run.code).toBe(0)
     expect(run.stdout).toBe(`${TASK_ANSWER}\n`)
@@ -85,7 +97,8 @@ describe('a one-shot headless run', () => {
     expect(model.requests.map((request) => request.behavior)).toEqual(['task', 'task'])
     expect(model.heartbeat.requests).toHaveLength(0)
     expect(model.task.requests.map((request) => request.behavior)).toEqual(['tool_call_success', 'slow_success'])
-    for (const request of model.requests) expect(userTexts(request.body).filter((text) => text.includes('<heartbeat>'))).toEqual([])
+    for (const request of model.requests)
+      expect(userTexts(request.body).filter((text) => text.includes('<heartbeat>'))).toEqual([])
     expect(model.requests.map((request) => lastUserText(request.body))).toEqual([TASK, TASK])
 
     // The session log holds the loop's create and nothing dispatched it.
@@ -97,7 +110,12 @@ describe('a one-shot headless run', () => {
       {
         version: 1,
         operation: 'create',
-        loop: { id: expect.stringMatching(/^loop_[0-9a-f]{8}$/), prompt: LOOP_PROMPT, time_in_seconds: 2, next_at: expect.any(Number) },
+        loop: {
+          id: expect.stringMatching(/^loop_[0-9a-f]{8}$/),
+          prompt: LOOP_PROMPT,
+          time_in_seconds: 2,
+          next_at: expect.any(Number),
+        },
       },
     ])
     const created = (changes[0] as { loop: { id: string; next_at: number } }).loop
@@ -106,11 +124,15 @@ describe('a one-shot headless run', () => {
     expect(created.next_at).toBeLessThanOrEqual(createdAt + 2_000)
     expect(created.next_at).toBeGreaterThan(createdAt + 2_000 - 50)
     // The user messages of the run: the task (and the host's runtime-context snapshot), no heartbeat.
-    const userMessages = log.filter((record) => record.type === 'user/message').map((record) => record.data as { source?: { kind?: string; plugin?: string } })
+    const userMessages = log
+      .filter((record) => record.type === 'user/message')
+      .map((record) => record.data as { source?: { kind?: string; plugin?: string } })
     expect(userMessages.filter((data) => data.source?.kind === 'user').map((data) => JSON.stringify(data))).toEqual([
       expect.stringContaining(JSON.stringify(TASK)),
     ])
-    expect(userMessages.filter((data) => data.source?.kind !== 'user').map((data) => data.source?.plugin)).toEqual(['@deepseek-ai/dsh-system-prompt'])
+    expect(userMessages.filter((data) => data.source?.kind !== 'user').map((data) => data.source?.plugin)).toEqual([
+      '@deepseek-ai/dsh-system-prompt',
+    ])
 
     // The tool result the model read is the loop, then where it will run.
     const result = toolResultText(model.requests[1]!.body)
@@ -126,7 +148,9 @@ describe('a one-shot headless run', () => {
     expect(result).toBe(`${view}\n${ONE_SHOT_NOTE}`)
     // So does the tool's description in that run.
     const tools = (model.requests[0]!.body as { tools: { function: { name: string; description: string } }[] }).tools
-    expect(tools.find((tool) => tool.function.name === 'loop_create')!.function.description.endsWith(` ${ONE_SHOT_NOTE}`)).toBe(true)
+    expect(
+      tools.find((tool) => tool.function.name === 'loop_create')!.function.description.endsWith(` ${ONE_SHOT_NOTE}`),
+    ).toBe(true)
 
     // The same session in a long-lived dsh web on the same home: the loop fires there.
     r.plugin('add', 'web')
@@ -141,7 +165,10 @@ describe('a one-shot headless run', () => {
       () => (model.heartbeat.requests.some((request) => request.outcome === 'completed') ? true : undefined),
       15_000,
     )
-    expect(await runCommand(r.url, sessionId!, `/loop delete ${created.id}`)).toEqual({ kind: 'success', text: `Deleted ${created.id}.` })
+    expect(await runCommand(r.url, sessionId!, `/loop delete ${created.id}`)).toEqual({
+      kind: 'success',
+      text: `Deleted ${created.id}.`,
+    })
     const webLog = await settle(r.url, sessionId!)
     const beats = heartbeatsOf(webLog, created.id)
     expect(beats.length).toBeGreaterThanOrEqual(1)
@@ -150,7 +177,11 @@ describe('a one-shot headless run', () => {
     expect(dispatches.length).toBeGreaterThanOrEqual(1)
     expect(dispatches[0]!.time).toBeGreaterThanOrEqual(reopenedAt)
     expect(lastUserText(model.heartbeat.requests[0]!.body)).toBe(expected)
-    expect(webLog.some((event) => event.type === 'assistant/message' && JSON.stringify(event.data).includes(HEARTBEAT_ANSWER))).toBe(true)
+    expect(
+      webLog.some(
+        (event) => event.type === 'assistant/message' && JSON.stringify(event.data).includes(HEARTBEAT_ANSWER),
+      ),
+    ).toBe(true)
     // The web process continued the headless log: the same create, then its own dispatches.
     expect(webLog.filter((event) => event.type === 'loop/change')[0]!.data).toEqual(changes[0])
   })

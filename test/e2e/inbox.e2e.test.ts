@@ -5,11 +5,25 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect } from 'vitest'
-import { call, createSession, heartbeatsIn, prompt, runCommand, waitFor, type HistoryEvent } from '../../scripts/dsh-stack.ts'
+import {
+  call,
+  createSession,
+  heartbeatsIn,
+  prompt,
+  runCommand,
+  waitFor,
+  type HistoryEvent,
+} from '../../scripts/dsh-stack.ts'
 import { createLoop, dispatchesOf, events, heartbeatsOf, requestsEndingWith, heartbeat, settle, test } from './rig.ts'
 
 /** Every step streams 30 characters, 3 at a time, 300 ms apart: about 3 s. */
-const SLOW_STEPS = { sequence: ['slow_success' as const], repeatLast: true, successText: 'Still working on it, one piece', chunkSize: 3, chunkDelayMs: 300 }
+const SLOW_STEPS = {
+  sequence: ['slow_success' as const],
+  repeatLast: true,
+  successText: 'Still working on it, one piece',
+  chunkSize: 3,
+  chunkDelayMs: 300,
+}
 
 /** Window watched after Stop. */
 const AFTER_STOP_MS = 10_000
@@ -21,7 +35,10 @@ interface Pending {
 }
 
 /** The loop id a message carries, when it is a heartbeat. */
-function loopIdOf(message: { source?: { kind?: string; plugin?: string }; content?: { text?: string }[] }): string | undefined {
+function loopIdOf(message: {
+  source?: { kind?: string; plugin?: string }
+  content?: { text?: string }[]
+}): string | undefined {
   if (message.source?.kind !== 'plugin' || message.source.plugin !== 'loop') return undefined
   return /<loop_id>([^<]*)<\/loop_id>/.exec(message.content?.[0]?.text ?? '')?.[1]
 }
@@ -35,21 +52,40 @@ function replayInbox(log: readonly HistoryEvent[], loopId: string): { pending: P
   let most = 0
   for (const event of log) {
     if (event.type !== 'agent/inbox/spliced') continue
-    const data = event.data as { target: string; start: number; removedCount?: number; inserted: ({ id: string } & Parameters<typeof loopIdOf>[0])[] }
-    const inserted = data.inserted.map((message) => ({ id: message.id, target: data.target, loopId: loopIdOf(message) }))
+    const data = event.data as {
+      target: string
+      start: number
+      removedCount?: number
+      inserted: ({ id: string } & Parameters<typeof loopIdOf>[0])[]
+    }
+    const inserted = data.inserted.map((message) => ({
+      id: message.id,
+      target: data.target,
+      loopId: loopIdOf(message),
+    }))
     lists[data.target]!.splice(data.start, data.removedCount ?? 0, ...inserted)
-    most = Math.max(most, [...lists['next-step']!, ...lists['next-turn']!].filter((message) => message.loopId === loopId).length)
+    most = Math.max(
+      most,
+      [...lists['next-step']!, ...lists['next-turn']!].filter((message) => message.loopId === loopId).length,
+    )
   }
   return { pending: [...lists['next-step']!, ...lists['next-turn']!], most }
 }
 
 /** Wait until one heartbeat of the loop waits in the inbox with this target. */
-async function waitingHeartbeat(url: string, sessionId: string, loopId: string, target: 'next-step' | 'next-turn'): Promise<HistoryEvent[]> {
+async function waitingHeartbeat(
+  url: string,
+  sessionId: string,
+  loopId: string,
+  target: 'next-step' | 'next-turn',
+): Promise<HistoryEvent[]> {
   return waitFor(
     `a ${target} heartbeat of ${loopId} waiting in ${sessionId}`,
     async () => {
       const log = await events(url, sessionId)
-      return replayInbox(log, loopId).pending.some((message) => message.loopId === loopId && message.target === target) ? log : undefined
+      return replayInbox(log, loopId).pending.some((message) => message.loopId === loopId && message.target === target)
+        ? log
+        : undefined
     },
     30_000,
   )
@@ -64,7 +100,9 @@ const count = (log: readonly HistoryEvent[], type: string) => log.filter((event)
 
 describe('a heartbeat waiting in the inbox', () => {
   for (const target of ['next-step', 'next-turn'] as const) {
-    test(`Stop while a ${target} heartbeat waits: the loop keeps firing (heartbeats delivered and turns in the 10 s after Stop)`, async ({ rig }) => {
+    test(`Stop while a ${target} heartbeat waits: the loop keeps firing (heartbeats delivered and turns in the 10 s after Stop)`, async ({
+      rig,
+    }) => {
       const r = await rig(SLOW_STEPS)
       const sessionId = await createSession(r.url)
       const id = await createLoop(r.url, sessionId, 2, 'AFTER_STOP')
@@ -78,8 +116,14 @@ describe('a heartbeat waiting in the inbox', () => {
       const log = await events(r.url, sessionId)
       const after = log.filter((event) => event.time >= stoppedAt)
       const delivered = heartbeatsOf(after, id)
-      const figures = { dispatches: dispatchesOf(after, id).length, delivered: delivered.length, turns: count(after, 'turn/start') }
-      console.log(`Stop while a ${target} heartbeat waits, ${AFTER_STOP_MS / 1000} s after Stop: ${JSON.stringify(figures)}`)
+      const figures = {
+        dispatches: dispatchesOf(after, id).length,
+        delivered: delivered.length,
+        turns: count(after, 'turn/start'),
+      }
+      console.log(
+        `Stop while a ${target} heartbeat waits, ${AFTER_STOP_MS / 1000} s after Stop: ${JSON.stringify(figures)}`,
+      )
       // Before the fix: 4–5 dispatches, 0 heartbeats, 0 turns.
       expect(figures.delivered).toBeGreaterThanOrEqual(2)
       expect(figures.turns).toBeGreaterThanOrEqual(2)
@@ -94,7 +138,10 @@ describe('a heartbeat waiting in the inbox', () => {
         if (heartbeatsIn([event]).length > 0) inTurn += 1
         expect(inTurn).toBeLessThanOrEqual(1)
       }
-      expect(await runCommand(r.url, sessionId, `/loop delete ${id}`)).toEqual({ kind: 'success', text: `Deleted ${id}.` })
+      expect(await runCommand(r.url, sessionId, `/loop delete ${id}`)).toEqual({
+        kind: 'success',
+        text: `Deleted ${id}.`,
+      })
     })
 
     test(`/loop delete while a ${target} heartbeat waits: the heartbeat never reaches the model`, async ({ rig }) => {
@@ -105,12 +152,17 @@ describe('a heartbeat waiting in the inbox', () => {
       const before = await waitingHeartbeat(r.url, sessionId, id, target)
       const deliveredBefore = heartbeatsOf(before, id).length
       const requestsBefore = requestsEndingWith(r.model, heartbeat(id, 'DELETED_WHILE_WAITING')).length
-      expect(await runCommand(r.url, sessionId, `/loop delete ${id}`)).toEqual({ kind: 'success', text: `Deleted ${id}.` })
+      expect(await runCommand(r.url, sessionId, `/loop delete ${id}`)).toEqual({
+        kind: 'success',
+        text: `Deleted ${id}.`,
+      })
       await settle(r.url, sessionId)
       await sleep(3 * 2_000)
       const log = await events(r.url, sessionId)
       const deletion = log.find(
-        (event) => event.type === 'loop/change' && JSON.stringify(event.data) === JSON.stringify({ version: 1, operation: 'delete', id }),
+        (event) =>
+          event.type === 'loop/change' &&
+          JSON.stringify(event.data) === JSON.stringify({ version: 1, operation: 'delete', id }),
       )!
       const afterDelete = log.filter((event) => event.seq > deletion.seq)
       const figures = {

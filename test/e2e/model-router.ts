@@ -62,7 +62,8 @@ export async function startRoutedModel(scripts: Readonly<Record<Route, SideScrip
         // Not JSON (not a chat request): the task model answers it with its own 4xx.
       }
       const route = body === undefined ? 'task' : routeOf(body)
-      if (incoming.url?.endsWith('/chat/completions') === true) requests.push({ attempt: requests.length + 1, behavior: route, body, time: Date.now() })
+      if (incoming.url?.endsWith('/chat/completions') === true)
+        requests.push({ attempt: requests.length + 1, behavior: route, body, time: Date.now() })
       const target = route === 'heartbeat' ? heartbeat : task
       const upstream = forward(
         {

@@ -6,7 +6,16 @@ import { createHash } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect } from 'vitest'
-import { call, createSession, heartbeatsIn, history, profileManifest, prompt, reopenSession, runCommand } from '../../scripts/dsh-stack.ts'
+import {
+  call,
+  createSession,
+  heartbeatsIn,
+  history,
+  profileManifest,
+  prompt,
+  reopenSession,
+  runCommand,
+} from '../../scripts/dsh-stack.ts'
 import { PLUGIN, PROFILE, createLoop, events, heartbeat, settle, sleepUntil, test, waitForHeartbeats } from './rig.ts'
 
 /** Digest of every persisted file of one session (the JSONL log and whatever sits beside it). */
@@ -15,7 +24,9 @@ function sessionFiles(home: string, sessionId: string): Record<string, string> {
   const files = readdirSync(root, { recursive: true, withFileTypes: true })
     .filter((entry) => entry.isFile() && join(entry.parentPath, entry.name).includes(sessionId))
     .map((entry) => join(entry.parentPath, entry.name))
-  return Object.fromEntries(files.map((file) => [file.slice(root.length + 1), createHash('sha256').update(readFileSync(file)).digest('hex')]))
+  return Object.fromEntries(
+    files.map((file) => [file.slice(root.length + 1), createHash('sha256').update(readFileSync(file)).digest('hex')]),
+  )
 }
 
 /** The error a rejected API call carries. */
@@ -73,7 +84,9 @@ describe('removing the plugin', () => {
       prompt: await rejection(prompt(r.url, sessionId, 'hello?')),
       command: await rejection(runCommand(r.url, sessionId, '/loop list')),
     }
-    console.log(`step 6, without the plugin (dsh plugin remove said: ${JSON.stringify(removed.trim().split('\n').at(-1))}):\n${JSON.stringify(seen, null, 2)}`)
+    console.log(
+      `step 6, without the plugin (dsh plugin remove said: ${JSON.stringify(removed.trim().split('\n').at(-1))}):\n${JSON.stringify(seen, null, 2)}`,
+    )
     expect(seen.history).toMatch(
       /^session\.history failed: \{"code":"internal","message":"history unavailable for session \\"session-[0-9a-f-]+\\": SessionFormatUnsupportedError: /,
     )

@@ -4,7 +4,17 @@
  */
 import { describe, expect } from 'vitest'
 import { createSession, heartbeatsIn, history, reopenSession, runCommand } from '../../scripts/dsh-stack.ts'
-import { createLoop, dispatchesOf, events, heartbeat, heartbeatsOf, settle, sleepUntil, test, waitForHeartbeats } from './rig.ts'
+import {
+  createLoop,
+  dispatchesOf,
+  events,
+  heartbeat,
+  heartbeatsOf,
+  settle,
+  sleepUntil,
+  test,
+  waitForHeartbeats,
+} from './rig.ts'
 
 interface LoopRecord {
   readonly id: string
@@ -64,7 +74,8 @@ describe('restart with loops active', () => {
       const log = await settle(r.url, sessionId)
 
       // Counted over the observed window only: settling can take longer while the 1 s loop keeps firing.
-      const observed = (dispatch: { time: number }) => dispatch.time >= reopenedAt && dispatch.time <= reopenedAt + OBSERVE_MS
+      const observed = (dispatch: { time: number }) =>
+        dispatch.time >= reopenedAt && dispatch.time <= reopenedAt + OBSERVE_MS
       // The overdue fast loop fires once on resume, then keeps its cadence: no burst of missed intervals.
       const resumed = dispatchesOf(log, fast).filter(observed)
       expect(resumed.length, JSON.stringify(resumed)).toBeGreaterThanOrEqual(3)

@@ -42,12 +42,20 @@ function beatsIn(log: readonly DurableRecord[], loopId: string): DurableRecord[]
 function dispatchesIn(log: readonly DurableRecord[], loopId: string): { time: number; next_at: number }[] {
   return log.flatMap((record) => {
     const data = record.data as { operation?: string; id?: string; next_at?: number }
-    return record.type === 'loop/change' && data.operation === 'dispatch' && data.id === loopId ? [{ time: record.time, next_at: data.next_at! }] : []
+    return record.type === 'loop/change' && data.operation === 'dispatch' && data.id === loopId
+      ? [{ time: record.time, next_at: data.next_at! }]
+      : []
   })
 }
 
 /** Wait, on the durable log only (no API call that could bring the session live), until a loop has more heartbeats than `after`. */
-async function waitForDurableBeats(home: string, sessionId: string, loopId: string, after: number, timeoutMs = 25_000): Promise<DurableRecord[]> {
+async function waitForDurableBeats(
+  home: string,
+  sessionId: string,
+  loopId: string,
+  after: number,
+  timeoutMs = 25_000,
+): Promise<DurableRecord[]> {
   return waitFor(
     `a heartbeat of ${loopId} beyond ${after} in ${sessionId}`,
     async () => {
@@ -90,7 +98,10 @@ describe('resume on start', () => {
     const second = await createSession(r.url)
     const plain = await createSession(r.url)
     // The first session runs another model than the deployment default: a resume without the host's setup would not.
-    const models = await call<{ current: { provider: string; model: string }; groups: { id: string; models: { id: string }[] }[] }>(r.url, 'session.models', {
+    const models = await call<{
+      current: { provider: string; model: string }
+      groups: { id: string; models: { id: string }[] }[]
+    }>(r.url, 'session.models', {
       sessionId: first,
     })
     const other = models.groups
@@ -99,7 +110,11 @@ describe('resume on start', () => {
     expect(other, JSON.stringify(models)).toBeDefined()
     await call(r.url, 'session.selectModel', { sessionId: first, ...other })
     // Selecting also saves the default: put it back through the loop-less session.
-    await call(r.url, 'session.selectModel', { sessionId: plain, provider: models.current.provider, model: models.current.model })
+    await call(r.url, 'session.selectModel', {
+      sessionId: plain,
+      provider: models.current.provider,
+      model: models.current.model,
+    })
     const loopA = await createLoop(r.url, first, 2, 'RESUME_A')
     const loopB = await createLoop(r.url, second, 2, 'RESUME_B')
     await prompt(r.url, plain, 'PLAIN_PROMPT')
@@ -114,7 +129,10 @@ describe('resume on start', () => {
     for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
       await r.stop(signal)
       const plainBytes = readFileSync(logFile(r.home, plain))
-      const counts = { a: beatsIn(await readDurableLog(r.home, first), loopA).length, b: beatsIn(await readDurableLog(r.home, second), loopB).length }
+      const counts = {
+        a: beatsIn(await readDurableLog(r.home, first), loopA).length,
+        b: beatsIn(await readDurableLog(r.home, second), loopB).length,
+      }
       const requestsBefore = r.model.requests.length
       // Down longer than one interval: both loops are overdue at the start.
       await sleep(2_500)
@@ -124,7 +142,10 @@ describe('resume on start', () => {
       expect(r.web.output()).toContain('brought back 2 sessions holding active loops')
       // The first heartbeat after the restart reaches the model from the same agent composition as before it.
       // The user message is logged before the model is called: wait for the request itself.
-      const after = await waitFor('the first heartbeat request after the restart', () => heartbeatRequests(r.model, loopA, 'RESUME_A', requestsBefore)[0])
+      const after = await waitFor(
+        'the first heartbeat request after the restart',
+        () => heartbeatRequests(r.model, loopA, 'RESUME_A', requestsBefore)[0],
+      )
       expect(agentShape(after)).toEqual(agentShape(before))
       // The loop-less session was never resumed: not one byte of its log changed.
       expect(readFileSync(logFile(r.home, plain)).equals(plainBytes), `${signal}: ${plain} changed`).toBe(true)
@@ -143,8 +164,13 @@ describe('resume on start', () => {
     await prompt(r.url, late, 'TYPED_AFTER_RESUME')
     await waitFor('the typed prompt answered', async () => {
       const log = await readDurableLog(r.home, late)
-      const typed = log.findIndex((record) => record.type === 'user/message' && messageText(record) === 'TYPED_AFTER_RESUME')
-      return typed >= 0 && log.slice(typed).some((record) => record.type === 'assistant/message' && messageText(record) === REPLY) ? true : undefined
+      const typed = log.findIndex(
+        (record) => record.type === 'user/message' && messageText(record) === 'TYPED_AFTER_RESUME',
+      )
+      return typed >= 0 &&
+        log.slice(typed).some((record) => record.type === 'assistant/message' && messageText(record) === REPLY)
+        ? true
+        : undefined
     })
     const deleted = await runCommand(r.url, late, `/loop delete ${lateLoop}`)
     expect(deleted).toEqual({ kind: 'success', text: `Deleted ${lateLoop}.` })
@@ -170,7 +196,8 @@ describe('resume on start', () => {
       const holderLine = 'holds the loop lease on this DSH_HOME'
       await waitFor('one host to bring the session back and the other to name the holder', () => {
         const outputs = [r.web.output(), other!.output()]
-        return outputs.some((output) => output.includes('brought back 1 session holding active loops')) && outputs.some((output) => output.includes(holderLine))
+        return outputs.some((output) => output.includes('brought back 1 session holding active loops')) &&
+          outputs.some((output) => output.includes(holderLine))
           ? true
           : undefined
       })
@@ -182,9 +209,11 @@ describe('resume on start', () => {
       const observed = dispatchesIn(log, loopId).filter((dispatch) => dispatch.time >= observedFrom)
       expect(observed.length).toBeGreaterThanOrEqual(2)
       // Once each: every dispatch schedules a later occurrence than the one before, none is handled twice.
-      for (let index = 1; index < observed.length; index += 1) expect(observed[index]!.next_at).toBeGreaterThan(observed[index - 1]!.next_at)
+      for (let index = 1; index < observed.length; index += 1)
+        expect(observed[index]!.next_at).toBeGreaterThan(observed[index - 1]!.next_at)
       const beats = beatsIn(log, loopId).filter((record) => record.time >= observedFrom)
-      for (let index = 1; index < beats.length; index += 1) expect(beats[index]!.time - beats[index - 1]!.time).toBeGreaterThanOrEqual(400)
+      for (let index = 1; index < beats.length; index += 1)
+        expect(beats[index]!.time - beats[index - 1]!.time).toBeGreaterThanOrEqual(400)
 
       // The holder is killed: the other host takes over and brings the session back.
       const countBefore = beatsIn(log, loopId).length
@@ -194,7 +223,11 @@ describe('resume on start', () => {
         other = undefined
       }
       const survivor = holderIsFirst ? other! : r.web
-      await waitFor('the survivor to take over', () => (survivor.output().includes('brought back 1 session holding active loops') ? true : undefined), 25_000)
+      await waitFor(
+        'the survivor to take over',
+        () => (survivor.output().includes('brought back 1 session holding active loops') ? true : undefined),
+        25_000,
+      )
       await waitForDurableBeats(r.home, session, loopId, countBefore)
     } finally {
       await other?.stop('SIGTERM')

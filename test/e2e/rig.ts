@@ -85,10 +85,16 @@ export class Rig {
     if (this.current !== undefined) throw new Error('dsh web is already running')
     const label = `process #${this.processes.length + 1}: dsh web`
     // A process that fails to boot is reported too: startWeb throws with its output.
-    const web = await startWeb({ home: this.home, model: mockEndpoint(this.model), patches }).catch((error: unknown) => {
-      this.processes.push({ label: `${label} (failed to boot)`, output: () => String(error), stop: async () => undefined })
-      throw error
-    })
+    const web = await startWeb({ home: this.home, model: mockEndpoint(this.model), patches }).catch(
+      (error: unknown) => {
+        this.processes.push({
+          label: `${label} (failed to boot)`,
+          output: () => String(error),
+          stop: async () => undefined,
+        })
+        throw error
+      },
+    )
     this.processes.push({ label: `${label} (${web.url})`, output: web.output, stop: () => web.stop('SIGTERM') })
     this.current = web
     return web
@@ -98,7 +104,9 @@ export class Rig {
    * Stop the running process and wait until it is gone.
    * @returns when it stopped, and how it exited.
    */
-  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<{ at: number; code: number | null; signal: NodeJS.Signals | null }> {
+  async stop(
+    signal: NodeJS.Signals = 'SIGTERM',
+  ): Promise<{ at: number; code: number | null; signal: NodeJS.Signals | null }> {
     const web = this.web
     this.current = undefined
     await web.stop(signal)
@@ -122,7 +130,13 @@ export class Rig {
       stop: async () => undefined,
     }
     this.processes.push(entry)
-    const run = await runOneShot({ home: this.home, model: mockEndpoint(this.model), task, timeoutMs, onOutput: (chunk) => (output += chunk) })
+    const run = await runOneShot({
+      home: this.home,
+      model: mockEndpoint(this.model),
+      task,
+      timeoutMs,
+      onOutput: (chunk) => (output += chunk),
+    })
     entry.label += ` (exit ${run.code ?? run.signal} after ${run.durationMs} ms${run.timedOut ? ', killed by the hard timeout' : ''})`
     return run
   }
@@ -130,7 +144,9 @@ export class Rig {
   /** Everything every process printed, labelled. */
   report(): string {
     const outputs = this.processes.map(({ label, output }) => `----- ${label} -----\n${output()}`)
-    const requests = this.model.requests.map((request) => `#${request.attempt} ${request.behavior}: ${JSON.stringify(lastUserText(request.body))}`)
+    const requests = this.model.requests.map(
+      (request) => `#${request.attempt} ${request.behavior}: ${JSON.stringify(lastUserText(request.body))}`,
+    )
     return [`home: ${this.home}`, ...outputs, `----- model requests -----`, ...requests].join('\n')
   }
 
@@ -157,7 +173,15 @@ export const test = base.extend<{ rig: (script?: ModelScript, options?: RigOptio
     try {
       await use(async (script = {}, options = {}) => {
         const model: ModelServer =
-          options.model ?? (await startMockLlmServer({ host: '127.0.0.1', port: 0, sequence: ['success'], repeatLast: true, successText: REPLY, ...script }))
+          options.model ??
+          (await startMockLlmServer({
+            host: '127.0.0.1',
+            port: 0,
+            sequence: ['success'],
+            repeatLast: true,
+            successText: REPLY,
+            ...script,
+          }))
         const rig = new Rig(prepareHome(), model, inject('loopTarball'))
         if (options.settings !== undefined) appendFileSync(join(rig.home, 'settings.yaml'), options.settings)
         rigs.push(rig)
@@ -205,7 +229,10 @@ export function heartbeatsOf(log: readonly HistoryEvent[], loopId: string): Hear
 }
 
 /** `loop/change` dispatch records of one loop: when each occurrence was sent and the next due time it set. */
-export function dispatchesOf(log: readonly HistoryEvent[], loopId: string): { seq: number; time: number; next_at: number }[] {
+export function dispatchesOf(
+  log: readonly HistoryEvent[],
+  loopId: string,
+): { seq: number; time: number; next_at: number }[] {
   return log.flatMap((event) => {
     const data = event.data as { operation?: string; id?: string; next_at?: number }
     return event.type === 'loop/change' && data.operation === 'dispatch' && data.id === loopId
@@ -215,7 +242,12 @@ export function dispatchesOf(log: readonly HistoryEvent[], loopId: string): { se
 }
 
 /** Wait until each loop has at least `count` heartbeats and every turn has ended; returns the log. */
-export async function waitForHeartbeats(url: string, sessionId: string, counts: Readonly<Record<string, number>>, timeoutMs = 20_000): Promise<HistoryEvent[]> {
+export async function waitForHeartbeats(
+  url: string,
+  sessionId: string,
+  counts: Readonly<Record<string, number>>,
+  timeoutMs = 20_000,
+): Promise<HistoryEvent[]> {
   return waitFor(
     `heartbeats ${JSON.stringify(counts)} in ${sessionId}`,
     async () => {
@@ -236,11 +268,16 @@ export async function settle(url: string, sessionId: string): Promise<HistoryEve
 }
 
 /** The turn that contains `seq`: its turn/start and turn/end events. */
-export function turnAround(log: readonly HistoryEvent[], seq: number): { start: HistoryEvent; end: HistoryEvent | undefined } {
+export function turnAround(
+  log: readonly HistoryEvent[],
+  seq: number,
+): { start: HistoryEvent; end: HistoryEvent | undefined } {
   const start = log.filter((event) => event.type === 'turn/start' && event.seq < seq).at(-1)
   if (start === undefined) throw new Error(`no turn before seq ${seq}`)
   const turn = (start.data as { turn: number }).turn
-  const end = log.find((event) => event.type === 'turn/end' && (event.data as { turn: number }).turn === turn && event.seq > start.seq)
+  const end = log.find(
+    (event) => event.type === 'turn/end' && (event.data as { turn: number }).turn === turn && event.seq > start.seq,
+  )
   return { start, end }
 }
 

@@ -19,12 +19,18 @@ const WARNING =
 
 /** The `loop` namespace as `settings.describe` serves it to the Settings surface. */
 async function loopNamespace(url: string): Promise<{ value: unknown; user?: unknown } | undefined> {
-  const described = await call<{ namespaces: { ns: string; value: unknown; user?: unknown }[] }>(url, 'settings.describe', {})
+  const described = await call<{ namespaces: { ns: string; value: unknown; user?: unknown }[] }>(
+    url,
+    'settings.describe',
+    {},
+  )
   return described.namespaces.find((entry) => entry.ns === 'loop')
 }
 
 describe('an invalid loop settings section at start', () => {
-  test('warns once, stays registered, applies the last valid limit, and follows the file once it is fixed', async ({ rig }) => {
+  test('warns once, stays registered, applies the last valid limit, and follows the file once it is fixed', async ({
+    rig,
+  }) => {
     const r = await rig({}, { start: false })
     const settingsFile = join(r.home, 'settings.yaml')
     writeFileSync(settingsFile, `${readFileSync(settingsFile, 'utf8')}loop:\n  maxLoopsPerSession: 0\n`)
@@ -33,7 +39,9 @@ describe('an invalid loop settings section at start', () => {
     await r.start()
 
     const url = r.url
-    await waitFor('the warning in the host log', () => (r.web.output().includes(`loop: ${WARNING}\n`) ? true : undefined))
+    await waitFor('the warning in the host log', () =>
+      r.web.output().includes(`loop: ${WARNING}\n`) ? true : undefined,
+    )
     expect(r.web.output().split(WARNING)).toHaveLength(2)
     expect(await loopNamespace(url)).toEqual({
       ns: 'loop',
@@ -52,16 +60,27 @@ describe('an invalid loop settings section at start', () => {
       const reply = await runCommand(url, sessionId, `/loop 3600 limit probe ${index}`)
       expect(reply.kind, reply.text).toBe('success')
     }
-    expect(await runCommand(url, sessionId, '/loop 3600 one too many')).toEqual({ kind: 'error', text: TOO_MANY(20, 20) })
+    expect(await runCommand(url, sessionId, '/loop 3600 one too many')).toEqual({
+      kind: 'error',
+      text: TOO_MANY(20, 20),
+    })
 
     // Fixed while DSH runs: the new limit applies, no restart.
-    writeFileSync(settingsFile, readFileSync(settingsFile, 'utf8').replace('maxLoopsPerSession: 0', 'maxLoopsPerSession: 21'))
+    writeFileSync(
+      settingsFile,
+      readFileSync(settingsFile, 'utf8').replace('maxLoopsPerSession: 0', 'maxLoopsPerSession: 21'),
+    )
     await waitFor(
       'the fixed section',
-      async () => ((await loopNamespace(url))?.value as { maxLoopsPerSession?: number } | undefined)?.maxLoopsPerSession === 21 || undefined,
+      async () =>
+        ((await loopNamespace(url))?.value as { maxLoopsPerSession?: number } | undefined)?.maxLoopsPerSession === 21 ||
+        undefined,
     )
     expect((await runCommand(url, sessionId, '/loop 3600 now allowed')).kind).toBe('success')
-    expect(await runCommand(url, sessionId, '/loop 3600 one too many')).toEqual({ kind: 'error', text: TOO_MANY(21, 21) })
+    expect(await runCommand(url, sessionId, '/loop 3600 one too many')).toEqual({
+      kind: 'error',
+      text: TOO_MANY(21, 21),
+    })
     expect(r.web.output().split(WARNING)).toHaveLength(2)
   })
 })

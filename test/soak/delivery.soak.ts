@@ -19,7 +19,8 @@ afterAll(async () => {
 })
 
 /** The value at a quantile of sorted numbers. */
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
+const quantile = (sorted: readonly number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
 
 describe('real-timer soak', () => {
   it(`${LOOPS} loops at 1 s for ${SOAK_SECONDS} s: about once per second each, none early, no duplicates, log = sends`, async () => {
@@ -28,7 +29,9 @@ describe('real-timer soak', () => {
     const fake = await createFakeAgent(host, 'ses-soak')
     const sent = recordHeartbeats(fake.send)
     const created = await Promise.all(
-      Array.from({ length: LOOPS }, (_, index) => runTool(host, fake.agent, 'loop_create', { prompt: `soak loop ${index}`, time_in_seconds: 1 })),
+      Array.from({ length: LOOPS }, (_, index) =>
+        runTool(host, fake.agent, 'loop_create', { prompt: `soak loop ${index}`, time_in_seconds: 1 }),
+      ),
     )
     for (const outcome of created) if (outcome.isError) throw new Error(outcome.error.message)
     const started = Date.now()
@@ -62,6 +65,7 @@ describe('real-timer soak', () => {
     expect(sent).toHaveLength(counts.reduce((total, count) => total + count, 0))
     for (const [index, ledger] of ledgers.entries()) expect(ledger.dispatches).toBeLessThanOrEqual(possible[index]!)
     // About once per second: a loop may lose an occurrence to a slow moment, never a tenth of them.
-    for (const [index, ledger] of ledgers.entries()) expect(ledger.dispatches).toBeGreaterThanOrEqual(Math.floor(possible[index]! * 0.9))
+    for (const [index, ledger] of ledgers.entries())
+      expect(ledger.dispatches).toBeGreaterThanOrEqual(Math.floor(possible[index]! * 0.9))
   })
 })

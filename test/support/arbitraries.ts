@@ -16,11 +16,29 @@ export const hostileChar: fc.Arbitrary<string> = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom(']]>', '&amp;', '<prompt>', '</heartbeat>', '&#0;', '<![CDATA[') },
   {
     weight: 3,
-    arbitrary: fc.constantFrom(' ', '  ', '\t', '\n', '\r\n', '\r', '\u000B', '\u000C', '\u00A0', '\u2028', '\u2029', '\u3000', '\u1680', '\uFEFF'),
+    arbitrary: fc.constantFrom(
+      ' ',
+      '  ',
+      '\t',
+      '\n',
+      '\r\n',
+      '\r',
+      '\u000B',
+      '\u000C',
+      '\u00A0',
+      '\u2028',
+      '\u2029',
+      '\u3000',
+      '\u1680',
+      '\uFEFF',
+    ),
   },
   { weight: 2, arbitrary: fc.integer({ min: 0, max: 0x1f }).map((code) => String.fromCharCode(code)) },
   { weight: 1, arbitrary: fc.integer({ min: 0x7f, max: 0x9f }).map((code) => String.fromCharCode(code)) },
-  { weight: 1, arbitrary: fc.constantFrom('\u200B', '\u200C', '\u200D', '\u2060', '\u061C', '\u00AD', '\u180E', '\u2066') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('\u200B', '\u200C', '\u200D', '\u2060', '\u061C', '\u00AD', '\u180E', '\u2066'),
+  },
   { weight: 1, arbitrary: fc.constantFrom('\uFFFE', '\uFFFF', '\uFFFD', '\uE000', '\u0378') },
   { weight: 1, arbitrary: fc.integer({ min: 0xd800, max: 0xdfff }).map((code) => String.fromCharCode(code)) },
   { weight: 1, arbitrary: fc.constantFrom('\u0301', '\u034F', '\uFE0F', '\u3164', '\u115F') },
@@ -29,15 +47,25 @@ export const hostileChar: fc.Arbitrary<string> = fc.oneof(
 )
 
 /** A prompt-like string of hostile characters. */
-export const hostilePrompt: fc.Arbitrary<string> = fc.array(hostileChar, { maxLength: 24 }).map((parts) => parts.join(''))
+export const hostilePrompt: fc.Arbitrary<string> = fc
+  .array(hostileChar, { maxLength: 24 })
+  .map((parts) => parts.join(''))
 
 /** A prompt around the default 4,000-character bound. */
 export const longPrompt: fc.Arbitrary<string> = fc
-  .tuple(fc.integer({ min: 3990, max: 4010 }), fc.constantFrom('a', 'é', '😀', ' ', '<'), fc.constantFrom('', '  ', 'x'))
-  .map(([length, unit, edge]) => `${edge}${unit.repeat(Math.ceil(length / unit.length))}${edge}`.slice(0, length + edge.length * 2))
+  .tuple(
+    fc.integer({ min: 3990, max: 4010 }),
+    fc.constantFrom('a', 'é', '😀', ' ', '<'),
+    fc.constantFrom('', '  ', 'x'),
+  )
+  .map(([length, unit, edge]) =>
+    `${edge}${unit.repeat(Math.ceil(length / unit.length))}${edge}`.slice(0, length + edge.length * 2),
+  )
 
 /** A visible, well-behaved prompt. */
-export const plainPrompt: fc.Arbitrary<string> = fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 40 }).filter((text) => /[!-~]/.test(text))
+export const plainPrompt: fc.Arbitrary<string> = fc
+  .string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 40 })
+  .filter((text) => /[!-~]/.test(text))
 
 /** Every shape an interval can arrive in. */
 export const hostileSeconds: fc.Arbitrary<unknown> = fc.oneof(
@@ -67,28 +95,47 @@ export const hostileSeconds: fc.Arbitrary<unknown> = fc.oneof(
     ),
   },
   { weight: 1, arbitrary: fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY) },
-  { weight: 1, arbitrary: fc.oneof(fc.integer().map(String), fc.constantFrom('30', ' 30', '30.0', '1e3', '0x1e', '', 'NaN', '2**53')) },
+  {
+    weight: 1,
+    arbitrary: fc.oneof(
+      fc.integer().map(String),
+      fc.constantFrom('30', ' 30', '30.0', '1e3', '0x1e', '', 'NaN', '2**53'),
+    ),
+  },
   { weight: 1, arbitrary: fc.constantFrom(null, true, false, [30], { value: 30 }, { seconds: { nested: [1, 2] } }) },
 )
 
 /** Arbitrary argument objects for `loop_create`. */
 export const createArguments: fc.Arbitrary<unknown> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ prompt: fc.oneof(hostilePrompt, plainPrompt), time_in_seconds: hostileSeconds }) },
-  { weight: 3, arbitrary: fc.record({ prompt: plainPrompt, time_in_seconds: fc.integer({ min: 1, max: MAX_INTERVAL_SECONDS }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({ prompt: fc.oneof(hostilePrompt, plainPrompt), time_in_seconds: hostileSeconds }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ prompt: plainPrompt, time_in_seconds: fc.integer({ min: 1, max: MAX_INTERVAL_SECONDS }) }),
+  },
   { weight: 1, arbitrary: fc.record({ prompt: longPrompt, time_in_seconds: fc.integer({ min: 1, max: 3600 }) }) },
   {
     weight: 2,
     arbitrary: fc
       .tuple(
         fc.record({ prompt: plainPrompt, time_in_seconds: fc.integer({ min: 1, max: 3600 }) }),
-        fc.dictionary(fc.constantFrom('title', 'allow_steer', 'id', 'next_at', 'extra', 'Prompt', '__proto__', 'constructor'), fc.jsonValue(), {
-          minKeys: 1,
-          maxKeys: 2,
-        }),
+        fc.dictionary(
+          fc.constantFrom('title', 'allow_steer', 'id', 'next_at', 'extra', 'Prompt', '__proto__', 'constructor'),
+          fc.jsonValue(),
+          {
+            minKeys: 1,
+            maxKeys: 2,
+          },
+        ),
       )
       .map(([args, extra]) => ({ ...extra, ...args })),
   },
-  { weight: 1, arbitrary: fc.record({ prompt: fc.jsonValue(), time_in_seconds: fc.jsonValue() }, { requiredKeys: [] }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ prompt: fc.jsonValue(), time_in_seconds: fc.jsonValue() }, { requiredKeys: [] }),
+  },
   { weight: 1, arbitrary: fc.jsonValue() },
 )
 
@@ -96,16 +143,25 @@ export const createArguments: fc.Arbitrary<unknown> = fc.oneof(
 export const createLine: fc.Arbitrary<{ line: string; digits: string; prompt: string }> = fc
   .tuple(
     fc.constantFrom(' ', '  ', '\t'),
-    fc.oneof(fc.integer({ min: 0, max: MAX_INTERVAL_SECONDS + 5 }).map(String), fc.constantFrom('0030', '9007199254740992', '99999999999999999999999', '00')),
+    fc.oneof(
+      fc.integer({ min: 0, max: MAX_INTERVAL_SECONDS + 5 }).map(String),
+      fc.constantFrom('0030', '9007199254740992', '99999999999999999999999', '00'),
+    ),
     fc.constantFrom(' ', '   ', '\t', '\n'),
     fc.oneof(hostilePrompt, plainPrompt, longPrompt),
     fc.constantFrom('', ' ', '\n', '\t '),
   )
-  .map(([before, digits, between, prompt, after]) => ({ line: `/loop${before}${digits}${between}${prompt}${after}`, digits, prompt }))
+  .map(([before, digits, between, prompt, after]) => ({
+    line: `/loop${before}${digits}${between}${prompt}${after}`,
+    digits,
+    prompt,
+  }))
 
 /** Any other `/loop` line: list and delete shapes with hostile ids, and plain noise. */
 export const otherLine: fc.Arbitrary<string> = fc.oneof(
-  fc.tuple(fc.constantFrom(' list', ' list ', ' LIST', ' list all'), fc.constantFrom('', '\n')).map(([head, tail]) => `/loop${head}${tail}`),
+  fc
+    .tuple(fc.constantFrom(' list', ' list ', ' LIST', ' list all'), fc.constantFrom('', '\n'))
+    .map(([head, tail]) => `/loop${head}${tail}`),
   fc
     .tuple(
       fc.constantFrom(' delete ', ' delete  ', ' delete\t'),

@@ -92,7 +92,8 @@ export async function composeHost(options: CompositionOptions): Promise<Context>
   ]
   if (options.persistence !== false) plugins.push([jsonlPlugin, { root: options.root }])
   if (options.projections !== false) plugins.push([projectionPlugin])
-  if (options.settingsPath !== undefined) plugins.push([settingsFilePlugin, { path: options.settingsPath, watch: options.settingsWatch === true }])
+  if (options.settingsPath !== undefined)
+    plugins.push([settingsFilePlugin, { path: options.settingsPath, watch: options.settingsWatch === true }])
   plugins.push([commandsPlugin], [agentLoopPlugin, { agents: [] }])
   if (options.oneShot === true) ctx.provide('headlessStartup', { task: 'one task' })
   for (const [plugin, config] of plugins) {
@@ -150,14 +151,21 @@ export interface WebCompositionOptions {
  * @param home - the DSH home (`dshHomePath`).
  * @param options - what to leave out, and the resolver's setup.
  */
-export async function mountWebComposition(ctx: Context, home: string, options: WebCompositionOptions = {}): Promise<void> {
+export async function mountWebComposition(
+  ctx: Context,
+  home: string,
+  options: WebCompositionOptions = {},
+): Promise<void> {
   ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
   if (options.stores !== false) {
     await ctx.plugin(StoragePlugin as unknown as PluginModule)
     await ctx.plugin(storageJsonPlugin as unknown as PluginModule, { root: join(home, 'storages') } as never)
     await ctx.plugin(storageDomainPlugin as unknown as PluginModule, { backend: 'json' } as never)
     await ctx.plugin(WorkspacePlugin as unknown as PluginModule)
-    await ctx.plugin(ProjectionCachePlugin as unknown as PluginModule, { writeEveryEvents: 200, writeIntervalMs: 5000 } as never)
+    await ctx.plugin(
+      ProjectionCachePlugin as unknown as PluginModule,
+      { writeEveryEvents: 200, writeIntervalMs: 5000 } as never,
+    )
   }
   await ctx.plugin(TypertRegistry as unknown as PluginModule)
   const setup = options.resolverSetup
@@ -165,6 +173,7 @@ export async function mountWebComposition(ctx: Context, home: string, options: W
   await ctx.plugin({
     name: 'host-resolver',
     inject: ['agents', 'sessions', 'sessionPersistence'],
-    apply: (resolverCtx: Context) => createApiRemoteAgentResolver(resolverCtx, { agentOptions: () => AGENT_OPTIONS, setup }),
+    apply: (resolverCtx: Context) =>
+      createApiRemoteAgentResolver(resolverCtx, { agentOptions: () => AGENT_OPTIONS, setup }),
   } as unknown as PluginModule)
 }

@@ -43,7 +43,11 @@ function failing(fault: FlushFault): Promise<boolean> {
  * @param options - `after` calls pass first (default 0); `times` calls fail (default 1).
  * @returns the injection.
  */
-export function failFlush(host: Host, fault: FlushFault, options: { after?: number; times?: number } = {}): FlushInjection {
+export function failFlush(
+  host: Host,
+  fault: FlushFault,
+  options: { after?: number; times?: number } = {},
+): FlushInjection {
   const after = options.after ?? 0
   const times = options.times ?? 1
   const real = host.ctx.sessions.flush

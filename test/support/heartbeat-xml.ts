@@ -45,7 +45,8 @@ function parseXmlDocument(text: string): XmlElement {
   parser.on('processinginstruction', refuse('a processing instruction'))
   parser.on('cdata', refuse('a CDATA section'))
   parser.on('opentag', (tag) => {
-    if (Object.keys(tag.attributes).length > 0) throw new Error(`not a heartbeat document: <${tag.name}> has attributes`)
+    if (Object.keys(tag.attributes).length > 0)
+      throw new Error(`not a heartbeat document: <${tag.name}> has attributes`)
     const element: XmlElement = { name: tag.name, children: [] }
     const parent = open.at(-1)
     if (parent === undefined) root = element
@@ -62,7 +63,8 @@ function parseXmlDocument(text: string): XmlElement {
 
 /** The text of an element that may hold only character data. */
 function textOf(element: XmlElement): string {
-  if (element.children.some((child) => typeof child !== 'string')) throw new Error(`<${element.name}> must hold only text`)
+  if (element.children.some((child) => typeof child !== 'string'))
+    throw new Error(`<${element.name}> must hold only text`)
   return element.children.join('')
 }
 
@@ -79,7 +81,9 @@ export function parseHeartbeat(text: string): ParsedHeartbeat {
   const stray = root.children.find((child) => typeof child === 'string' && child.trim() !== '')
   if (stray !== undefined) throw new Error(`text ${JSON.stringify(stray)} directly inside <heartbeat>`)
   if (elements.map((element) => element.name).join(',') !== 'loop_id,prompt') {
-    throw new Error(`<heartbeat> holds ${elements.map((element) => `<${element.name}>`).join('')}, not <loop_id><prompt>`)
+    throw new Error(
+      `<heartbeat> holds ${elements.map((element) => `<${element.name}>`).join('')}, not <loop_id><prompt>`,
+    )
   }
   return { loopId: textOf(elements[0]!), prompt: textOf(elements[1]!) }
 }

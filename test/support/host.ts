@@ -114,7 +114,10 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
       ? {}
       : {
           beforeLoop: (hostCtx: Context) =>
-            mountWebComposition(hostCtx, home, { stores: options.webStores !== false, ...(options.resolver === false ? {} : { resolverSetup: presetSetup }) }),
+            mountWebComposition(hostCtx, home, {
+              stores: options.webStores !== false,
+              ...(options.resolver === false ? {} : { resolverSetup: presetSetup }),
+            }),
         }),
   })
   trackFlushes(ctx)
@@ -203,10 +206,20 @@ export async function createFakeAgent(host: Host, id: string): Promise<FakeAgent
  * @param parent - the agent it relates to.
  * @returns the agent and its spies.
  */
-export async function createRelatedFakeAgent(host: Host, id: string, relation: 'child' | 'fork', parent: Agent): Promise<FakeAgent> {
+export async function createRelatedFakeAgent(
+  host: Host,
+  id: string,
+  relation: 'child' | 'fork',
+  parent: Agent,
+): Promise<FakeAgent> {
   const { setup, finish } = boundarySetup()
   if (relation === 'child') {
-    const handle = await parent.ctx.agents.create({ sessionId: SessionId(id), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS, setup })
+    const handle = await parent.ctx.agents.create({
+      sessionId: SessionId(id),
+      meta: { cwd: host.root },
+      agentOptions: AGENT_OPTIONS,
+      setup,
+    })
     return finish(handle)
   }
   const seed = parent.session.events

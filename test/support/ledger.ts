@@ -60,7 +60,12 @@ interface ChangeShape {
   readonly operation: string
   readonly id?: string
   readonly next_at?: number
-  readonly loop?: { readonly id: string; readonly prompt: string; readonly time_in_seconds: number; readonly next_at: number }
+  readonly loop?: {
+    readonly id: string
+    readonly prompt: string
+    readonly time_in_seconds: number
+    readonly next_at: number
+  }
 }
 
 /**
@@ -76,7 +81,11 @@ interface ChangeShape {
  * @param slackMs - tolerance between the runtime's decision instant and the send (0 with fake timers).
  * @returns the ledger and the violations.
  */
-export function auditDeliveries(changes: readonly unknown[], sent: readonly SentHeartbeat[], slackMs = 0): DeliveryAudit {
+export function auditDeliveries(
+  changes: readonly unknown[],
+  sent: readonly SentHeartbeat[],
+  slackMs = 0,
+): DeliveryAudit {
   const loops = new Map<string, LoopLedger>()
   const violations: string[] = []
   const sendsById = new Map<string, SentHeartbeat[]>()
@@ -119,17 +128,20 @@ export function auditDeliveries(changes: readonly unknown[], sent: readonly Sent
     }
     dueOfSend.set(heartbeat, due)
     if (heartbeat.at < due) violations.push(`${ledger.id}: heartbeat at ${heartbeat.at} is early for next_at ${due}`)
-    if (heartbeat.prompt !== ledger.prompt) violations.push(`${ledger.id}: heartbeat prompt ${JSON.stringify(heartbeat.prompt)} is not the stored one`)
+    if (heartbeat.prompt !== ledger.prompt)
+      violations.push(`${ledger.id}: heartbeat prompt ${JSON.stringify(heartbeat.prompt)} is not the stored one`)
     if ((nextAt - due) % ledger.intervalMs !== 0 || nextAt <= due)
       violations.push(`${ledger.id}: next_at ${nextAt} is off the grid of ${due} every ${ledger.intervalMs} ms`)
-    if (nextAt + slackMs <= heartbeat.at) violations.push(`${ledger.id}: next_at ${nextAt} is not after the heartbeat at ${heartbeat.at}`)
+    if (nextAt + slackMs <= heartbeat.at)
+      violations.push(`${ledger.id}: next_at ${nextAt} is not after the heartbeat at ${heartbeat.at}`)
     if (nextAt - ledger.intervalMs > heartbeat.at + slackMs)
       violations.push(`${ledger.id}: next_at ${nextAt} skips an occurrence after the heartbeat at ${heartbeat.at}`)
   }
 
   for (const [id, heartbeats] of sendsById) {
     const recorded = loops.get(id)?.dispatches ?? 0
-    if (heartbeats.length > recorded) violations.push(`${id}: ${heartbeats.length} heartbeats but ${recorded} dispatches in the log`)
+    if (heartbeats.length > recorded)
+      violations.push(`${id}: ${heartbeats.length} heartbeats but ${recorded} dispatches in the log`)
   }
   for (let index = 1; index < sent.length; index += 1) {
     const before = sent[index - 1]!
@@ -138,7 +150,9 @@ export function auditDeliveries(changes: readonly unknown[], sent: readonly Sent
     const dueAfter = dueOfSend.get(after)
     if (dueBefore === undefined || dueAfter === undefined) continue
     if (dueAfter < dueBefore && dueAfter <= before.at) {
-      violations.push(`${after.loopId} (due ${dueAfter}) was sent after ${before.loopId} (due ${dueBefore}) although it was already due`)
+      violations.push(
+        `${after.loopId} (due ${dueAfter}) was sent after ${before.loopId} (due ${dueBefore}) although it was already due`,
+      )
     }
   }
   return { loops, violations }

@@ -21,7 +21,9 @@ export function translator(language: Language): LoopTranslate {
   return (key, params) => {
     const template = dictionary[key]
     if (template === undefined) throw new Error(`loop/${language} has no "${key}"`)
-    return params === undefined ? template : template.replace(/\{(\w+)\}/g, (match, name: string) => (name in params ? String(params[name]) : match))
+    return params === undefined
+      ? template
+      : template.replace(/\{(\w+)\}/g, (match, name: string) => (name in params ? String(params[name]) : match))
   }
 }
 

@@ -42,10 +42,14 @@ let code: string
 
 beforeAll(() => {
   outDir = mkdtempSync(join(tmpdir(), 'loop-client-'))
-  execFileSync(process.execPath, [join(ROOT, 'node_modules/tsdown/dist/run.mjs'), '--filter', 'client', '--out-dir', outDir, '--log-level', 'warn'], {
-    cwd: ROOT,
-    stdio: 'pipe',
-  })
+  execFileSync(
+    process.execPath,
+    [join(ROOT, 'node_modules/tsdown/dist/run.mjs'), '--filter', 'client', '--out-dir', outDir, '--log-level', 'warn'],
+    {
+      cwd: ROOT,
+      stdio: 'pipe',
+    },
+  )
   code = readFileSync(join(outDir, 'client.js'), 'utf8')
 }, 60_000)
 
@@ -83,7 +87,8 @@ function seedRequire() {
 }
 
 /** The English `t` seat, filled as DSH's locale runtime fills `{name}` placeholders. */
-const englishSeat: LoopTranslate = (key, params) => LOOP_DICTIONARIES.en[key].replace(/\{(\w+)\}/g, (match, name: string) => String(params?.[name] ?? match))
+const englishSeat: LoopTranslate = (key, params) =>
+  LOOP_DICTIONARIES.en[key].replace(/\{(\w+)\}/g, (match, name: string) => String(params?.[name] ?? match))
 
 type DockOptions = {
   readonly name: 'conversation.input.dock'
@@ -99,8 +104,18 @@ type NodeOptions = {
   readonly locale: 'loop'
   readonly inject: () => HeartbeatRowInjected
 }
-type ToolOptions = { readonly name: 'tool.call.toolview'; readonly key: string; readonly locale: 'loop'; readonly inject: () => ToolCallRowInjected }
-type CardOptions = { readonly name: 'settings.plugin.item'; readonly key: 'loop'; readonly locale: 'loop'; readonly inject: () => LoopSettingsInjected }
+type ToolOptions = {
+  readonly name: 'tool.call.toolview'
+  readonly key: string
+  readonly locale: 'loop'
+  readonly inject: () => ToolCallRowInjected
+}
+type CardOptions = {
+  readonly name: 'settings.plugin.item'
+  readonly key: 'loop'
+  readonly locale: 'loop'
+  readonly inject: () => LoopSettingsInjected
+}
 type AnyOptions = DockOptions | NodeOptions | ToolOptions | CardOptions
 
 /** The `loop` section as the host's settings scope serves it; a write lands in the user layer. */
@@ -178,7 +193,9 @@ function fakeContext() {
   const ctx = {
     effect: vi.fn((setup: () => () => void) => setup()),
     locale: { register: vi.fn(() => unregister), bind: vi.fn(() => conversationT) },
-    inject: vi.fn((_deps: readonly string[], callback: (fiber: typeof settingsFiber) => void) => callback(settingsFiber)),
+    inject: vi.fn((_deps: readonly string[], callback: (fiber: typeof settingsFiber) => void) =>
+      callback(settingsFiber),
+    ),
     slots,
     remote: { commands: { execute } },
   } as unknown as LoopClientContext
@@ -207,7 +224,19 @@ type CardComponent = React.FunctionComponent<LoopSettingsCardProps>
 /** What every face of the entry (bundle or source) must do. */
 async function checkEntry(entry: Entry) {
   expect(entry.inject).toEqual(['slots', 'remote', 'remote.commands', 'locale'])
-  const { ctx, register, registered, execute, dispose, unregister, hostContextRow, conversationT, settingsFiber, section, declareSlot } = fakeContext()
+  const {
+    ctx,
+    register,
+    registered,
+    execute,
+    dispose,
+    unregister,
+    hostContextRow,
+    conversationT,
+    settingsFiber,
+    section,
+    declareSlot,
+  } = fakeContext()
   entry.apply(ctx)
   // The loop namespace is registered for the plugin's lifetime, both languages at once.
   expect(ctx.locale.register).toHaveBeenCalledExactlyOnceWith('loop', LOOP_DICTIONARIES)
@@ -231,15 +260,27 @@ async function checkEntry(entry: Entry) {
   expect(declareSlot('conversation.input.dock')).toBe(dispose)
   expect(declareSlot('conversation.chat.node')).toBe(dispose)
   expect(register).toHaveBeenCalledTimes(2)
-  const [dock, node] = registered as [{ options: DockOptions; component: LoopDockComponent }, { options: NodeOptions; component: NodeComponent }]
+  const [dock, node] = registered as [
+    { options: DockOptions; component: LoopDockComponent },
+    { options: NodeOptions; component: NodeComponent },
+  ]
 
   // One tool view per model tool, keyed by its name; the slot's disposer removes all three.
   const disposeTools = declareSlot('tool.call.toolview')
   const tools = registered.slice(2) as { options: ToolOptions; component: ToolComponent }[]
   expect(tools.map(({ options }) => options)).toEqual(
-    ['loop_create', 'loop_list', 'loop_delete'].map((key) => ({ name: 'tool.call.toolview', key, locale: 'loop', inject: expect.any(Function) })),
+    ['loop_create', 'loop_list', 'loop_delete'].map((key) => ({
+      name: 'tool.call.toolview',
+      key,
+      locale: 'loop',
+      inject: expect.any(Function),
+    })),
   )
-  expect(tools.map(({ options }) => options.inject())).toEqual([{ loopTool: 'loop_create' }, { loopTool: 'loop_list' }, { loopTool: 'loop_delete' }])
+  expect(tools.map(({ options }) => options.inject())).toEqual([
+    { loopTool: 'loop_create' },
+    { loopTool: 'loop_list' },
+    { loopTool: 'loop_delete' },
+  ])
   expect(new Set(tools.map(({ component }) => component)).size).toBe(1)
   dispose.mockClear()
   disposeTools()
@@ -258,14 +299,21 @@ async function checkEntry(entry: Entry) {
       t: englishSeat,
     }),
   )
-  expect(toolView.container.querySelector('[data-loop-tool="loop_create"] button')!.textContent).toBe('↻Create loop·every 5m·Check whether CI is green▾')
+  expect(toolView.container.querySelector('[data-loop-tool="loop_create"] button')!.textContent).toBe(
+    '↻Create loop·every 5m·Check whether CI is green▾',
+  )
   const toolText = toolView.container.querySelector('pre')!.className
   toolView.unmount()
 
   // The settings card, keyed by the namespace the Plugin configuration tab lists.
   expect(declareSlot('settings.plugin.item')).toBe(dispose)
   const card = registered[5] as { options: CardOptions; component: CardComponent }
-  expect(card.options).toEqual({ name: 'settings.plugin.item', key: 'loop', locale: 'loop', inject: expect.any(Function) })
+  expect(card.options).toEqual({
+    name: 'settings.plugin.item',
+    key: 'loop',
+    locale: 'loop',
+    inject: expect.any(Function),
+  })
   const face = card.options.inject()
   expect(Object.keys(face).sort()).toEqual(['discard', 'edit', 'hooks', 'resetField', 'resetToggle', 'save', 'toggle'])
   // As the slot renderer binds `hooks.loopSettings` into `useLoopSettings`.
@@ -285,11 +333,23 @@ async function checkEntry(entry: Entry) {
   expect(section.scope.set).toHaveBeenCalledExactlyOnceWith('maxLoopsPerSession', 1)
   expect(screen.getByText('Overridden')).toBeTruthy()
   cardView.unmount()
-  expect(dock.options).toEqual({ name: 'conversation.input.dock', id: 'loop', order: 15, locale: 'loop', inject: expect.any(Function) })
+  expect(dock.options).toEqual({
+    name: 'conversation.input.dock',
+    id: 'loop',
+    order: 15,
+    locale: 'loop',
+    inject: expect.any(Function),
+  })
   expect(dock.options.order).toBeGreaterThan(10) // goal bar
   expect(dock.options.order).toBeLessThan(20) // queue strip
   // One below DSH's own context renderer (priority 0): the registry renders the lowest.
-  expect(node.options).toEqual({ name: 'conversation.chat.node', key: 'context', priority: -1, locale: 'loop', inject: expect.any(Function) })
+  expect(node.options).toEqual({
+    name: 'conversation.chat.node',
+    key: 'context',
+    priority: -1,
+    locale: 'loop',
+    inject: expect.any(Function),
+  })
 
   // inject(sessionId) binds the session: the dock's only way out is that session's command executor.
   const injected: LoopDockInjected = dock.options.inject('session-1')
@@ -311,27 +371,43 @@ async function checkEntry(entry: Entry) {
   }) as LoopDockProps['useProjection']
   const loops = [{ id: 'loop_a1b2', prompt: 'Check the build', time_in_seconds: 90, next_at: Date.now() + 5_000 }]
   const heartbeat = {
-    content: [{ type: 'text', text: '<heartbeat>\n  <loop_id>loop_a1b2</loop_id>\n  <prompt>Check the build</prompt>\n</heartbeat>' }],
+    content: [
+      {
+        type: 'text',
+        text: '<heartbeat>\n  <loop_id>loop_a1b2</loop_id>\n  <prompt>Check the build</prompt>\n</heartbeat>',
+      },
+    ],
     source: { kind: 'plugin', plugin: 'loop' },
   }
-  const nodeView = render(React.createElement(node.component, { node: { data: heartbeat }, t: englishSeat, useProjection, ...nodeFace }))
-  expect(nodeView.container.querySelector('[data-loop-heartbeat] button')!.textContent).toBe('↻Loop heartbeat·every 1m 30s·Check the build▾')
+  const nodeView = render(
+    React.createElement(node.component, { node: { data: heartbeat }, t: englishSeat, useProjection, ...nodeFace }),
+  )
+  expect(nodeView.container.querySelector('[data-loop-heartbeat] button')!.textContent).toBe(
+    '↻Loop heartbeat·every 1m 30s·Check the build▾',
+  )
   const heartbeatText = nodeView.container.querySelector('pre')!.className
   nodeView.unmount()
 
   // Rendered as the slot renderer would, Delete → Confirm sends exactly `/loop delete <id>`.
   render(React.createElement(dock.component, { useProjection, t: englishSeat, ...dock.options.inject('session-2') }))
-  expect(document.querySelector('[data-loop-row]')!.textContent).toMatch(/^↻ every 1m 30snext in [45]sCheck the buildDelete$/)
+  expect(document.querySelector('[data-loop-row]')!.textContent).toMatch(
+    /^↻ every 1m 30snext in [45]sCheck the buildDelete$/,
+  )
   fireEvent.click(screen.getByRole('button', { name: 'Delete' }))
   await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
   expect(execute).toHaveBeenLastCalledWith('session-2', '/loop delete loop_a1b2', [])
   expect(execute).toHaveBeenCalledTimes(2)
-  return { dock: document.querySelector<HTMLElement>('[data-loop-dock]')!, texts: { heartbeat: heartbeatText, tool: toolText } }
+  return {
+    dock: document.querySelector<HTMLElement>('[data-loop-dock]')!,
+    texts: { heartbeat: heartbeatText, tool: toolText },
+  }
 }
 
 describe('lib/client.js', () => {
   it('is a classic script that only registers a lazy factory under the package name', () => {
-    expect(code.startsWith('window.__ModuleLoader__.load({\n\tid: "dsh-plugin-loop",\n\tfactory: (require) => {')).toBe(true)
+    expect(code.startsWith('window.__ModuleLoader__.load({\n\tid: "dsh-plugin-loop",\n\tfactory: (require) => {')).toBe(
+      true,
+    )
     expect(code).toMatch(/\t\treturn module\.exports;\n\t}\n}\);\n\/\/# sourceMappingURL=client\.js\.map\s*$/)
     expect(code).not.toMatch(/^\s*(import|export)\s/m)
     expect(code).not.toMatch(/\bimport\s*\(/)
@@ -357,7 +433,13 @@ describe('lib/client.js', () => {
       ['dsh-plugin-loop', 'dsh-plugin-loop/LoopSettingsCard.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/ToolCallRow.module.css'],
     ])
-    const [disclosure, heartbeat, dock, card, tool] = styles.map((style) => style.textContent) as [string, string, string, string, string]
+    const [disclosure, heartbeat, dock, card, tool] = styles.map((style) => style.textContent) as [
+      string,
+      string,
+      string,
+      string,
+      string,
+    ]
     expect(dock).toContain('var(--dsw-specific-tip)')
     expect(dock).toContain('var(--dsw-alias-state-error-primary)')
     expect(dock).toContain('min-height:44px')
@@ -382,15 +464,20 @@ describe('lib/client.js', () => {
     // the component carries the bundle's scoped class names, which the injected style defines
     const dockClass = root.className
     expect(dockClass).toMatch(/^[\w-]+_dock$/)
-    expect(document.querySelector('style[data-plugin-css="dsh-plugin-loop/LoopDock.module.css"]')!.textContent).toContain(`.${dockClass}{`)
+    expect(
+      document.querySelector('style[data-plugin-css="dsh-plugin-loop/LoopDock.module.css"]')!.textContent,
+    ).toContain(`.${dockClass}{`)
     // Each conversation row's text wears the shared disclosure sheet's code-block background and its own sheet's cap.
-    const sheet = (file: string) => document.querySelector(`style[data-plugin-css="dsh-plugin-loop/${file}"]`)!.textContent!
+    const sheet = (file: string) =>
+      document.querySelector(`style[data-plugin-css="dsh-plugin-loop/${file}"]`)!.textContent!
     for (const [file, className, cap] of [
       ['HeartbeatRow.module.css', texts.heartbeat, '141px'],
       ['ToolCallRow.module.css', texts.tool, '224px'],
     ] as const) {
       const [shared, own] = className.split(' ') as [string, string]
-      expect(sheet('DisclosureRow.module.css')).toMatch(new RegExp(`\\.${shared}\\{[^}]*background:var\\(--dsw-alias-markdown-code-block\\)`))
+      expect(sheet('DisclosureRow.module.css')).toMatch(
+        new RegExp(`\\.${shared}\\{[^}]*background:var\\(--dsw-alias-markdown-code-block\\)`),
+      )
       expect(sheet(file)).toMatch(new RegExp(`\\.${own}\\{[^}]*max-height:${cap}`))
     }
   })

@@ -15,7 +15,16 @@ import { languageSource, translator, type Language } from '../support/ui-locale.
 import { A, B, C, D, T0, loop, projectionSource, runAtT0 } from '../support/ui-loops.ts'
 import type { LoopProjection, LoopRecord } from '../../src/types.ts'
 import { LoopDock } from '../../src/ui/LoopDock.tsx'
-import { REPAINT_MS, deleteCommand, deleteFailureText, dockLayout, loopsOf, readDeleteReply, summaryText, thrownDeleteFailure } from '../../src/ui/dock.ts'
+import {
+  REPAINT_MS,
+  deleteCommand,
+  deleteFailureText,
+  dockLayout,
+  loopsOf,
+  readDeleteReply,
+  summaryText,
+  thrownDeleteFailure,
+} from '../../src/ui/dock.ts'
 import { localDue, localInterval } from '../../src/ui/locales.ts'
 import type { LoopDockProps } from '../../src/ui/slot-props.ts'
 
@@ -26,7 +35,11 @@ const SUCCESS = { ok: true, value: { commandId: 'cmd-1', result: { kind: 'succes
  * (every other hook and action a spy that must stay untouched), the owner
  * share, and this plugin's injected `executeCommand`.
  */
-function renderDock(loops: readonly LoopRecord[] | undefined, execute = vi.fn<(line: string) => Promise<unknown>>(), language: Language = 'en') {
+function renderDock(
+  loops: readonly LoopRecord[] | undefined,
+  execute = vi.fn<(line: string) => Promise<unknown>>(),
+  language: Language = 'en',
+) {
   const source = projectionSource(loops === undefined ? undefined : { loops: [...loops] })
   const languages = languageSource(language)
   const untouchable = {
@@ -114,15 +127,26 @@ describe('dock rules (src/ui/dock.ts)', () => {
     const relayed = (text: string) => ({ ok: false, failure: { reason: 'relayed', text } })
     expect(readDeleteReply(SUCCESS)).toEqual({ ok: true })
     expect(readDeleteReply({ ok: true, value: { commandId: 'c', result: { kind: 'success' } } })).toEqual({ ok: true })
-    expect(readDeleteReply({ ok: false, error: { code: 'agent-busy', message: 'agent is busy', details: {} } })).toEqual(relayed('agent is busy'))
+    expect(
+      readDeleteReply({ ok: false, error: { code: 'agent-busy', message: 'agent is busy', details: {} } }),
+    ).toEqual(relayed('agent is busy'))
     expect(readDeleteReply({ ok: false })).toEqual({ ok: false, failure: { reason: 'rejected' } })
-    expect(readDeleteReply({ ok: false, error: { message: ' ' } })).toEqual({ ok: false, failure: { reason: 'rejected' } })
+    expect(readDeleteReply({ ok: false, error: { message: ' ' } })).toEqual({
+      ok: false,
+      failure: { reason: 'rejected' },
+    })
     expect(readDeleteReply({ ok: true, value: undefined })).toEqual({ ok: false, failure: { reason: 'unavailable' } })
     expect(readDeleteReply({ ok: true })).toEqual({ ok: false, failure: { reason: 'unavailable' } })
-    expect(readDeleteReply({ ok: true, value: { commandId: 'c', result: { kind: 'error', text: 'Session persistence failed: disk full' } } })).toEqual(
-      relayed('Session persistence failed: disk full'),
-    )
-    expect(readDeleteReply({ ok: true, value: { commandId: 'c', result: { kind: 'error' } } })).toEqual({ ok: false, failure: { reason: 'commandError' } })
+    expect(
+      readDeleteReply({
+        ok: true,
+        value: { commandId: 'c', result: { kind: 'error', text: 'Session persistence failed: disk full' } },
+      }),
+    ).toEqual(relayed('Session persistence failed: disk full'))
+    expect(readDeleteReply({ ok: true, value: { commandId: 'c', result: { kind: 'error' } } })).toEqual({
+      ok: false,
+      failure: { reason: 'commandError' },
+    })
     for (const malformed of [
       null,
       undefined,
@@ -148,7 +172,11 @@ describe('dock rules (src/ui/dock.ts)', () => {
   it.each([
     [{ reason: 'relayed', text: 'agent is busy' }, 'Delete failed: agent is busy', '删除失败：agent is busy'],
     [{ reason: 'rejected' }, 'Delete failed: the command was rejected.', '删除失败：命令被拒绝。'],
-    [{ reason: 'unavailable' }, 'Delete failed: the /loop command is not available in this session.', '删除失败：此会话没有 /loop 命令。'],
+    [
+      { reason: 'unavailable' },
+      'Delete failed: the /loop command is not available in this session.',
+      '删除失败：此会话没有 /loop 命令。',
+    ],
     [{ reason: 'commandError' }, 'Delete failed: the command reported an error.', '删除失败：命令报告了错误。'],
     [{ reason: 'malformed' }, 'Delete failed: DSH sent an unexpected reply.', '删除失败：DSH 返回了无法识别的回复。'],
     [{ reason: 'unsent' }, 'Delete failed: the command could not be sent.', '删除失败：命令未能发送。'],
@@ -209,7 +237,9 @@ describe('thresholds', () => {
     expect(list.tagName).toBe('UL')
     expect(list.hidden).toBe(true)
     expect(rows()).toHaveLength(0)
-    expect(document.getElementById(button.getAttribute('aria-describedby')!)!.textContent).toBe('↻ 4 active loops · next in 5s')
+    expect(document.getElementById(button.getAttribute('aria-describedby')!)!.textContent).toBe(
+      '↻ 4 active loops · next in 5s',
+    )
   })
 
   it('expands in place and collapses with the same button', () => {
@@ -225,7 +255,9 @@ describe('thresholds', () => {
         .getAllByRole('listitem')
         .map((row) => cell(row, 2)),
     ).toEqual([A.prompt, B.prompt, C.prompt])
-    expect(document.querySelector('[data-loop-summary]')!.firstElementChild!.textContent).toBe('↻ 3 active loops · next in 5s')
+    expect(document.querySelector('[data-loop-summary]')!.firstElementChild!.textContent).toBe(
+      '↻ 3 active loops · next in 5s',
+    )
     fireEvent.click(button)
     expect(button.getAttribute('aria-expanded')).toBe('false')
     expect(rows()).toHaveLength(0)
@@ -546,7 +578,10 @@ describe('delete', () => {
 
   it('leaves focus alone when the dock has no usable button left', async () => {
     const never = deferred()
-    const execute = vi.fn<(line: string) => Promise<unknown>>().mockReturnValueOnce(never.promise).mockResolvedValueOnce(SUCCESS)
+    const execute = vi
+      .fn<(line: string) => Promise<unknown>>()
+      .mockReturnValueOnce(never.promise)
+      .mockResolvedValueOnce(SUCCESS)
     const { setLoops } = renderDock([A, B], execute)
     fireEvent.click(within(rowOf(B.prompt)).getByRole('button', { name: 'Delete' }))
     fireEvent.click(within(rowOf(B.prompt)).getByRole('button', { name: 'Confirm' }))
@@ -582,18 +617,36 @@ describe('delete', () => {
   })
 
   it.each([
-    ['a rejected command', { ok: false, error: { code: 'agent-busy', message: 'agent is busy', details: {} } }, 'Delete failed: agent is busy'],
-    ['an unknown command', { ok: true, value: undefined }, 'Delete failed: the /loop command is not available in this session.'],
+    [
+      'a rejected command',
+      { ok: false, error: { code: 'agent-busy', message: 'agent is busy', details: {} } },
+      'Delete failed: agent is busy',
+    ],
+    [
+      'an unknown command',
+      { ok: true, value: undefined },
+      'Delete failed: the /loop command is not available in this session.',
+    ],
     [
       'a command error',
-      { ok: true, value: { commandId: 'cmd-2', result: { kind: 'error', text: 'Session persistence failed: disk full' } } },
+      {
+        ok: true,
+        value: { commandId: 'cmd-2', result: { kind: 'error', text: 'Session persistence failed: disk full' } },
+      },
       'Delete failed: Session persistence failed: disk full',
     ],
-    ['a malformed result', { ok: true, value: { commandId: 'cmd-3', result: { kind: 'done' } } }, 'Delete failed: DSH sent an unexpected reply.'],
+    [
+      'a malformed result',
+      { ok: true, value: { commandId: 'cmd-3', result: { kind: 'done' } } },
+      'Delete failed: DSH sent an unexpected reply.',
+    ],
     ['a non-object result', 'Deleted', 'Delete failed: DSH sent an unexpected reply.'],
   ])('keeps the row and confirmation on %s, with an alert, and retries', async (_name, reply, message) => {
     const first = deferred()
-    const execute = vi.fn<(line: string) => Promise<unknown>>().mockReturnValueOnce(first.promise).mockResolvedValueOnce(SUCCESS)
+    const execute = vi
+      .fn<(line: string) => Promise<unknown>>()
+      .mockReturnValueOnce(first.promise)
+      .mockResolvedValueOnce(SUCCESS)
     const { setLoops, untouched } = renderDock([A, B], execute)
     fireEvent.click(within(rowOf(A.prompt)).getByRole('button', { name: 'Delete' }))
     const confirm = screen.getByRole('button', { name: 'Confirm' })
@@ -734,7 +787,11 @@ describe('languages', () => {
     ).toEqual(['确认', '取消'])
     // Apart from the prompts (the user's own words), not one Latin letter is left, visible or accessible.
     const labels = [...dock()!.querySelectorAll('[aria-label]')].map((element) => element.getAttribute('aria-label'))
-    const words = [dock()!.textContent!, ...labels].join(' ').replace(A.prompt, '').replace(B.prompt, '').replace('Late one', '')
+    const words = [dock()!.textContent!, ...labels]
+      .join(' ')
+      .replace(A.prompt, '')
+      .replace(B.prompt, '')
+      .replace('Late one', '')
     expect(words).not.toMatch(/[A-Za-z]/)
     fireEvent.click(within(row).getByRole('button', { name: '确认' }))
     expect(within(row).getByRole('status').textContent).toBe('正在删除…')
@@ -791,7 +848,10 @@ describe('double click on Confirm', () => {
   })
 
   it('fences each loop on its own and lets a failed delete be retried', async () => {
-    const execute = vi.fn<(line: string) => Promise<unknown>>().mockResolvedValueOnce({ ok: false }).mockReturnValue(deferred().promise)
+    const execute = vi
+      .fn<(line: string) => Promise<unknown>>()
+      .mockResolvedValueOnce({ ok: false })
+      .mockReturnValue(deferred().promise)
     renderDock([A, B], execute)
     fireEvent.click(within(rowOf(A.prompt)).getByRole('button', { name: 'Delete' }))
     fireEvent.click(within(rowOf(B.prompt)).getByRole('button', { name: 'Delete' }))
@@ -809,6 +869,10 @@ describe('double click on Confirm', () => {
       confirmA.click()
       confirmA.click()
     })
-    expect(execute.mock.calls).toEqual([['/loop delete loop_aaaa1111'], ['/loop delete loop_bbbb2222'], ['/loop delete loop_aaaa1111']])
+    expect(execute.mock.calls).toEqual([
+      ['/loop delete loop_aaaa1111'],
+      ['/loop delete loop_bbbb2222'],
+      ['/loop delete loop_aaaa1111'],
+    ])
   })
 })

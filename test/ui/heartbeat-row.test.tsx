@@ -34,7 +34,11 @@ describe('heartbeat row', () => {
   )
 
   /** Render one chat node the way the keyed outlet does, with a live language and the loop projection. */
-  function renderNode(data: unknown, loops: readonly LoopRecord[] | undefined, options: { language?: Language; host?: boolean } = {}) {
+  function renderNode(
+    data: unknown,
+    loops: readonly LoopRecord[] | undefined,
+    options: { language?: Language; host?: boolean } = {},
+  ) {
     const languages = languageSource(options.language ?? 'en')
     const source = projectionSource(loops === undefined ? undefined : { loops: [...loops] })
     let active: Language = options.language ?? 'en'
@@ -44,8 +48,16 @@ describe('heartbeat row', () => {
         (key) =>
           `${ns}/${key}: ${hostWords[active]}`,
     )
-    const shadowedRenderer = vi.fn(() => (options.host === false ? undefined : { component: HostContextRow, locale: 'conversation' }))
-    const kit = { sessionId: 'session-5e55', useSession: vi.fn(), useTurnData: vi.fn(), renderMessageImages: vi.fn(), cwd: '/work' }
+    const shadowedRenderer = vi.fn(() =>
+      options.host === false ? undefined : { component: HostContextRow, locale: 'conversation' },
+    )
+    const kit = {
+      sessionId: 'session-5e55',
+      useSession: vi.fn(),
+      useTurnData: vi.fn(),
+      renderMessageImages: vi.fn(),
+      cwd: '/work',
+    }
     const Outlet = () =>
       createElement(ContextNode, {
         ...kit,
@@ -95,7 +107,9 @@ describe('heartbeat row', () => {
     expect(toggleOf().getAttribute('aria-expanded')).toBe('true')
     expect(toggleOf().textContent!.endsWith('▴')).toBe(true)
     expect(textOf().hidden).toBe(false)
-    expect(textOf().textContent).toBe(`<heartbeat>\n  <loop_id>loop_aaaa1111</loop_id>\n  <prompt>${A.prompt}</prompt>\n</heartbeat>`)
+    expect(textOf().textContent).toBe(
+      `<heartbeat>\n  <loop_id>loop_aaaa1111</loop_id>\n  <prompt>${A.prompt}</prompt>\n</heartbeat>`,
+    )
     expect(screen.getByLabelText('Text the model received')).toBe(textOf())
     fireEvent.click(toggleOf())
     expect(textOf().hidden).toBe(true)
@@ -123,23 +137,42 @@ describe('heartbeat row', () => {
   })
 
   it('hands every other context row to DSH with the props and the conversation seat DSH would give it', () => {
-    const data = { kind: 'context', content: [{ type: 'text', text: 'Skill catalog' }], source: { kind: 'skill-catalog' } }
+    const data = {
+      kind: 'context',
+      content: [{ type: 'text', text: 'Skill catalog' }],
+      source: { kind: 'skill-catalog' },
+    }
     const { kit, bindNamespace, setLanguage } = renderNode(data, [A])
     expect(document.querySelector('[data-loop-heartbeat]')).toBeNull()
-    expect(document.querySelector('[data-host-row]')!.textContent).toBe('conversation/message.contextInjection: Context injection')
+    expect(document.querySelector('[data-host-row]')!.textContent).toBe(
+      'conversation/message.contextInjection: Context injection',
+    )
     expect(bindNamespace).toHaveBeenCalledWith('conversation')
     const [props] = HostContextRow.mock.calls.at(-1)!
-    expect(Object.keys(props).sort()).toEqual(['cwd', 'node', 'renderMessageImages', 'sessionId', 't', 'useProjection', 'useSession', 'useTurnData'])
+    expect(Object.keys(props).sort()).toEqual([
+      'cwd',
+      'node',
+      'renderMessageImages',
+      'sessionId',
+      't',
+      'useProjection',
+      'useSession',
+      'useTurnData',
+    ])
     expect(props).toMatchObject({ ...kit, node: { key: 'input-message:m1', kind: 'context', data } })
     const before = props.t
     setLanguage('zh')
-    expect(document.querySelector('[data-host-row]')!.textContent).toBe('conversation/message.contextInjection: 上下文注入')
+    expect(document.querySelector('[data-host-row]')!.textContent).toBe(
+      'conversation/message.contextInjection: 上下文注入',
+    )
     // A new seat after the switch, so DSH's memoized row re-renders.
     expect(HostContextRow.mock.calls.at(-1)![0].t).not.toBe(before)
   })
 
   it('hands a malformed loop message to DSH too', () => {
-    renderNode({ content: [{ type: 'text', text: 'not a heartbeat' }], source: { kind: 'plugin', plugin: 'loop' } }, [A])
+    renderNode({ content: [{ type: 'text', text: 'not a heartbeat' }], source: { kind: 'plugin', plugin: 'loop' } }, [
+      A,
+    ])
     expect(document.querySelector('[data-host-row]')).not.toBeNull()
   })
 

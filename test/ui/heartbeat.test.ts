@@ -9,7 +9,10 @@ import { readHeartbeat, renderHeartbeat } from '../../src/heartbeat.ts'
 import { shadowedContextRenderer, type ChatNodeEntry } from '../../src/ui/heartbeat.ts'
 
 describe('heartbeat rules (src/ui/heartbeat.ts)', () => {
-  const fromLoop = (text: string, source: unknown = { kind: 'plugin', plugin: 'loop' }) => ({ content: [{ type: 'text', text }], source })
+  const fromLoop = (text: string, source: unknown = { kind: 'plugin', plugin: 'loop' }) => ({
+    content: [{ type: 'text', text }],
+    source,
+  })
 
   it.each([
     'Check whether CI is green',
@@ -57,7 +60,12 @@ describe('heartbeat rules (src/ui/heartbeat.ts)', () => {
   it('finds the context renderer this entry shadows, when its props can be assembled', () => {
     const self = () => null
     const host = () => null
-    const mine: ChatNodeEntry = { component: self, options: { key: 'context', priority: -1 }, locale: 'loop', inject: () => ({}) }
+    const mine: ChatNodeEntry = {
+      component: self,
+      options: { key: 'context', priority: -1 },
+      locale: 'loop',
+      inject: () => ({}),
+    }
     const theirs: ChatNodeEntry = { component: host, options: { key: 'context' }, locale: 'conversation' }
     const user: ChatNodeEntry = { component: host, options: { key: 'user' }, locale: 'conversation' }
     expect(shadowedContextRenderer([user, mine, theirs], self)).toEqual({ component: host, locale: 'conversation' })

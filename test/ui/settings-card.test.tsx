@@ -22,7 +22,8 @@ function renderCard(form: LoopSettingsForm, language: Language = 'en') {
   function Outlet() {
     const props: LoopSettingsCardProps = {
       t: languages.useSeat(),
-      useLoopSettings: <S,>(selector: (state: LoopSettingsCardState) => S) => selector(useSyncExternalStore(form.subscribe, form.getSnapshot)),
+      useLoopSettings: <S,>(selector: (state: LoopSettingsCardState) => S) =>
+        selector(useSyncExternalStore(form.subscribe, form.getSnapshot)),
       edit: form.edit,
       resetField: form.resetField,
       toggle: form.toggle,
@@ -61,8 +62,12 @@ describe('settings card', () => {
     expect(input('Active loops per session').value).toBe('20')
     expect(input('Prompt length (characters)').value).toBe('4000')
     expect(input('Active loops per session').inputMode).toBe('numeric')
-    expect(hintOf('Active loops per session')).toBe('From 1 to 1000. Creating one more is refused until a loop is deleted.')
-    expect(hintOf('Prompt length (characters)')).toBe('From 1 to 100000. A longer prompt is refused, not cut; every heartbeat repeats the prompt.')
+    expect(hintOf('Active loops per session')).toBe(
+      'From 1 to 1000. Creating one more is refused until a loop is deleted.',
+    )
+    expect(hintOf('Prompt length (characters)')).toBe(
+      'From 1 to 100000. A longer prompt is refused, not cut; every heartbeat repeats the prompt.',
+    )
     expect(
       within(card()!)
         .getAllByRole('button')
@@ -82,7 +87,9 @@ describe('settings card', () => {
     fireEvent.click(header())
     type('Active loops per session', '1001')
     expect(input('Active loops per session').getAttribute('aria-invalid')).toBe('true')
-    expect(hintOf('Active loops per session')).toBe('Enter a whole number from 1 to 1000, or leave blank to use the default.')
+    expect(hintOf('Active loops per session')).toBe(
+      'Enter a whole number from 1 to 1000, or leave blank to use the default.',
+    )
     expect(button('Save').disabled).toBe(true)
     expect(button('Discard').disabled).toBe(false)
     expect(header().textContent).toBe('LoopsRecurring prompts created with /loop or by the model.Unsaved')
@@ -136,15 +143,21 @@ describe('settings card', () => {
     expect(input('Active loops per session').getAttribute('aria-invalid')).toBe('false')
     await act(async () => fireEvent.click(button('Save')))
     expect(host.writes.at(-1)).toEqual(['set', 'maxLoopsPerSession', 9])
-    expect(hintOf('Active loops per session')).toBe('From 1 to 1000. Creating one more is refused until a loop is deleted.')
+    expect(hintOf('Active loops per session')).toBe(
+      'From 1 to 1000. Creating one more is refused until a loop is deleted.',
+    )
   })
 
   it('shows other hand-edited values as they are stored: a quoted number as JSON, an empty value as blank', () => {
-    const host = sectionScope({ user: { maxLoopsPerSession: '5' as unknown as number, maxPromptLength: null as unknown as number } })
+    const host = sectionScope({
+      user: { maxLoopsPerSession: '5' as unknown as number, maxPromptLength: null as unknown as number },
+    })
     renderCard(new LoopSettingsForm(host.scope), 'zh')
     fireEvent.click(header())
     expect(input('每个会话的循环上限').value).toBe('"5"')
-    expect(hintOf('每个会话的循环上限')).toBe('设置文件中的这个值无效，正在沿用上一个有效值。请填写 1 到 1000 之间的整数；留空表示使用默认值。')
+    expect(hintOf('每个会话的循环上限')).toBe(
+      '设置文件中的这个值无效，正在沿用上一个有效值。请填写 1 到 1000 之间的整数；留空表示使用默认值。',
+    )
     expect(input('提示词长度上限（字符）').value).toBe('')
     expect(input('提示词长度上限（字符）').getAttribute('aria-invalid')).toBe('false')
   })
@@ -171,7 +184,10 @@ describe('settings card', () => {
       ['set', 'maxLoopsPerSession', 6],
       ['set', 'maxPromptLength', 700],
     ])
-    expect(form.getSnapshot()).toMatchObject({ dirty: false, fields: { maxLoopsPerSession: { text: '6' }, maxPromptLength: { text: '700' } } })
+    expect(form.getSnapshot()).toMatchObject({
+      dirty: false,
+      fields: { maxLoopsPerSession: { text: '6' }, maxPromptLength: { text: '700' } },
+    })
   })
 
   it('keeps a switch flipped back while Saving…: the save writes what was staged, the newer choice stays staged', async () => {
@@ -187,13 +203,19 @@ describe('settings card', () => {
     await act(async () => release())
     expect(host.writes).toEqual([['set', 'resumeOnStart', false]])
     expect(box().checked).toBe(true)
-    expect(form.getSnapshot()).toMatchObject({ dirty: true, toggles: { resumeOnStart: { checked: true, overridden: true } } })
+    expect(form.getSnapshot()).toMatchObject({
+      dirty: true,
+      toggles: { resumeOnStart: { checked: true, overridden: true } },
+    })
     await act(async () => fireEvent.click(button('Save')))
     expect(host.writes).toEqual([
       ['set', 'resumeOnStart', false],
       ['set', 'resumeOnStart', true],
     ])
-    expect(form.getSnapshot()).toMatchObject({ dirty: false, toggles: { resumeOnStart: { checked: true, overridden: true } } })
+    expect(form.getSnapshot()).toMatchObject({
+      dirty: false,
+      toggles: { resumeOnStart: { checked: true, overridden: true } },
+    })
   })
 
   it('switches resume on start off and back: a checkbox with its hint, saved as a boolean, reset to the composition value', async () => {
@@ -213,13 +235,22 @@ describe('settings card', () => {
     await act(async () => fireEvent.click(button('Save')))
     expect(host.writes).toEqual([['set', 'resumeOnStart', false]])
     expect(host.user).toEqual({ resumeOnStart: false })
-    expect(form.getSnapshot()).toMatchObject({ dirty: false, toggles: { resumeOnStart: { checked: false, overridden: true } } })
+    expect(form.getSnapshot()).toMatchObject({
+      dirty: false,
+      toggles: { resumeOnStart: { checked: false, overridden: true } },
+    })
     // Checking it again writes true (an explicit override, like any stored field); Reset clears it.
     fireEvent.click(box())
-    expect(form.getSnapshot()).toMatchObject({ dirty: true, toggles: { resumeOnStart: { checked: true, overridden: true } } })
+    expect(form.getSnapshot()).toMatchObject({
+      dirty: true,
+      toggles: { resumeOnStart: { checked: true, overridden: true } },
+    })
     fireEvent.click(button('Discard'))
     fireEvent.click(button('Reset to default'))
-    expect(form.getSnapshot()).toMatchObject({ dirty: true, toggles: { resumeOnStart: { checked: true, overridden: false } } })
+    expect(form.getSnapshot()).toMatchObject({
+      dirty: true,
+      toggles: { resumeOnStart: { checked: true, overridden: false } },
+    })
     await act(async () => fireEvent.click(button('Save')))
     expect(host.writes).toEqual([
       ['set', 'resumeOnStart', false],
@@ -230,7 +261,10 @@ describe('settings card', () => {
     fireEvent.click(box())
     fireEvent.click(box())
     form.resetToggle('resumeOnStart')
-    expect(form.getSnapshot()).toMatchObject({ dirty: false, toggles: { resumeOnStart: { checked: true, overridden: false } } })
+    expect(form.getSnapshot()).toMatchObject({
+      dirty: false,
+      toggles: { resumeOnStart: { checked: true, overridden: false } },
+    })
   })
 
   it('says when the host did not accept the values, and is read-only where the deployment is', async () => {
@@ -240,7 +274,9 @@ describe('settings card', () => {
     fireEvent.click(header())
     type('Prompt length (characters)', '500')
     await act(async () => fireEvent.click(button('Save')))
-    expect(screen.getByRole('status').textContent).toBe('The deployment did not accept these values; they were left for you to correct.')
+    expect(screen.getByRole('status').textContent).toBe(
+      'The deployment did not accept these values; they were left for you to correct.',
+    )
     expect(input('Prompt length (characters)').value).toBe('500')
     cleanup()
 
@@ -269,13 +305,18 @@ describe('settings card', () => {
         .getAllByRole('button')
         .map((element) => element.textContent),
     ).toEqual(['定时循环通过 /loop 或由模型创建的定时重复提示。未保存', '恢复默认', '恢复默认', '放弃修改', '保存'])
-    const words = [card()!.textContent!, ...[...card()!.querySelectorAll('[aria-label]')].map((element) => element.getAttribute('aria-label'))].join(' ')
+    const words = [
+      card()!.textContent!,
+      ...[...card()!.querySelectorAll('[aria-label]')].map((element) => element.getAttribute('aria-label')),
+    ].join(' ')
     expect(words.replace(/\/loop/g, '')).not.toMatch(/[A-Za-z]/)
     const before = card()
     act(() => languages.set('en'))
     expect(card()).toBe(before)
     expect(header().getAttribute('aria-label')).toBe('Hide settings: Loops')
-    expect(screen.getByRole('status').textContent).toBe('The deployment did not accept these values; they were left for you to correct.')
+    expect(screen.getByRole('status').textContent).toBe(
+      'The deployment did not accept these values; they were left for you to correct.',
+    )
     expect(input('Prompt length (characters)').value).toBe('100')
   })
 })

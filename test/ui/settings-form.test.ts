@@ -12,7 +12,13 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { sectionScope } from '../support/ui-settings-scope.ts'
 import { Config, DEFAULT_LOOP_CONFIG, type LoopConfig } from '../../src/config.ts'
 import { LOOP_SETTING_RANGES } from '../../src/limits.ts'
-import { LOOP_SETTING_FIELDS, LOOP_SETTING_TOGGLES, LoopSettingsForm, parseDraft, type LoopSettingsCardState } from '../../src/ui/settings-form.ts'
+import {
+  LOOP_SETTING_FIELDS,
+  LOOP_SETTING_TOGGLES,
+  LoopSettingsForm,
+  parseDraft,
+  type LoopSettingsCardState,
+} from '../../src/ui/settings-form.ts'
 
 /** The row's strict `Config` schema over a partial section (schemastery fills the defaults). */
 const resolveRow = Config as unknown as (section: object) => LoopConfig
@@ -28,7 +34,8 @@ describe('settings form', () => {
     expect(parseDraft('1', range)).toEqual({ kind: 'set', value: 1 })
     expect(parseDraft('1000', range)).toEqual({ kind: 'set', value: 1000 })
     expect(parseDraft('007', range)).toEqual({ kind: 'set', value: 7 })
-    for (const refused of ['0', '1001', '1.5', '1e3', '-1', '+5', 'ten', '0x10', '٣']) expect(parseDraft(refused, range), refused).toBeUndefined()
+    for (const refused of ['0', '1001', '1.5', '1e3', '-1', '+5', 'ten', '0x10', '٣'])
+      expect(parseDraft(refused, range), refused).toBeUndefined()
   })
 
   it('accepts exactly what the plugin Config schema accepts', () => {
@@ -36,7 +43,10 @@ describe('settings form', () => {
       const { min, max } = LOOP_SETTING_RANGES[field]
       for (const value of [min, min + 1, max - 1, max]) {
         expect(resolveRow({ [field]: value })[field], `${field}=${value}`).toBe(value)
-        expect(parseDraft(String(value), LOOP_SETTING_RANGES[field]), `${field}=${value}`).toEqual({ kind: 'set', value })
+        expect(parseDraft(String(value), LOOP_SETTING_RANGES[field]), `${field}=${value}`).toEqual({
+          kind: 'set',
+          value,
+        })
       }
       for (const value of [min - 1, max + 1, min + 0.5]) {
         expect(() => resolveRow({ [field]: value }), `${field}=${value}`).toThrow()
@@ -80,7 +90,10 @@ describe('settings form', () => {
     const unsubscribe = form.subscribe(listener)
     host.change({ status: 'ready', user: { maxLoopsPerSession: 5 } })
     expect(listener).toHaveBeenCalledTimes(1)
-    expect(form.getSnapshot()).toMatchObject({ available: true, fields: { maxLoopsPerSession: { text: '5', overridden: true } } })
+    expect(form.getSnapshot()).toMatchObject({
+      available: true,
+      fields: { maxLoopsPerSession: { text: '5', overridden: true } },
+    })
     stop()
     expect(host.listeners.size).toBe(0)
     unsubscribe()
@@ -112,7 +125,12 @@ describe('settings form', () => {
     await act(() => form.save())
     expect(host.writes).toEqual([['set', 'maxLoopsPerSession', 1]])
     expect(host.user).toEqual({ maxLoopsPerSession: 1 })
-    expect(form.getSnapshot()).toMatchObject({ dirty: false, saving: false, failed: false, fields: { maxLoopsPerSession: { text: '1', overridden: true } } })
+    expect(form.getSnapshot()).toMatchObject({
+      dirty: false,
+      saving: false,
+      failed: false,
+      fields: { maxLoopsPerSession: { text: '1', overridden: true } },
+    })
   })
 
   it('does nothing on Save with nothing staged, and ignores a second Save while one runs', async () => {
@@ -128,11 +146,18 @@ describe('settings form', () => {
     release()
     await act(() => first)
     expect(host.writes).toEqual([['set', 'maxPromptLength', 2000]])
-    expect(form.getSnapshot()).toMatchObject({ saving: false, dirty: false, fields: { maxPromptLength: { text: '2000', overridden: true } } })
+    expect(form.getSnapshot()).toMatchObject({
+      saving: false,
+      dirty: false,
+      fields: { maxPromptLength: { text: '2000', overridden: true } },
+    })
   })
 
   it('resets a field to the composition value, clears the override on Save, and treats a blank draft the same', async () => {
-    const host = sectionScope({ base: { maxLoopsPerSession: 8, maxPromptLength: 4000 }, user: { maxLoopsPerSession: 3, maxPromptLength: 900 } })
+    const host = sectionScope({
+      base: { maxLoopsPerSession: 8, maxPromptLength: 4000 },
+      user: { maxLoopsPerSession: 3, maxPromptLength: 900 },
+    })
     const form = new LoopSettingsForm(host.scope)
     form.resetField('maxLoopsPerSession')
     expect(form.getSnapshot()).toMatchObject({
@@ -140,7 +165,12 @@ describe('settings form', () => {
       fields: { maxLoopsPerSession: { text: '8', overridden: false, invalid: false, invalidStored: false } },
     })
     form.edit('maxPromptLength', '  ')
-    expect(form.getSnapshot().fields.maxPromptLength).toEqual({ text: '  ', overridden: false, invalid: false, invalidStored: false })
+    expect(form.getSnapshot().fields.maxPromptLength).toEqual({
+      text: '  ',
+      overridden: false,
+      invalid: false,
+      invalidStored: false,
+    })
     await act(() => form.save())
     expect(host.writes).toEqual([
       ['unset', 'maxLoopsPerSession'],
@@ -150,7 +180,10 @@ describe('settings form', () => {
     expect(form.getSnapshot()).toMatchObject({
       dirty: false,
       failed: false,
-      fields: { maxLoopsPerSession: { text: '8', overridden: false }, maxPromptLength: { text: '4000', overridden: false } },
+      fields: {
+        maxLoopsPerSession: { text: '8', overridden: false },
+        maxPromptLength: { text: '4000', overridden: false },
+      },
     })
     // A reset of a field the user layer does not hold writes nothing.
     form.resetField('maxPromptLength')
@@ -165,9 +198,17 @@ describe('settings form', () => {
     const refusingForm = new LoopSettingsForm({ ...refusing.scope, set: async () => undefined })
     refusingForm.edit('maxLoopsPerSession', '9')
     await act(() => refusingForm.save())
-    expect(refusingForm.getSnapshot()).toMatchObject({ failed: true, dirty: true, fields: { maxLoopsPerSession: { text: '9', overridden: true } } })
+    expect(refusingForm.getSnapshot()).toMatchObject({
+      failed: true,
+      dirty: true,
+      fields: { maxLoopsPerSession: { text: '9', overridden: true } },
+    })
     refusingForm.discard()
-    expect(refusingForm.getSnapshot()).toMatchObject({ failed: false, dirty: false, fields: { maxLoopsPerSession: { text: '20' } } })
+    expect(refusingForm.getSnapshot()).toMatchObject({
+      failed: false,
+      dirty: false,
+      fields: { maxLoopsPerSession: { text: '20' } },
+    })
     // A transport failure is a failed save too.
     host.throwOnWrite()
     form.edit('maxLoopsPerSession', '9')

@@ -10,13 +10,24 @@ import { createElement } from 'react'
 import { afterEach, describe, expect, it } from 'vitest'
 import { languageSource, translator, type Language } from '../support/ui-locale.ts'
 import { ToolCallRow } from '../../src/ui/ToolCallRow.tsx'
-import { toolCallArgs, toolCallOutput, toolCallState, toolCallSummary, type LoopToolName, type ToolCallBlockLike } from '../../src/ui/tool-call.ts'
+import {
+  toolCallArgs,
+  toolCallOutput,
+  toolCallState,
+  toolCallSummary,
+  type LoopToolName,
+  type ToolCallBlockLike,
+} from '../../src/ui/tool-call.ts'
 
 afterEach(() => cleanup())
 
 /** A call block as DSH's tool view passes it: running (no `kind`) or settled. */
 const running = (argsRaw: string): ToolCallBlockLike => ({ callId: 'call-1', argsRaw })
-const settled = (argsRaw: string | null, content: NonNullable<ToolCallBlockLike['content']>, extra: Partial<ToolCallBlockLike> = {}): ToolCallBlockLike => ({
+const settled = (
+  argsRaw: string | null,
+  content: NonNullable<ToolCallBlockLike['content']>,
+  extra: Partial<ToolCallBlockLike> = {},
+): ToolCallBlockLike => ({
   callId: 'call-1',
   kind: 'tool-result',
   call: argsRaw === null ? null : { argsRaw },
@@ -72,12 +83,21 @@ describe('tool call rows', () => {
 
   it('shows a failure by its first line in place of the summary, and an interrupted call as such', () => {
     const error = 'loop_create: time_in_seconds must be a whole number from 1 to 31536000.\nGot 0.'
-    renderRow('loop_create', settled('{"time_in_seconds":0,"prompt":"x"}', [{ type: 'text', text: error }], { isError: true }))
+    renderRow(
+      'loop_create',
+      settled('{"time_in_seconds":0,"prompt":"x"}', [{ type: 'text', text: error }], { isError: true }),
+    )
     expect(document.querySelector('[data-loop-tool]')!.getAttribute('data-state')).toBe('error')
-    expect(rowButton().textContent).toBe('↻Create loop·loop_create: time_in_seconds must be a whole number from 1 to 31536000.Failed▾')
+    expect(rowButton().textContent).toBe(
+      '↻Create loop·loop_create: time_in_seconds must be a whole number from 1 to 31536000.Failed▾',
+    )
     expect(document.querySelector('pre')!.textContent).toBe(error)
     cleanup()
-    renderRow('loop_delete', settled('{"id":"loop_1a2b3c4d"}', [], { isError: true, error: { name: 'ToolError', code: 'interrupted' } }), 'zh')
+    renderRow(
+      'loop_delete',
+      settled('{"id":"loop_1a2b3c4d"}', [], { isError: true, error: { name: 'ToolError', code: 'interrupted' } }),
+      'zh',
+    )
     expect(document.querySelector('[data-loop-tool]')!.getAttribute('data-state')).toBe('stopped')
     expect(rowButton().textContent).toBe('↻删除循环·loop_1a2b3c4d已中断▾')
     expect(document.querySelector('pre')!.textContent).toBe('ToolError: interrupted')
@@ -111,7 +131,9 @@ describe('tool call rows', () => {
     expect(toolCallSummary(t, 'loop_list', { id: 'loop_x' })).toEqual([])
     // Output: text verbatim, other blocks as JSON, nothing at all as no output.
     expect(toolCallOutput(running('{}'))).toBeNull()
-    expect(toolCallOutput(settled('{}', [{ type: 'text', text: 'a' }, { type: 'image' }, { type: 'text' }]))).toBe('a\n{\n  "type": "image"\n}\n')
+    expect(toolCallOutput(settled('{}', [{ type: 'text', text: 'a' }, { type: 'image' }, { type: 'text' }]))).toBe(
+      'a\n{\n  "type": "image"\n}\n',
+    )
     expect(toolCallOutput(settled('{}', []))).toBeNull()
     expect(toolCallOutput({ callId: 'c', kind: 'tool-result' })).toBeNull()
     // State: settled without isError is ok.
