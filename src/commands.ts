@@ -8,7 +8,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { CommandResult } from '@deepseek-ai/dsh-commands'
 import { CallId } from '@deepseek-ai/dsh-llm'
-import type { LoopClock } from './clock.ts'
+import type { LoopClock } from './loop.ts'
 import { describeNextDue, formatInstant, formatInterval, promptOnOneLine } from './format.ts'
 import type { LoopDeleteResult, LoopView } from './types.ts'
 

@@ -8,7 +8,7 @@
  */
 import { LoopError } from './errors.ts'
 import { isRecord } from './guards.ts'
-import { MAX_INTERVAL_SECONDS } from './limits.ts'
+import { LATEST_DATE_MS, longestIntervalSeconds } from './timing.ts'
 import type { LoopChange, LoopRecord, LoopView, StoredLoopChange } from './types.ts'
 
 /** Session event type of every durable loop mutation. */
@@ -103,8 +103,9 @@ function assertOnlyKeys(tool: string, args: Record<string, unknown>, allowed: re
 
 /**
  * Characters a prompt may not hold, because the heartbeat must stay well-formed
- * XML and readable text: C0 controls other than TAB and LF (a lone CR included),
- * DEL and C1 controls, unpaired surrogates, and the noncharacters U+FFFE/U+FFFF.
+ * XML 1.0 that reads back as stored: C0 controls other than TAB and LF (a lone
+ * CR included: XML readers turn it into LF), DEL and C1 controls, unpaired
+ * surrogates, and the noncharacters U+FFFE/U+FFFF.
  */
 const FORBIDDEN_PROMPT_CHARACTER =
   /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
@@ -118,8 +119,9 @@ function codeUnitName(text: string, index: number): string {
 }
 
 /**
- * Normalize and check a prompt: CRLF becomes LF, surrounding whitespace is trimmed,
- * forbidden characters are refused (never silently dropped), and it must hold a visible character.
+ * Normalize and check a prompt: CRLF becomes LF (what an XML reader of the
+ * heartbeat makes of it anyway), surrounding whitespace is trimmed, forbidden
+ * characters are refused (never silently dropped), and it must hold a visible character.
  * @param value - the raw prompt argument.
  * @param limits - the configured maximum length.
  * @returns the prompt as it is stored and delivered.
@@ -150,26 +152,47 @@ function validatePrompt(value: unknown, limits: LoopCreateLimits): string {
 }
 
 /**
- * Validate `loop_create` arguments: a prompt with visible content within the
- * length limit and a whole number of seconds from 1 to {@link MAX_INTERVAL_SECONDS}.
- * @param args - raw tool arguments.
- * @param limits - configured limits.
- * @returns the normalized prompt and the interval.
- * @throws LoopError before anything is appended.
+ * Check an interval (§3.1: a positive safe integer), and that the first
+ * occurrence it gives a loop created at `now` is still a representable date.
+ * @param value - the raw `time_in_seconds` argument.
+ * @param now - creation time in epoch milliseconds.
+ * @returns the interval in seconds.
+ * @throws LoopError `invalid_interval`.
  */
-export function validateCreateInput(args: unknown, limits: LoopCreateLimits): LoopCreateInput {
-  if (!isRecord(args))
-    throw new LoopError('invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.')
-  assertOnlyKeys('loop_create', args, ['prompt', 'time_in_seconds'])
-  const prompt = validatePrompt(args.prompt, limits)
-  const seconds = args.time_in_seconds
-  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > MAX_INTERVAL_SECONDS) {
+function validateInterval(value: unknown, now: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
     throw new LoopError(
       'invalid_interval',
-      `time_in_seconds must be a whole number of seconds from 1 to ${MAX_INTERVAL_SECONDS} (365 days), for example 30.`,
+      'time_in_seconds must be a positive whole number of seconds, for example 30.',
     )
   }
-  return { prompt, time_in_seconds: seconds }
+  const longest = longestIntervalSeconds(now)
+  if (value > longest) {
+    throw new LoopError(
+      'invalid_interval',
+      `time_in_seconds is ${value}, so the first heartbeat would fall after ${new Date(LATEST_DATE_MS).toISOString()}, the last date a timestamp can hold; the longest interval accepted now is ${longest} seconds.`,
+    )
+  }
+  return value
+}
+
+/**
+ * Validate `loop_create` arguments: a prompt with visible content within the
+ * length limit, and a positive whole number of seconds whose first occurrence
+ * is a representable date.
+ * @param args - raw tool arguments.
+ * @param limits - configured limits.
+ * @param now - creation time in epoch milliseconds.
+ * @returns the trimmed prompt and the interval.
+ * @throws LoopError before anything is appended.
+ */
+export function validateCreateInput(args: unknown, limits: LoopCreateLimits, now: number): LoopCreateInput {
+  if (!isRecord(args)) {
+    throw new LoopError('invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.')
+  }
+  assertOnlyKeys('loop_create', args, ['prompt', 'time_in_seconds'])
+  const prompt = validatePrompt(args.prompt, limits)
+  return { prompt, time_in_seconds: validateInterval(args.time_in_seconds, now) }
 }
 
 /**
@@ -300,7 +323,7 @@ function decodeRecord(value: unknown): LoopRecord {
   const { id, prompt, time_in_seconds: seconds, next_at: nextAt, title, allow_steer: allowSteer } = value
   if (!isLoopId(id)) corrupt('invalid id')
   if (typeof prompt !== 'string' || prompt === '' || PADDED.test(prompt)) corrupt(`invalid prompt for ${id}`)
-  // Records written before intervals were bounded stay readable (and deletable): any positive safe integer.
+  // Any positive safe integer (§3.1), also one whose next occurrence no longer fits a date: it stays deletable.
   if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds <= 0)
     corrupt(`invalid time_in_seconds for ${id}`)
   if (!isStoredInstant(nextAt)) corrupt(`invalid next_at for ${id}`)
@@ -457,37 +480,4 @@ export function deleteChange(id: string): LoopChange {
  */
 export function dispatchChange(id: string, nextAt: number): LoopChange {
   return { version: 1, operation: 'dispatch', id, next_at: nextAt }
-}
-
-/** What the session itself says about one loop's heartbeats at the instant it is due. */
-export interface DeliveryFacts {
-  /** Whether the agent is running (a turn or a step is in progress). */
-  readonly running: boolean
-  /** Whether a heartbeat of this loop is still waiting, unconsumed, in the agent's inbox. */
-  readonly waiting: boolean
-  /** Whether a heartbeat of this loop is already a user message of the open turn. */
-  readonly inOpenTurn: boolean
-}
-
-/** How one due occurrence is handled. */
-export type Delivery =
-  | { readonly kind: 'send'; readonly target: 'next-step' | 'next-turn' }
-  | { readonly kind: 'replace'; readonly target: 'next-turn' }
-  | { readonly kind: 'coalesce' }
-
-/**
- * The delivery rule. At most one undelivered heartbeat per loop: while one waits
- * for a running agent, the occurrence only advances the schedule. A heartbeat left
- * waiting in an idle agent's inbox (a Stop that kept the inbox, a turn that ended
- * in an error, a crash) has nothing to deliver it, so it is replaced by a fresh
- * one that wakes the agent. At most one heartbeat per loop per turn: a loop the
- * open turn already took waits for the next turn, so every turn ends. Otherwise
- * adaptive: the next step while running, a new turn while idle.
- * @param facts - inbox and turn facts derived from the session for the due loop.
- * @returns send (with its inbox target), replace the stale waiting heartbeat, or coalesce.
- */
-export function chooseDelivery(facts: DeliveryFacts): Delivery {
-  if (facts.waiting) return facts.running ? { kind: 'coalesce' } : { kind: 'replace', target: 'next-turn' }
-  if (!facts.running || facts.inOpenTurn) return { kind: 'send', target: 'next-turn' }
-  return { kind: 'send', target: 'next-step' }
 }

@@ -52,7 +52,7 @@ export function describeNextDue(nextAt: number, now: number): NextDue {
 
 /**
  * An instant as ISO 8601 UTC, total over every number: beyond the range a Date
- * represents (a record written before intervals were bounded) it says so instead of throwing.
+ * represents (a dispatch past the last date a timestamp holds) it says so instead of throwing.
  * @param epochMs - epoch milliseconds.
  * @returns `2026-11-30T00:00:07.000Z`, or `beyond the representable date range`.
  */

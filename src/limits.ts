@@ -40,6 +40,3 @@ export const LOOP_SETTING_RANGES: { readonly [Field in LoopBoundSetting]: WholeN
 
 /** The settings namespace the loop section is stored under (`settings.yaml`, key `loop`). */
 export const LOOP_SETTINGS_NAMESPACE = 'loop'
-
-/** Longest interval: 365 days, so every `next_at` stays a representable date. */
-export const MAX_INTERVAL_SECONDS = 31_536_000

@@ -1,23 +1,61 @@
 /**
- * The per-agent runtime: one bounded one-shot timer on an injected clock;
- * serialized coalesced drives; the transaction queue tools share; heartbeat
- * delivery and the retry. What the session holds is its {@link SessionView}.
+ * The per-agent runtime of §7: the incremental fold the drive reads, one
+ * bounded one-shot timer on an injected clock, serialized coalesced drives of
+ * one due loop each, the transaction queue the tools share, and heartbeat
+ * delivery with its retry. The pure event decoding and fold are `domain.ts`.
  * @module dsh-plugin-loop/loop
  */
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent, PreStepDecision } from '@deepseek-ai/dsh-agent'
 import { createUserMessage, type MessageId } from '@deepseek-ai/dsh-llm'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
-import { realClock, type LoopClock, type TimerHandle } from './clock.ts'
-import { LOOP_CHANGE_EVENT, activeLoops, chooseDelivery, dispatchChange, type TrackedLoopFold } from './domain.ts'
+import {
+  LOOP_CHANGE_EVENT,
+  activeLoops,
+  applyLoopChange,
+  decodeLoopChange,
+  dispatchChange,
+  emptyLoopFold,
+  type TrackedLoopFold,
+} from './domain.ts'
 import { LoopError } from './errors.ts'
 import { HEARTBEAT_SOURCE, readHeartbeat, renderHeartbeat } from './heartbeat.ts'
 import { describeError } from './format.ts'
 import { flushSession } from './persistence.ts'
 import { createReport, type LoopReport } from './report.ts'
-import { SessionView, waitingHeartbeats, type InboxMessage } from './session-view.ts'
-import { clockSkewedLoops, dueLoops, earliestNextAt, nextOccurrence, rescheduledNextAt } from './timing.ts'
+import { earliestDueLoop, earliestNextAt, firstClockSkewedLoop, nextOccurrence, rescheduledNextAt } from './timing.ts'
 import type { LoopChange, LoopRecord } from './types.ts'
+
+/**
+ * Wall-clock time and one-shot timers: the one place the runtime, the tools and
+ * the command read the time and arm timers, so a test can drive them with a
+ * manual clock instead of patching globals.
+ */
+/** An armed timer (§6: the handle Node's `setTimeout` returns); only {@link LoopClock.clearTimer} reads it. */
+export type TimerHandle = ReturnType<typeof setTimeout>
+
+export interface LoopClock {
+  /** Epoch milliseconds now. */
+  now(): number
+  /** Run `fn` once after `ms` milliseconds; returns the handle to cancel it. */
+  setTimer(fn: () => void, ms: number): TimerHandle
+  /** Cancel a timer armed by {@link setTimer}; a fired or cancelled one is ignored. */
+  clearTimer(handle: TimerHandle): void
+}
+
+/**
+ * The process clock. Globals are read at every call, not captured, so tests that
+ * fake `Date` and `setTimeout` (vitest fake timers) still steer it; a real
+ * `setTimeout` keeps the caller's async context (who started a drive).
+ */
+export const realClock: LoopClock = {
+  now: () => Date.now(),
+  setTimer: (fn, ms) => setTimeout(fn, ms),
+  clearTimer: (handle) => clearTimeout(handle),
+}
+
+/** Node's longest timer delay (a signed 32-bit count of milliseconds, §7.1); a longer one fires at once. */
+const MAX_TIMER_DELAY_MS = 2_147_483_647
 
 /**
  * Longest single timer wait. Node's timers do not count time the machine is
@@ -50,6 +88,169 @@ export interface LoopRuntimeOptions {
   readonly oneShot: boolean
   /** Time and timers; the process clock unless a test drives its own. */
   readonly clock?: LoopClock | undefined
+}
+
+/** What the session itself says about one loop's heartbeats at the instant it is due. */
+export interface DeliveryFacts {
+  /** Whether the agent is running (a turn or a step is in progress). */
+  readonly running: boolean
+  /** Whether a heartbeat of this loop is still waiting, unconsumed, in the agent's inbox. */
+  readonly waiting: boolean
+  /** Whether a heartbeat of this loop is already a user message of the open turn. */
+  readonly inOpenTurn: boolean
+}
+
+/** How one due occurrence is handled. */
+export type Delivery =
+  | { readonly kind: 'send'; readonly target: 'next-step' | 'next-turn' }
+  | { readonly kind: 'replace'; readonly target: 'next-turn' }
+  | { readonly kind: 'coalesce' }
+
+/**
+ * The delivery rule. At most one undelivered heartbeat per loop: while one waits
+ * for a running agent, the occurrence only advances the schedule. A heartbeat left
+ * waiting in an idle agent's inbox (a Stop that kept the inbox, a turn that ended
+ * in an error, a crash) has nothing to deliver it, so it is replaced by a fresh
+ * one that wakes the agent. At most one heartbeat per loop per turn: a loop the
+ * open turn already took waits for the next turn, so every turn ends. Otherwise
+ * adaptive: the next step while running, a new turn while idle.
+ * @param facts - inbox and turn facts derived from the session for the due loop.
+ * @returns send (with its inbox target), replace the stale waiting heartbeat, or coalesce.
+ */
+export function chooseDelivery(facts: DeliveryFacts): Delivery {
+  if (facts.waiting) return facts.running ? { kind: 'coalesce' } : { kind: 'replace', target: 'next-turn' }
+  if (!facts.running || facts.inOpenTurn) return { kind: 'send', target: 'next-turn' }
+  return { kind: 'send', target: 'next-step' }
+}
+
+/** An inbox message as the view reads it: a heartbeat or anything else, with its id. */
+export interface InboxMessage {
+  /** The message id the inbox removes it by. */
+  readonly id: MessageId
+}
+
+/**
+ * Each loop's heartbeats among `messages`, by message id, in inbox order.
+ * @param messages - the inbox's waiting messages.
+ * @returns loop id → the ids of its waiting heartbeats; loops without one are absent.
+ */
+export function waitingHeartbeats(messages: Iterable<InboxMessage>): Map<string, MessageId[]> {
+  const waiting = new Map<string, MessageId[]>()
+  for (const message of messages) {
+    const heartbeat = readHeartbeat(message)
+    if (heartbeat === undefined) continue
+    const ids = waiting.get(heartbeat.loopId)
+    if (ids === undefined) waiting.set(heartbeat.loopId, [message.id])
+    else ids.push(message.id)
+  }
+  return waiting
+}
+
+/**
+ * One session's loops and the loops whose heartbeat its open turn took. The
+ * log is read once, when the runtime first needs it ({@link catchUp}); after
+ * that the view is kept current without following the log: the runtime is the
+ * only writer of `loop/change` in its session and folds each change it appends
+ * ({@link foldAppended}), and the open turn comes from the agent's claims, which
+ * name their turn. A corrupt record throws out of the call that folds it and
+ * leaves the view at that record.
+ */
+export class SessionView {
+  /** The loops folded so far. */
+  readonly fold: TrackedLoopFold = emptyLoopFold()
+  private next: number
+  private read = false
+  /** The turn {@link openTurn} belongs to; undefined when no turn is known to be open. */
+  private turn: number | undefined
+  /** Loops whose heartbeat is a user message of {@link turn}. */
+  private readonly openTurn = new Set<string>()
+
+  /**
+   * @param from - the first position to fold: events before it (a fork's inherited seed) are not this session's.
+   */
+  constructor(from: number) {
+    this.next = from
+  }
+
+  /** Whether the log has been read: from then on, only appended changes are folded. */
+  get caughtUp(): boolean {
+    return this.read
+  }
+
+  /** The loops whose heartbeat the open turn already took. */
+  get openTurnHeartbeats(): ReadonlySet<string> {
+    return this.openTurn
+  }
+
+  /**
+   * Read the log once, in two passes, as cheap as a resumed log of a million
+   * events allows: every loop change forward, then only the events after the
+   * last turn boundary for the open turn's heartbeats. Indexing, not slicing,
+   * so the log is never copied. A corrupt record throws and the next call
+   * resumes at it.
+   * @param events - the whole log (its index is its position).
+   */
+  catchUp(events: readonly SessionEvent[]): void {
+    const from = this.next
+    for (let index = from; index < events.length; index += 1) {
+      const event = events[index]!
+      if (event.type === LOOP_CHANGE_EVENT) applyLoopChange(this.fold, decodeLoopChange(event.data))
+      this.next = index + 1
+    }
+    this.read = true
+    let openTurnFrom = from
+    for (let index = events.length - 1; index >= from; index -= 1) {
+      const event = events[index]!
+      if (event.type === 'turn/end') this.enterTurn(undefined)
+      else if (event.type === 'turn/start') this.enterTurn(turnOf(event))
+      else continue
+      openTurnFrom = index + 1
+      break
+    }
+    for (let index = openTurnFrom; index < events.length; index += 1) {
+      const event = events[index]!
+      if (event.type === 'user/message') this.noteHeartbeat(event.data)
+    }
+  }
+
+  /**
+   * Fold a `loop/change` this runtime just appended (the log's only writer of them).
+   * @param event - the event exactly as recorded.
+   */
+  foldAppended(event: SessionEvent): void {
+    applyLoopChange(this.fold, decodeLoopChange(event.data))
+  }
+
+  /**
+   * Count a heartbeat the agent took out of its inbox for a turn, before DSH
+   * logs it as the step's user message; it no longer waits. A claim for a newer
+   * turn than the one the view knows begins that turn's set.
+   * @param message - the claimed message, untrusted.
+   * @param turn - the turn that claimed it.
+   */
+  noteClaimed(message: unknown, turn: number): void {
+    if (turn !== this.turn) this.enterTurn(turn)
+    this.noteHeartbeat(message)
+  }
+
+  /** Begin a turn's set (undefined: no turn open); the same turn keeps what it has. */
+  private enterTurn(turn: number | undefined): void {
+    if (turn !== undefined && turn === this.turn) return
+    this.turn = turn
+    this.openTurn.clear()
+  }
+
+  /** Remember a heartbeat the open turn took. */
+  private noteHeartbeat(message: unknown): void {
+    const heartbeat = readHeartbeat(message)
+    if (heartbeat !== undefined) this.openTurn.add(heartbeat.loopId)
+  }
+}
+
+/** The turn number a `turn/start` names (DSH's claims name the same numbers); undefined if it names none. */
+function turnOf(event: SessionEvent): number | undefined {
+  const data = event.data as { readonly turn?: unknown }
+  return typeof data.turn === 'number' ? data.turn : undefined
 }
 
 /** The loop a change touches, for error messages. */
@@ -297,6 +498,15 @@ export class LoopRuntime {
     return fault
   }
 
+  /** Whether the session has an active loop; a faulted fold has none that can fire. */
+  private hasLoops(): boolean {
+    try {
+      return activeLoops(this.sync()).length > 0
+    } catch {
+      return false
+    }
+  }
+
   /** Cancel the armed timer, if any. */
   private clearTimer(): void {
     if (this.timer === undefined) return
@@ -307,7 +517,7 @@ export class LoopRuntime {
   /** Arm the one timer for `target`, waking at most {@link MAX_TIMER_WAIT_MS} later to re-read the clock. */
   private arm(target: number, now: number): void {
     this.clearTimer()
-    const delay = Math.min(Math.max(target - now, 0), MAX_TIMER_WAIT_MS)
+    const delay = Math.min(Math.max(target - now, 0), MAX_TIMER_WAIT_MS, MAX_TIMER_DELAY_MS)
     this.timer = this.clock.setTimer(() => {
       this.timer = undefined
       this.requestDrive()
@@ -335,56 +545,50 @@ export class LoopRuntime {
   }
 
   /**
-   * What is to be done now: every schedule to correct and every due occurrence.
-   * With nothing to do it arms the timer for the earliest occurrence (nothing
-   * without loops) and returns undefined; so does a faulted fold.
+   * One drive, the steps of §7.2: stop unless the exact agent is live; flush, so
+   * the fold is the durable one; take the active loop with the earliest
+   * `next_at <= now` (ties in fold order), or, with none due, arm the timer for
+   * the earliest future one and finish; send its heartbeat by the delivery rule;
+   * append its dispatch; flush; drive again. A loop that a wrong clock scheduled
+   * too far ahead is, with none due, put back one interval from now the same way.
+   * A failed step leaves the durable state as it was and retries later.
    */
-  private plan(now: number): DrivePlan | undefined {
+  private async driveOnce(): Promise<void> {
+    this.clearTimer()
+    if (this.stopping || !this.isLive()) return
+    try {
+      await flushSession(this.ctx, this.agent.session)
+    } catch (error) {
+      // A session without loops has nothing to retry for (a host without persistence): its next create drives again.
+      if (this.hasLoops()) this.retryLater(describeError(error))
+      return
+    }
+    if (this.stopping || !this.isLive()) return
     let loops: LoopRecord[]
     try {
       loops = activeLoops(this.sync())
     } catch {
-      return undefined
+      return
     }
-    const plan = { skewed: clockSkewedLoops(loops, now), due: dueLoops(loops, now) }
-    if (plan.skewed.length > 0 || plan.due.length > 0) return plan
-    this.retryDelay = FIRST_RETRY_DELAY_MS
-    const target = earliestNextAt(loops)
-    if (target !== undefined) this.arm(target, now)
-    return undefined
-  }
-
-  /**
-   * One drive, a group commit: decide over the folded state; only when something
-   * is to be done flush once, decide again over the durable state, handle every
-   * loop due now and append its dispatch, make the whole batch durable with one
-   * flush, and drive again.
-   */
-  private async driveOnce(): Promise<void> {
-    this.clearTimer()
-    if (this.stopping || !this.isLive() || this.plan(this.clock.now()) === undefined) return
+    const now = this.clock.now()
+    const due = earliestDueLoop(loops, now)
+    const loop = due ?? firstClockSkewedLoop(loops, now)
+    if (loop === undefined) {
+      this.retryDelay = FIRST_RETRY_DELAY_MS
+      const target = earliestNextAt(loops)
+      if (target !== undefined) this.arm(target, now)
+      return
+    }
+    const failure = loop === due ? this.deliver(loop, now) : this.reschedule(loop, now)
+    if (failure !== undefined) {
+      this.retryLater(failure)
+      return
+    }
     try {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {
-      this.retryLater(describeError(error))
-      return
-    }
-    if (this.stopping || !this.isLive()) return
-    const now = this.clock.now()
-    const plan = this.plan(now)
-    if (plan === undefined) return
-    const { handled, failure } = this.handleBatch(plan, now)
-    if (handled.length > 0) {
-      try {
-        await flushSession(this.ctx, this.agent.session)
-      } catch (error) {
-        // The advances are only in memory: not done until a later flush succeeds.
-        this.retryLater(`${describeBatch(handled)} not durable yet: ${describeError(error)}`)
-        return
-      }
-    }
-    if (failure !== undefined) {
-      this.retryLater(failure)
+      // The advance is only in memory: not done until a later flush succeeds.
+      this.retryLater(`the dispatch of ${loop.id} is not durable yet: ${describeError(error)}`)
       return
     }
     this.retryDelay = FIRST_RETRY_DELAY_MS
@@ -392,64 +596,44 @@ export class LoopRuntime {
   }
 
   /**
-   * Handle a drive's batch synchronously, in order: correct every skewed schedule,
-   * then deliver every due loop by the delivery rule, each with its dispatch
-   * appended right after its send. Stops at the first send the inbox refuses or
-   * append the log refuses (the rest is left to the retry), and once this runtime
-   * is being disposed or its agent is no longer the live root (checked before every send).
-   * @returns the loops whose dispatch was appended, and why the batch stopped early.
+   * Deliver one due loop by the delivery rule and append its dispatch.
+   * @returns why it failed, if it did: the inbox refused the heartbeat or the log the dispatch.
    */
-  private handleBatch(
-    plan: DrivePlan,
-    now: number,
-  ): { readonly handled: readonly string[]; readonly failure?: string } {
-    const handled: string[] = []
-    for (const loop of plan.skewed) {
-      this.report.info(
-        `session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`,
-      )
-      const failure = this.recordDispatch(loop, rescheduledNextAt(loop, now))
-      if (failure !== undefined) return { handled, failure }
-      handled.push(loop.id)
-    }
-    // One inbox scan per batch; claims our own wake-ups cause keep it current (noteClaimed).
-    const waiting = this.view.watchWaiting(this.inboxMessages())
-    try {
-      for (const loop of plan.due) {
-        if (this.stopping || !this.isLive()) break
-        const stale = waiting.get(loop.id)
-        const delivery = chooseDelivery({
-          running: this.agent.status === 'running',
-          waiting: stale !== undefined,
-          inOpenTurn: this.view.openTurnHeartbeats.has(loop.id),
-        })
-        if (delivery.kind !== 'coalesce') {
-          try {
-            if (delivery.kind === 'replace') {
-              // Nothing would deliver it (an idle agent does not wake by itself): the fresh heartbeat takes its place and wakes it.
-              this.report.info(
-                `session "${this.agent.id}": the heartbeat of ${loop.id} waited in the inbox of an idle agent; replacing it with one that wakes the agent`,
-              )
-              this.withdrawHeartbeats(stale)
-            }
-            const message = createUserMessage({
-              content: [{ type: 'text', text: renderHeartbeat(loop) }],
-              source: { ...HEARTBEAT_SOURCE },
-            })
-            this.agent.send(message, delivery.target, true)
-          } catch (error) {
-            return { handled, failure: `heartbeat for ${loop.id} was not admitted: ${describeError(error)}` }
-          }
+  private deliver(loop: LoopRecord, now: number): string | undefined {
+    const waiting = waitingHeartbeats(this.inboxMessages()).get(loop.id)
+    const delivery = chooseDelivery({
+      running: this.agent.status === 'running',
+      waiting: waiting !== undefined,
+      inOpenTurn: this.view.openTurnHeartbeats.has(loop.id),
+    })
+    if (delivery.kind !== 'coalesce') {
+      try {
+        if (delivery.kind === 'replace') {
+          // Nothing would deliver it (an idle agent does not wake by itself): the fresh heartbeat takes its place and wakes it.
+          this.report.info(
+            `session "${this.agent.id}": the heartbeat of ${loop.id} waited in the inbox of an idle agent; replacing it with one that wakes the agent`,
+          )
+          this.withdrawHeartbeats(waiting)
         }
-        // Not recorded on failure: the retry decides again; a heartbeat already sent waits in the inbox, so it coalesces.
-        const failure = this.recordDispatch(loop, nextOccurrence(loop, now))
-        if (failure !== undefined) return { handled, failure }
-        handled.push(loop.id)
+        const message = createUserMessage({
+          content: [{ type: 'text', text: renderHeartbeat(loop) }],
+          source: { ...HEARTBEAT_SOURCE },
+        })
+        this.agent.send(message, delivery.target, true)
+      } catch (error) {
+        return `heartbeat for ${loop.id} was not admitted: ${describeError(error)}`
       }
-    } finally {
-      this.view.unwatchWaiting()
     }
-    return { handled }
+    // Not recorded on failure: the retry decides again; a heartbeat already sent waits in the inbox, so it coalesces.
+    return this.recordDispatch(loop, nextOccurrence(loop, now))
+  }
+
+  /** Put a loop a wrong clock scheduled too far ahead back one interval from now; returns why it failed, if it did. */
+  private reschedule(loop: LoopRecord, now: number): string | undefined {
+    this.report.info(
+      `session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`,
+    )
+    return this.recordDispatch(loop, rescheduledNextAt(loop, now))
   }
 
   /** Append one dispatch; returns why it could not be recorded, if it could not. */
@@ -463,15 +647,4 @@ export class LoopRuntime {
     this.foldAppended(event)
     return undefined
   }
-}
-
-/** A drive's work: the schedules a wrong clock left too far ahead (creation order), and the due loops (`next_at` order). */
-interface DrivePlan {
-  readonly skewed: readonly LoopRecord[]
-  readonly due: readonly LoopRecord[]
-}
-
-/** `the dispatch of loop_a is` or `the dispatches of 3 loops (loop_a, …) are`, for a retry's log line. */
-function describeBatch(ids: readonly string[]): string {
-  return ids.length === 1 ? `the dispatch of ${ids[0]} is` : `the dispatches of ${ids.length} loops (${ids[0]}, …) are`
 }

@@ -5,15 +5,21 @@
  */
 import type { LoopRecord } from './types.ts'
 
+/** The last instant a JavaScript `Date` can hold (+275760-09-13T00:00:00Z), in epoch milliseconds. */
+export const LATEST_DATE_MS = 8_640_000_000_000_000
+
 /**
- * Every due loop in the order a drive handles them: earliest `next_at <= now` first, ties in creation order.
- * @param loops - active loops in creation order.
+ * The loop a drive handles now (§7.2 step 4): the earliest `next_at <= now`, ties in fold order.
+ * @param loops - active loops in fold (creation) order.
  * @param now - decision time.
- * @returns a new array, empty when none is due.
+ * @returns the loop, or undefined when none is due.
  */
-export function dueLoops(loops: readonly LoopRecord[], now: number): LoopRecord[] {
-  // Array.prototype.sort is stable, so equal next_at keep creation order.
-  return loops.filter((loop) => loop.next_at <= now).sort((a, b) => a.next_at - b.next_at)
+export function earliestDueLoop(loops: readonly LoopRecord[], now: number): LoopRecord | undefined {
+  let earliest: LoopRecord | undefined
+  for (const loop of loops) {
+    if (loop.next_at <= now && (earliest === undefined || loop.next_at < earliest.next_at)) earliest = loop
+  }
+  return earliest
 }
 
 /**
@@ -28,11 +34,9 @@ export function earliestNextAt(loops: readonly LoopRecord[]): number | undefined
 }
 
 /**
- * Anti-burst advance: skip whole missed intervals so the result is strictly after
- * `now`, on the loop's original cadence. A one-second loop delayed five seconds
- * yields one heartbeat, not five. A late dispatch also skips a cadence point less
- * than half an interval away, so the catch-up heartbeat after a sleep or restart
- * is never followed almost at once by the next one.
+ * The anti-burst advance of §7.3: skip whole missed intervals so the result is
+ * strictly after `now`, on the loop's original cadence. A one-second loop
+ * delayed five seconds yields one heartbeat, not five.
  * @param loop - the loop just dispatched.
  * @param now - dispatch time.
  * @returns the next `next_at`.
@@ -40,20 +44,20 @@ export function earliestNextAt(loops: readonly LoopRecord[]): number | undefined
 export function nextOccurrence(loop: LoopRecord, now: number): number {
   const intervalMs = loop.time_in_seconds * 1000
   const skipped = Math.floor((now - loop.next_at) / intervalMs) + 1
-  const next = loop.next_at + skipped * intervalMs
-  return next - now < intervalMs / 2 ? next + intervalMs : next
+  return loop.next_at + skipped * intervalMs
 }
 
 /**
- * Loops whose `next_at` lies more than one and a half intervals ahead (further
- * than {@link nextOccurrence} or a create ever schedules): only a wall clock
- * that was wrong when they were scheduled (set forward, then corrected) puts them there.
- * @param loops - active loops in creation order.
+ * The first loop, in fold order, whose `next_at` lies more than one and a half
+ * intervals ahead (further than {@link nextOccurrence} or a create ever
+ * schedules): only a wall clock that was wrong when it was scheduled (set
+ * forward, then corrected) puts it there.
+ * @param loops - active loops in fold order.
  * @param now - decision time.
- * @returns a new array in creation order, empty when none is skewed.
+ * @returns the loop, or undefined when none is skewed.
  */
-export function clockSkewedLoops(loops: readonly LoopRecord[], now: number): LoopRecord[] {
-  return loops.filter((loop) => loop.next_at - now > loop.time_in_seconds * 1500)
+export function firstClockSkewedLoop(loops: readonly LoopRecord[], now: number): LoopRecord | undefined {
+  return loops.find((loop) => loop.next_at - now > loop.time_in_seconds * 1500)
 }
 
 /**
@@ -64,4 +68,13 @@ export function clockSkewedLoops(loops: readonly LoopRecord[], now: number): Loo
  */
 export function rescheduledNextAt(loop: LoopRecord, now: number): number {
   return now + loop.time_in_seconds * 1000
+}
+
+/**
+ * The longest interval a loop created at `now` may have: its first occurrence must still be a date.
+ * @param now - creation time in epoch milliseconds.
+ * @returns whole seconds.
+ */
+export function longestIntervalSeconds(now: number): number {
+  return Math.floor((LATEST_DATE_MS - now) / 1000)
 }

@@ -8,7 +8,6 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import type { LoopConfig } from './config.ts'
-import { MAX_INTERVAL_SECONDS } from './limits.ts'
 import {
   activeLoops,
   allocateLoopId,
@@ -127,18 +126,20 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
         time_in_seconds: {
           type: 'integer',
           required: true,
-          description: `Interval in whole seconds, from 1 to ${MAX_INTERVAL_SECONDS} (365 days).`,
+          description: 'Interval in whole seconds (a positive integer), for example 30.',
         },
       },
       output: { schema: VIEW_SCHEMA, render: oneShot ? renderJsonWithOneShotNote : renderJson },
       async execute(args, exec): Promise<LoopView> {
         assertOwner(agent, exec.agent)
         // Bad input is refused before the call waits in the queue.
-        const input = validateCreateInput(args, config())
+        validateCreateInput(args, config(), runtime.clock.now())
         await options.beforeCreate?.()
         return runtime.transact('loop_create', exec.signal, (state) => {
           assertRoomForLoop(state, config().maxLoopsPerSession)
           const now = runtime.clock.now()
+          // Again at the instant the record is made: the settings or the date range may have moved while it queued.
+          const input = validateCreateInput(args, config(), now)
           const loop = createLoopRecord(input, allocateLoopId(state, randomHex), now)
           return { result: toLoopView(loop, now), change: createChange(loop) }
         })

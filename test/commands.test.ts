@@ -100,13 +100,27 @@ describe('/loop through the real command runtime', () => {
     })
   })
 
-  it('refuses /loop 8700000000000 before appending, and lists and deletes a legacy far-future loop', async () => {
+  it('refuses /loop 8700000000000 before appending (past the last date), and lists and deletes a far-future loop', async () => {
+    const longest = Math.floor((8.64e15 - NOW) / 1000)
     expect(await runCommand(host, fake.agent, '/loop 8700000000000 far away')).toEqual({
       kind: 'error',
-      text: 'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.',
+      text: `time_in_seconds is 8700000000000, so the first heartbeat would fall after +275760-09-13T00:00:00.000Z, the last date a timestamp can hold; the longest interval accepted now is ${longest} seconds.`,
     })
     expect(loopChanges(fake.agent)).toEqual([])
-    // A record an earlier build accepted (its next_at lies beyond what a Date represents), in a log this build reopens.
+    // The longest interval accepted now is a loop like any other: it lists, with its date, and deletes.
+    const created = await runCommand(host, fake.agent, `/loop ${longest} the longest`)
+    expect(created.kind).toBe('success')
+    const [change] = loopChanges(fake.agent) as [{ loop: { id: string; next_at: number } }]
+    expect(change.loop.next_at).toBe(NOW + longest * 1000)
+    expect(await runCommand(host, fake.agent, '/loop list')).toEqual({
+      kind: 'success',
+      text: `1 active loop:\n${change.loop.id}  every 99979213d  next in 99979213d (+275760-09-13T00:00:00.000Z)  the longest`,
+    })
+    expect(await runCommand(host, fake.agent, `/loop delete ${change.loop.id}`)).toEqual({
+      kind: 'success',
+      text: `Deleted ${change.loop.id}.`,
+    })
+    // A record whose next_at lies beyond what a Date represents (written by an earlier build), in a log this build reopens.
     fake.agent.session.append('loop/change', {
       version: 1,
       operation: 'create',
@@ -154,7 +168,7 @@ describe('/loop through the real command runtime', () => {
   it('passes the tool validation message through as the command error', async () => {
     expect(await runCommand(host, fake.agent, '/loop 0 check')).toEqual({
       kind: 'error',
-      text: 'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.',
+      text: 'time_in_seconds must be a positive whole number of seconds, for example 30.',
     })
     expect(await runCommand(host, fake.agent, '/loop delete loop_missing')).toEqual({
       kind: 'error',

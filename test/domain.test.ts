@@ -1,10 +1,9 @@
-/** Pure loop domain (src/domain.ts): validation, ids, decoding, the fold, views and the delivery rule. */
+/** Pure loop domain (src/domain.ts): validation, ids, decoding, the fold, views. */
 import { describe, expect, it } from 'vitest'
 import {
   activeLoops,
   allocateLoopId,
   assertRoomForLoop,
-  chooseDelivery,
   isLoopId,
   applyLoopChange,
   createChange,
@@ -20,7 +19,6 @@ import {
   validateListInput,
   emptyLoopFold,
 } from '../src/domain.ts'
-import { MAX_INTERVAL_SECONDS } from '../src/limits.ts'
 import { NOW, caught, event, foldOf, loopA, loopB } from './support/loop-fixtures.ts'
 
 const LIMITS = { maxPromptLength: 4000 }
@@ -28,7 +26,7 @@ const LIMITS = { maxPromptLength: 4000 }
 describe('create validation', () => {
   it('trims the prompt, normalizes CRLF and keeps the interval', () => {
     expect(
-      validateCreateInput({ prompt: '  Summarize failures \r\n  then report\n', time_in_seconds: 30 }, LIMITS),
+      validateCreateInput({ prompt: '  Summarize failures \r\n  then report\n', time_in_seconds: 30 }, LIMITS, NOW),
     ).toEqual({
       prompt: 'Summarize failures \n  then report',
       time_in_seconds: 30,
@@ -104,22 +102,22 @@ describe('create validation', () => {
       'prompt contains the control or non-text character U+FFFE at position 4; only printable text, tabs and line breaks are allowed.',
     ],
   ])('rejects %j with %s', (args, code, message) => {
-    const error = caught(() => validateCreateInput(args, LIMITS))
+    const error = caught(() => validateCreateInput(args, LIMITS, NOW))
     expect([error.code, error.message]).toEqual([code, message])
   })
 
   it('accepts tabs, line breaks, paired surrogates and text around zero-width characters', () => {
-    expect(validateCreateInput({ prompt: 'a\tb\nc \uD83D\uDE00 \u200Bd', time_in_seconds: 1 }, LIMITS).prompt).toBe(
-      'a\tb\nc \uD83D\uDE00 \u200Bd',
-    )
+    expect(
+      validateCreateInput({ prompt: 'a\tb\nc \uD83D\uDE00 \u200Bd', time_in_seconds: 1 }, LIMITS, NOW).prompt,
+    ).toBe('a\tb\nc \uD83D\uDE00 \u200Bd')
   })
 
   it('refuses a prompt longer than the configured limit, naming it and its setting', () => {
     expect(
-      validateCreateInput({ prompt: 'x'.repeat(10), time_in_seconds: 1 }, { maxPromptLength: 10 }).prompt,
+      validateCreateInput({ prompt: 'x'.repeat(10), time_in_seconds: 1 }, { maxPromptLength: 10 }, NOW).prompt,
     ).toHaveLength(10)
     const error = caught(() =>
-      validateCreateInput({ prompt: ` ${'x'.repeat(11)} `, time_in_seconds: 1 }, { maxPromptLength: 10 }),
+      validateCreateInput({ prompt: ` ${'x'.repeat(11)} `, time_in_seconds: 1 }, { maxPromptLength: 10 }, NOW),
     )
     expect([error.code, error.message]).toEqual([
       'prompt_too_long',
@@ -127,30 +125,35 @@ describe('create validation', () => {
     ])
   })
 
-  it.each([
-    0,
-    -5,
-    1.5,
-    Number.NaN,
-    Number.POSITIVE_INFINITY,
-    '30',
-    MAX_INTERVAL_SECONDS + 1,
-    8_700_000_000_000,
-    Number.MAX_SAFE_INTEGER + 1,
-    undefined,
-  ])('rejects time_in_seconds %s', (seconds) => {
-    const error = caught(() => validateCreateInput({ prompt: 'p', time_in_seconds: seconds }, LIMITS))
-    expect(error.code).toBe('invalid_interval')
-    expect(error.message).toBe(
-      'time_in_seconds must be a whole number of seconds from 1 to 31536000 (365 days), for example 30.',
-    )
-  })
+  it.each([0, -5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '30', Number.MAX_SAFE_INTEGER + 1, undefined])(
+    'rejects time_in_seconds %s',
+    (seconds) => {
+      const error = caught(() => validateCreateInput({ prompt: 'p', time_in_seconds: seconds }, LIMITS, NOW))
+      expect([error.code, error.message]).toEqual([
+        'invalid_interval',
+        'time_in_seconds must be a positive whole number of seconds, for example 30.',
+      ])
+    },
+  )
 
-  it('accepts the one-second minimum and the 365-day maximum', () => {
-    expect(validateCreateInput({ prompt: 'p', time_in_seconds: 1 }, LIMITS).time_in_seconds).toBe(1)
-    expect(validateCreateInput({ prompt: 'p', time_in_seconds: MAX_INTERVAL_SECONDS }, LIMITS).time_in_seconds).toBe(
-      31_536_000,
+  it('accepts every positive safe integer whose first occurrence is still a date, and says why a longer one is refused', () => {
+    // The last date a timestamp holds is 8.64e15 ms.
+    const longest = Math.floor((8.64e15 - NOW) / 1000)
+    expect(validateCreateInput({ prompt: 'p', time_in_seconds: 1 }, LIMITS, NOW).time_in_seconds).toBe(1)
+    expect(validateCreateInput({ prompt: 'p', time_in_seconds: 31_536_001 }, LIMITS, NOW).time_in_seconds).toBe(
+      31_536_001,
     )
+    expect(validateCreateInput({ prompt: 'p', time_in_seconds: longest }, LIMITS, NOW).time_in_seconds).toBe(longest)
+    expect(createLoopRecord({ prompt: 'p', time_in_seconds: longest }, 'loop_x', NOW).next_at).toBeLessThanOrEqual(
+      8.64e15,
+    )
+    for (const seconds of [longest + 1, Number.MAX_SAFE_INTEGER]) {
+      const error = caught(() => validateCreateInput({ prompt: 'p', time_in_seconds: seconds }, LIMITS, NOW))
+      expect([error.code, error.message]).toEqual([
+        'invalid_interval',
+        `time_in_seconds is ${seconds}, so the first heartbeat would fall after +275760-09-13T00:00:00.000Z, the last date a timestamp can hold; the longest interval accepted now is ${longest} seconds.`,
+      ])
+    }
   })
 
   it('refuses a create beyond the per-session limit, naming it and its setting', () => {
@@ -362,29 +365,5 @@ describe('views', () => {
   it('derives scheduled and overdue views', () => {
     expect(toLoopView(loopA, NOW)).toEqual({ ...loopA, state: 'scheduled', delivery_mode: 'session-local' })
     expect(toLoopView(loopA, NOW + 1000)).toEqual({ ...loopA, state: 'overdue', delivery_mode: 'session-local' })
-  })
-})
-
-describe('delivery rule', () => {
-  it.each([
-    ['idle', { running: false, waiting: false, inOpenTurn: false }, { kind: 'send', target: 'next-turn' }],
-    [
-      'running, not yet in this turn',
-      { running: true, waiting: false, inOpenTurn: false },
-      { kind: 'send', target: 'next-step' },
-    ],
-    [
-      'running, already in this turn',
-      { running: true, waiting: false, inOpenTurn: true },
-      { kind: 'send', target: 'next-turn' },
-    ],
-    [
-      'a heartbeat left waiting in an idle inbox',
-      { running: false, waiting: true, inOpenTurn: false },
-      { kind: 'replace', target: 'next-turn' },
-    ],
-    ['a heartbeat still waiting (running)', { running: true, waiting: true, inOpenTurn: true }, { kind: 'coalesce' }],
-  ])('%s', (_name, facts, expected) => {
-    expect(chooseDelivery(facts)).toEqual(expected)
   })
 })

@@ -223,8 +223,8 @@ describe('a flush fails inside a drive', () => {
   )
 })
 
-describe('a batch: every loop due in one drive, one flush for all their dispatches', () => {
-  /** Three 5 s loops created together: all due at NOW + 5000, handled in one drive in creation order. */
+describe('loops due together: one drive each, each dispatch flushed before the next send', () => {
+  /** Three 5 s loops created together: all due at NOW + 5000, driven one after another in creation order. */
   async function threeLoops(): Promise<[string, string, string]> {
     const ids = [await create('batch A', 5), await create('batch B', 5), await create('batch C', 5)] as [
       string,
@@ -252,19 +252,23 @@ describe('a batch: every loop due in one drive, one flush for all their dispatch
   }
 
   it.each(FLUSH_FAULTS)(
-    'flush %s after a batch: all three sent once, none durable; the retry saves all three and sends nothing twice',
+    'flush %s after the first dispatch: only the first loop is sent, not durable; the retry saves it and sends the other two once',
     async (fault) => {
       const ids = await threeLoops()
       const injection = failFlush(host, fault, { after: 1 })
       await advance(1000)
-      // One flush before deciding, one for the whole batch.
+      // One flush before deciding, one for the first dispatch; no drive follows a failed flush but the retry.
       expect(injection.calls()).toBe(2)
       injection.restore()
-      expect(sent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual(ids.map((id) => [id, NOW + 5000]))
+      expect(sent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual([[ids[0], NOW + 5000]])
       expect(await durable()).toEqual(creates(ids))
       await advance(1000)
       expect(await durable()).toEqual([...creates(ids), ...ids.map((id) => dispatchRecord(id, NOW + 10_000))])
-      expect(sent).toHaveLength(3)
+      expect(sent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual([
+        [ids[0], NOW + 5000],
+        [ids[1], NOW + 6000],
+        [ids[2], NOW + 6000],
+      ])
       await advance(4000)
       expect(sent).toHaveLength(6)
       await expectConsistent()
@@ -322,40 +326,47 @@ describe('a batch: every loop due in one drive, one flush for all their dispatch
     await expectConsistent()
   })
 
-  it('the agent is disposed while the batch flush is in flight: all three dispatches are saved once and the resumed session repeats none', async () => {
+  it('the agent is disposed while the first dispatch flush is in flight: it is saved once, and the resumed session sends the other two at once and repeats none', async () => {
     const ids = await threeLoops()
     const real = host.ctx.sessions.flush
-    let releaseBatchFlush: () => void = () => undefined
+    let releaseDispatchFlush: () => void = () => undefined
     let flushes = 0
     const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
       flushes += 1
       if (flushes !== 2) return real(session)
       return new Promise<boolean>((resolve) => {
-        releaseBatchFlush = () => resolve(real(session))
+        releaseDispatchFlush = () => resolve(real(session))
       })
     })
     await vi.advanceTimersByTimeAsync(1000)
     await settle()
-    expect(sent.map((heartbeat) => heartbeat.loopId)).toEqual(ids)
+    expect(sent.map((heartbeat) => heartbeat.loopId)).toEqual([ids[0]])
     const disposal = fake.handle.dispose()
     await vi.advanceTimersByTimeAsync(0)
-    releaseBatchFlush()
+    releaseDispatchFlush()
     await disposal
     spy.mockRestore()
-    expect(await durable()).toEqual([...creates(ids), ...ids.map((id) => dispatchRecord(id, NOW + 10_000))])
+    expect(await durable()).toEqual([...creates(ids), dispatchRecord(ids[0], NOW + 10_000)])
 
     const resumed = await resumeFakeAgent(host, SESSION)
     const resumedSent = recordHeartbeats(resumed.send)
-    await advance(4999)
-    expect(resumedSent).toEqual([])
-    await advance(1)
-    expect(resumedSent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual(
-      ids.map((id) => [id, NOW + 10_000]),
-    )
+    await advance(0)
+    expect(resumedSent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual([
+      [ids[1], NOW + 5000],
+      [ids[2], NOW + 5000],
+    ])
+    await advance(5000)
+    expect(resumedSent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual([
+      [ids[1], NOW + 5000],
+      [ids[2], NOW + 5000],
+      [ids[0], NOW + 10_000],
+      [ids[1], NOW + 10_000],
+      [ids[2], NOW + 10_000],
+    ])
     await expectConsistent(SESSION, [...sent, ...resumedSent])
   })
 
-  it('the runtime is disposed from inside the batch (by its first send): nothing more is sent, the first dispatch is saved, nothing is armed', async () => {
+  it('the runtime is disposed by its first send while three loops are due: nothing more is sent, the first dispatch is saved, nothing is armed', async () => {
     await host.dispose()
     host = await bootHost({ loop: false })
     const bare = await createFakeAgent(host, 'ses-batch-dispose')

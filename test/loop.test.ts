@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { SessionId } from '@deepseek-ai/dsh-session'
-import { FIRST_RETRY_DELAY_MS, LoopRuntime, MAX_TIMER_WAIT_MS } from '../src/loop.ts'
+import { FIRST_RETRY_DELAY_MS, LoopRuntime, MAX_TIMER_WAIT_MS, chooseDelivery } from '../src/loop.ts'
 import * as loopPlugin from '../src/index.ts'
-import { holdFlushes, recordTimers } from './support/faults.ts'
+import { failFlush, holdFlushes, recordTimers } from './support/faults.ts'
 import { createChange } from '../src/domain.ts'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import {
@@ -135,30 +135,26 @@ describe('delivery', () => {
       `send ${id} next-turn`,
       `append loop/change ${JSON.stringify({ version: 1, operation: 'dispatch', id, next_at: NOW + 2000 })}`,
       'flush ses-run',
+      // Step 11: the drive it requests flushes, finds nothing due and arms the timer.
+      'flush ses-run',
     ])
     expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
   })
 
-  it('handles every loop due now in one drive (a group commit): next_at order, each dispatch right after its send, one flush before and one after', async () => {
-    const a = await create('A', 4)
-    const b = await create('B', 2)
-    const c = await create('C', 3)
+  it('drives 20 loops overdue together one at a time (§7.2): next_at order, each dispatch flushed before the next send', async () => {
+    // Created in this order; overdue by different amounts, so they fall due in reverse creation order.
+    const ids: string[] = []
+    for (let index = 0; index < 20; index += 1) ids.push(await create(`P${index}`, 40 - index))
     await settle()
-    vi.setSystemTime(NOW + 10_000) // asleep: all three are overdue, due in the order B, C, A
+    vi.setSystemTime(NOW + 100_000) // asleep: all twenty are overdue
     const steps: string[] = []
-    // The timer still waits for B's 2 s; when it fires, all three are due.
     const realFlush = host.ctx.sessions.flush
     const flush = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
       steps.push('flush')
       return realFlush(session)
     })
-    const names = new Map([
-      [a, 'A'],
-      [b, 'B'],
-      [c, 'C'],
-    ])
     fake.send.mockImplementation((message) => {
-      steps.push(`send ${/<prompt>(\w)<\/prompt>/.exec((message.content[0] as { text: string }).text)![1]}`)
+      steps.push(`send ${/<prompt>(P\d+)<\/prompt>/.exec((message.content[0] as { text: string }).text)![1]}`)
     })
     const session = fake.agent.session
     const realAppend = session.append.bind(session) as (
@@ -166,13 +162,15 @@ describe('delivery', () => {
       data: unknown,
     ) => ReturnType<typeof session.append>
     const append = vi.spyOn(session, 'append').mockImplementation(((type: string, data: unknown) => {
-      steps.push(`append ${names.get((data as { id: string }).id)}`)
+      steps.push(`append P${ids.indexOf((data as { id: string }).id)}`)
       return realAppend(type, data)
     }) as typeof session.append)
-    await advance(2000)
+    // The timer waits for the 21 s loop (P19); when it fires, all twenty are due.
+    await advance(21_000)
     flush.mockRestore()
     append.mockRestore()
-    expect(steps).toEqual(['flush', 'send B', 'append B', 'send C', 'append C', 'send A', 'append A', 'flush'])
+    const order = Array.from({ length: 20 }, (_, index) => `P${19 - index}`)
+    expect(steps).toEqual([...order.flatMap((name) => ['flush', `send ${name}`, `append ${name}`, 'flush']), 'flush'])
     expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
   })
 
@@ -761,6 +759,26 @@ describe('a log that was corrupt before the runtime observed it', () => {
     await runtime.dispose()
     await stopFakeHost(bare)
   })
+
+  it('fails closed without a retry when its first flush fails too', async () => {
+    useFakeClock()
+    const bare = await bootHost({ loop: false })
+    const agent = await createFakeAgent(bare, 'ses-early-corrupt-unflushed')
+    agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
+    const injection = failFlush(bare, 'reject', { times: 1 })
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    runtime.start()
+    await advance(5000)
+    injection.restore()
+    // A retry would have flushed again after 1 s.
+    expect(injection.calls()).toBe(1)
+    expect(agent.send).not.toHaveBeenCalled()
+    await expect(runtime.transact('loop_list', signal(), () => ({ result: 0 }))).rejects.toThrow(
+      'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_ghost).',
+    )
+    await runtime.dispose()
+    await stopFakeHost(bare)
+  })
 })
 
 describe('one waiting heartbeat per loop', () => {
@@ -1086,5 +1104,29 @@ describe('a heartbeat claimed but not yet logged', () => {
     expect(fake.agent.inbox.nextStep).toEqual([])
     await advance(1000)
     expect(fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step', 'next-turn'])
+  })
+})
+
+describe('delivery rule', () => {
+  it.each([
+    ['idle', { running: false, waiting: false, inOpenTurn: false }, { kind: 'send', target: 'next-turn' }],
+    [
+      'running, not yet in this turn',
+      { running: true, waiting: false, inOpenTurn: false },
+      { kind: 'send', target: 'next-step' },
+    ],
+    [
+      'running, already in this turn',
+      { running: true, waiting: false, inOpenTurn: true },
+      { kind: 'send', target: 'next-turn' },
+    ],
+    [
+      'a heartbeat left waiting in an idle inbox',
+      { running: false, waiting: true, inOpenTurn: false },
+      { kind: 'replace', target: 'next-turn' },
+    ],
+    ['a heartbeat still waiting (running)', { running: true, waiting: true, inOpenTurn: true }, { kind: 'coalesce' }],
+  ])('%s', (_name, facts, expected) => {
+    expect(chooseDelivery(facts)).toEqual(expected)
   })
 })

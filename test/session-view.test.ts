@@ -3,7 +3,7 @@ import { createUserMessage, MessageId } from '@deepseek-ai/dsh-llm'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { createChange, deleteChange, dispatchChange } from '../src/domain.ts'
 import { renderHeartbeat } from '../src/heartbeat.ts'
-import { SessionView, waitingHeartbeats } from '../src/session-view.ts'
+import { SessionView, waitingHeartbeats } from '../src/loop.ts'
 import { bootHost, createFakeAgent, type Host } from './support/host.ts'
 
 const LOOP = { id: 'loop_00000001', prompt: 'check CI', time_in_seconds: 60, next_at: 1_000 }
@@ -125,21 +125,14 @@ describe('the session view over plain events', () => {
     )
   })
 
-  it('keeps a watched scan current through claims until the batch ends', () => {
+  it('collects the loops whose heartbeat the open turn claimed, and starts over at a new turn', () => {
     const view = new SessionView(0)
-    const first = heartbeatOf('loop_a', 'msg-1')
-    const second = heartbeatOf('loop_a', 'msg-2')
-    const third = heartbeatOf('loop_b', 'msg-3')
-    const waiting = view.watchWaiting([first, second, third])
-    view.noteClaimed(first, 1)
-    expect(waiting.get('loop_a')).toEqual([MessageId('msg-2')])
-    view.noteClaimed(third, 1)
-    expect(waiting.has('loop_b')).toBe(false)
+    view.noteClaimed(heartbeatOf('loop_a', 'msg-1'), 1)
     view.noteClaimed({ role: 'user', content: [{ type: 'text', text: 'not a heartbeat' }] }, 1)
+    view.noteClaimed(heartbeatOf('loop_b', 'msg-3'), 1)
     expect([...view.openTurnHeartbeats]).toEqual(['loop_a', 'loop_b'])
-    view.unwatchWaiting()
-    view.noteClaimed(second, 1)
-    expect(waiting.get('loop_a')).toEqual([MessageId('msg-2')])
+    view.noteClaimed(heartbeatOf('loop_b', 'msg-4'), 2)
+    expect([...view.openTurnHeartbeats]).toEqual(['loop_b'])
   })
 })
 

@@ -1,9 +1,10 @@
 /**
  * An independent statement of which `loop_create` inputs must be accepted and
  * what must be stored, written from the rules (not from the plugin's code):
- * an object with exactly `prompt` and `time_in_seconds`; a whole number of
- * seconds from 1 to 31,536,000; a prompt stored trimmed with CRLF as LF,
- * refused for control characters other than TAB and LF (C0, DEL, C1, lone CR),
+ * an object with exactly `prompt` and `time_in_seconds`; a positive safe
+ * integer of seconds whose first occurrence is still a date; a prompt stored
+ * trimmed with CRLF as LF, refused for control characters other than TAB and LF
+ * (C0, DEL, C1, lone CR),
  * lone surrogates and U+FFFE/U+FFFF, refused without a visible character, and
  * refused beyond the prompt-length bound. Where the rules leave room (which
  * characters count as visible, which length is measured, whether a forbidden
@@ -11,8 +12,16 @@
  * test only checks the invariants.
  */
 
-/** Largest accepted interval: 365 days. */
-export const MAX_INTERVAL_SECONDS = 31_536_000
+/** The last instant a JavaScript Date holds, in epoch milliseconds. */
+const LATEST_DATE_MS = 8.64e15
+
+/** The longest interval accepted at `now`: its first occurrence must still be a date. */
+export function longestInterval(now: number): number {
+  return Math.floor((LATEST_DATE_MS - now) / 1000)
+}
+
+/** The longest interval accepted at the time this module loads, for generators (it shrinks by one each second). */
+export const LONGEST_INTERVAL_AT_LOAD = longestInterval(Date.now())
 
 /** Default `maxPromptLength`. */
 export const DEFAULT_MAX_PROMPT_LENGTH = 4000
@@ -40,14 +49,19 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * The expectation for one set of raw `loop_create` arguments.
  * @param args - what the model sent.
  * @param maxPromptLength - the configured bound.
+ * @param now - the creation time.
  * @returns accept (with the stored values), refuse, or either.
  */
-export function expectCreate(args: unknown, maxPromptLength = DEFAULT_MAX_PROMPT_LENGTH): CreateExpectation {
+export function expectCreate(
+  args: unknown,
+  maxPromptLength = DEFAULT_MAX_PROMPT_LENGTH,
+  now = Date.now(),
+): CreateExpectation {
   if (!isPlainObject(args)) return { kind: 'refuse', reason: 'not an object' }
   const extra = Object.keys(args).find((key) => key !== 'prompt' && key !== 'time_in_seconds')
   if (extra !== undefined) return { kind: 'refuse', reason: `extra field ${extra}` }
   const { prompt, time_in_seconds: seconds } = args
-  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 1 || seconds > MAX_INTERVAL_SECONDS) {
+  if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds < 1 || seconds > longestInterval(now)) {
     return { kind: 'refuse', reason: 'interval' }
   }
   if (typeof prompt !== 'string') return { kind: 'refuse', reason: 'prompt type' }

@@ -2,7 +2,7 @@
  * A clock a test moves by hand: time stands still until {@link ManualClock.advance},
  * which fires every timer whose instant it passes, in instant order. No global is patched.
  */
-import type { LoopClock, TimerHandle } from '../../src/clock.ts'
+import type { LoopClock, TimerHandle } from '../../src/loop.ts'
 
 /** One armed timer. */
 interface ManualTimer {
@@ -29,12 +29,12 @@ export class ManualClock implements LoopClock {
   setTimer(fn: () => void, ms: number): TimerHandle {
     const timer = { at: this.current + ms, fn }
     this.timers.add(timer)
-    return timer
+    return timer as unknown as TimerHandle
   }
 
   /** Cancel a timer; unknown or fired handles are ignored. */
   clearTimer(handle: TimerHandle): void {
-    this.timers.delete(handle as ManualTimer)
+    this.timers.delete(handle as unknown as ManualTimer)
   }
 
   /** The instants of the armed timers, earliest first. */
