@@ -1,6 +1,7 @@
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { agentEvents, emitAgentEvent } from '@deepseek-ai/dsh-agent'
 import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
@@ -15,7 +16,9 @@ import {
   runCommand,
   runTool,
   settle,
+  signal,
   tempDir,
+  type FakeAgent,
   type Host,
 } from './support/host.ts'
 import { holdFlushes } from './support/faults.ts'
@@ -281,5 +284,83 @@ describe('lifecycle', () => {
     expect(loopChanges(fake.agent)).toEqual(expected)
     expect(await persistedLoopChanges(host, 'ses-replaced')).toEqual(expected)
     expect(host.ctx.agents.get(SessionId('ses-replaced'))).toBe(fake.agent)
+  })
+
+  // dsh-agent-loop's lifecycle disposer (AgentLoop.prepare) awaits the agent's scope fiber (every
+  // agent.ctx effect, so the runtime's cleanup) before it leaves the registry and the session store;
+  // only then can the session be resumed, into a Session the persistence reads afresh.
+  it('a replacement agent for the same session is served by its own runtime: DSH tears the old agent down before it unregisters it, and the replacement holds a new Session', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
+    const host = await boot()
+    const sessionId = SessionId('ses-replacement')
+    const old = await createFakeAgent(host, 'ses-replacement')
+    const created = await runTool(host, old.agent, 'loop_create', { prompt: 'outlive the agent', time_in_seconds: 1 })
+    if (created.isError) throw new Error(created.error.message)
+    const id = (created.value as { id: string }).id
+    await settle()
+
+    // What the old agent's teardown has done by each registry edge, and when the replacement is announced.
+    const seen = () => ({
+      registered: host.ctx.agents.get(sessionId) === old.agent,
+      live: host.ctx.sessions.get(sessionId) === old.agent.session,
+      loopTools: host.ctx.tools.get('loop_create', old.agent) !== undefined,
+    })
+    const order: [string, object][] = []
+    let replacement: Promise<FakeAgent> | undefined
+    host.ctx.on('agent/disposed', ({ agent }) => {
+      if (agent !== old.agent) return
+      order.push(['agent/disposed', seen()])
+      // The earliest a replacement can be asked for: the old agent has left the registry, its session is still live.
+      replacement = resumeFakeAgent(host, 'ses-replacement')
+    })
+    host.ctx.on('session/disposed', (session) => {
+      if (session === old.agent.session) order.push(['session/disposed', seen()])
+    })
+    host.ctx.on('agent/created', ({ agent }) => {
+      order.push([
+        'agent/created',
+        { sameAgent: agent === old.agent, sameSession: agent.session === old.agent.session },
+      ])
+    })
+
+    const disposal = old.handle.dispose()
+    // While the old agent is torn down, DSH refuses a replacement on either path.
+    await expect(resumeFakeAgent(host, 'ses-replacement')).rejects.toThrow(
+      'cannot prepare session "ses-replacement" while it is live',
+    )
+    await expect(createFakeAgent(host, 'ses-replacement')).rejects.toThrow('session "ses-replacement" already exists')
+    await disposal
+    const next = await replacement!
+    // The loop's cleanup for the old agent (its runtime-table entry and its tools) ran before the agent
+    // left the registry, and the replacement is a new agent on a new Session.
+    expect(order).toEqual([
+      ['agent/disposed', { registered: false, live: true, loopTools: false }],
+      ['session/disposed', { registered: false, live: false, loopTools: false }],
+      ['agent/created', { sameAgent: false, sameSession: false }],
+    ])
+    expect(host.ctx.agents.get(sessionId)).toBe(next.agent)
+
+    // The replacement's claims and pre-step checks reach its runtime.
+    await advance(1000)
+    expect(next.send).toHaveBeenCalledTimes(1)
+    const [heartbeat, firstTarget] = next.send.mock.calls[0]!
+    expect(firstTarget).toBe('next-turn')
+    // DSH claims the heartbeat for a step of turn 1 while the agent runs: the next occurrence waits for a new turn.
+    next.setStatus('running')
+    emitAgentEvent(host.ctx, next.agent, 'agent/inbox/claimed', { message: heartbeat, turn: 1 })
+    await advance(1000)
+    expect(next.send.mock.calls.map(([, target]) => target)).toEqual(['next-turn', 'next-turn'])
+    // A delete decided after the claim keeps the heartbeat out of the step DSH is about to enter.
+    expect(await runCommand(host, next.agent, `/loop delete ${id}`)).toEqual({
+      kind: 'success',
+      text: `Deleted ${id}.`,
+    })
+    const decision = await agentEvents(host.ctx, next.agent).waterfall(
+      'agent/pre-step',
+      { messages: [heartbeat], turn: 1, step: 1, signal: signal() },
+      () => Promise.resolve({ kind: 'enter', messages: [heartbeat] }),
+    )
+    expect(decision).toEqual({ kind: 'enter', messages: [] })
+    expect(old.send).not.toHaveBeenCalled()
   })
 })
