@@ -4,7 +4,6 @@
  */
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
-import type { Session } from '@deepseek-ai/dsh-session'
 import { registerLoopCommand } from './commands.ts'
 import { Config, DEFAULT_LOOP_CONFIG, watchLoopConfig, type LoopConfig } from './config.ts'
 import { LoopRuntime, realClock } from './loop.ts'
@@ -53,8 +52,12 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   // Absent where DSH provides no home (an in-process host without app-boot): no hints, no start-up path.
   const home = loopHomeFiles(ctx)
   const cleanups = new Map<Agent, () => Promise<void>>()
-  /** Runtimes by session, so a claim reaches its session's runtime in O(1). */
-  const runtimes = new Map<Session, LoopRuntime>()
+  /**
+   * Runtimes by their exact agent, so a claim reaches its runtime in O(1). Keyed by agent, not
+   * session: a replacement agent's entry can then never be removed by its predecessor's cleanup,
+   * whatever order a host tears agents down in.
+   */
+  const runtimes = new Map<Agent, LoopRuntime>()
 
   /** Attach a runtime and tools to one root agent, unwinding with the agent. */
   const adopt = (agent: Agent): void => {
@@ -64,10 +67,10 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     const cleanup = agent.ctx.effect(() => {
       const beforeCreate = home === undefined ? undefined : () => noteSessionHint(home.hints, agent.session.id)
       const disposeTools = registerLoopTools(agent.ctx, runtime, { config: currentConfig, oneShot, beforeCreate })
-      runtimes.set(agent.session, runtime)
+      runtimes.set(agent, runtime)
       runtime.start()
       return async () => {
-        runtimes.delete(agent.session)
+        runtimes.delete(agent)
         disposeTools()
         await runtime.dispose()
         cleanups.delete(agent)
@@ -82,7 +85,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     // It folds the changes it appends itself, and the open turn comes from here: DSH takes a
     // message out of the inbox, naming the turn, before it logs it as the step's user message.
     const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message, turn }) =>
-      runtimes.get(agent.session)?.noteClaimed(message, turn),
+      runtimes.get(agent)?.noteClaimed(message, turn),
     )
     // Outermost (prepend) and after every inner hook (`await next()`), so nothing this plugin
     // did not see can change the step's input between this check and DSH logging it.
@@ -90,7 +93,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
       'agent/pre-step',
       async ({ agent, messages }, next) => {
         const decision = await next()
-        return runtimes.get(agent.session)?.admitStep(messages, decision) ?? decision
+        return runtimes.get(agent)?.admitStep(messages, decision) ?? decision
       },
       { prepend: true },
     )
