@@ -10,11 +10,11 @@
 import { act, cleanup, fireEvent, render, screen, within } from '@testing-library/react'
 import { createElement } from 'react'
 import { describe, expect, it, vi } from 'vitest'
-import { deferred, type Deferred } from '../support/ui-deferred.ts'
-import { languageSource, translator, type Language } from '../support/ui-locale.ts'
-import { A, B, C, D, T0, loop, projectionSource, runAtT0 } from '../support/ui-loops.ts'
-import type { LoopProjection, LoopRecord } from '../../src/types.ts'
-import { LoopDock } from '../../src/ui/LoopDock.tsx'
+import { deferred, type Deferred } from './support/ui-deferred.ts'
+import { languageSource, translator, type Language } from './support/ui-locale.ts'
+import { A, B, C, D, T0, loop, projectionSource, runAtT0 } from './support/ui-loops.ts'
+import type { LoopProjection, LoopRecord } from '../src/types.ts'
+import { LoopDock } from '../src/ui/LoopDock.tsx'
 import {
   REPAINT_MS,
   deleteCommand,
@@ -24,9 +24,9 @@ import {
   readDeleteReply,
   summaryText,
   thrownDeleteFailure,
-} from '../../src/ui/dock.ts'
-import { localDue, localInterval } from '../../src/ui/locales.ts'
-import type { LoopDockProps } from '../../src/ui/slot-props.ts'
+} from '../src/ui/dock.ts'
+import { localDue, localInterval } from '../src/ui/locales.ts'
+import type { LoopDockProps } from '../src/ui/slot-props.ts'
 
 const SUCCESS = { ok: true, value: { commandId: 'cmd-1', result: { kind: 'success', text: 'Deleted loop_aaaa1111.' } } }
 

@@ -15,17 +15,17 @@ import { join, resolve } from 'node:path'
 import * as React from 'react'
 import * as ReactJsxRuntime from 'react/jsx-runtime'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
-import * as sourceEntry from '../../src/ui/index.ts'
-import type { ShadowedRenderer } from '../../src/ui/heartbeat.ts'
-import type { HeartbeatRowInjected, HeartbeatRowProps } from '../../src/ui/HeartbeatRow.tsx'
-import type { LoopClientContext, LoopSettingsInjected } from '../../src/ui/index.ts'
-import { LOOP_DICTIONARIES, type LoopTranslate } from '../../src/ui/locales.ts'
-import type { LoopSettingsCardProps } from '../../src/ui/LoopSettingsCard.tsx'
-import type { SettingsScopeLike, SettingsScopeSnapshot } from '../../src/ui/settings-form.ts'
-import type { LoopDockInjected, LoopDockProps } from '../../src/ui/slot-props.ts'
-import type { ToolCallRowInjected, ToolCallRowProps } from '../../src/ui/ToolCallRow.tsx'
+import * as sourceEntry from '../src/ui/index.ts'
+import type { ShadowedRenderer } from '../src/ui/heartbeat.ts'
+import type { HeartbeatRowInjected, HeartbeatRowProps } from '../src/ui/HeartbeatRow.tsx'
+import type { LoopClientContext, LoopSettingsInjected } from '../src/ui/index.ts'
+import { LOOP_DICTIONARIES, type LoopTranslate } from '../src/ui/locales.ts'
+import type { LoopSettingsCardProps } from '../src/ui/LoopSettingsCard.tsx'
+import type { SettingsScopeLike, SettingsScopeSnapshot } from '../src/ui/settings-form.ts'
+import type { LoopDockInjected, LoopDockProps } from '../src/ui/slot-props.ts'
+import type { ToolCallRowInjected, ToolCallRowProps } from '../src/ui/ToolCallRow.tsx'
 
-const ROOT = resolve(import.meta.dirname, '../..')
+const ROOT = resolve(import.meta.dirname, '..')
 const SEED: Record<string, unknown> = {
   react: React,
   'react/jsx-runtime': ReactJsxRuntime,
