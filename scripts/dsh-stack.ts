@@ -348,6 +348,21 @@ export async function createSession(url: string, cwd: string = PROJECT): Promise
   return (await call<{ sessionId: string }>(url, 'session.create', { cwd })).sessionId
 }
 
+/** The composer's model list for a session: the current selection and every model it may choose. */
+export interface SessionModels {
+  readonly current: { readonly provider: string; readonly model: string }
+  readonly groups: readonly { readonly id: string; readonly models: readonly { readonly id: string }[] }[]
+}
+
+/**
+ * Open a session as DSH web does when the user clicks it in the sidebar: the composer asks for its
+ * model list (`session.models`), which brings a stored session live through the host's own resolver.
+ * @returns the model list.
+ */
+export async function openSession(url: string, sessionId: string): Promise<SessionModels> {
+  return call<SessionModels>(url, 'session.models', { sessionId })
+}
+
 /** Reopen (resume) an existing session after a restart without starting a turn. */
 export async function reopenSession(url: string, sessionId: string, cwd: string = PROJECT): Promise<void> {
   await call(url, 'session.create', { sessionId, cwd })

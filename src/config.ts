@@ -51,10 +51,6 @@ function boundRule(field: LoopBoundSetting): SettingRule<number> {
 const SETTING_RULES: { readonly [Field in keyof LoopConfig]: SettingRule<LoopConfig[Field]> } = {
   maxLoopsPerSession: boundRule('maxLoopsPerSession'),
   maxPromptLength: boundRule('maxPromptLength'),
-  resumeOnStart: {
-    schema: z.boolean().default(DEFAULT_LOOP_CONFIG.resumeOnStart),
-    accepts: 'true or false',
-  },
 }
 
 /** The settings, in the order warnings name them. */
@@ -65,21 +61,16 @@ export const Config: z<LoopConfig> = z
   .object({
     maxLoopsPerSession: SETTING_RULES.maxLoopsPerSession.schema,
     maxPromptLength: SETTING_RULES.maxPromptLength.schema,
-    resumeOnStart: SETTING_RULES.resumeOnStart.schema,
   })
   .i18n({
     en: {
       maxLoopsPerSession: 'Maximum active loops per session. Creating one more is refused until one is deleted.',
       maxPromptLength:
         'Maximum prompt length in characters. A longer prompt is refused; every heartbeat repeats the prompt.',
-      resumeOnStart:
-        'When DSH web starts, bring back every session holding an active loop, so loops keep running across a restart. Each such session is read in full and stays live; every overdue loop fires once.',
     },
     zh: {
       maxLoopsPerSession: '每个会话最多可同时存在的循环数。达到上限后，需先删除一个才能再创建。',
       maxPromptLength: '提示词的最大长度（字符）。超出的提示词会被拒绝；每次心跳都会重复发送提示词。',
-      resumeOnStart:
-        'DSH web 启动时，恢复所有包含活动循环的会话，使循环在重启后继续运行。每个这样的会话都会被完整读取并保持活动；每个已逾期的循环会触发一次。',
     },
   }) as z<LoopConfig>
 

@@ -10,7 +10,6 @@ import { LoopRuntime, realClock } from './loop.ts'
 import { registerLoopEventType } from './persistence.ts'
 import { registerLoopProjection } from './projection.ts'
 import { createReport } from './report.ts'
-import { loopHomeFiles, noteSessionHint, startRevival } from './revive.ts'
 import { registerLoopTools } from './tools.ts'
 
 export type * from './types.ts'
@@ -49,8 +48,6 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   const clock = realClock
   registerLoopCommand(ctx, clock)
 
-  // Absent where DSH provides no home (an in-process host without app-boot): no hints, no start-up path.
-  const home = loopHomeFiles(ctx)
   const cleanups = new Map<Agent, () => Promise<void>>()
   /**
    * Runtimes by their exact agent, so a claim reaches its runtime in O(1). Keyed by agent, not
@@ -65,8 +62,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     const oneShot = ctx.get(ONE_SHOT_SERVICE) !== undefined
     const runtime = new LoopRuntime(ctx, agent, { oneShot, clock })
     const cleanup = agent.ctx.effect(() => {
-      const beforeCreate = home === undefined ? undefined : () => noteSessionHint(home.hints, agent.session.id)
-      const disposeTools = registerLoopTools(agent.ctx, runtime, { config: currentConfig, oneShot, beforeCreate })
+      const disposeTools = registerLoopTools(agent.ctx, runtime, { config: currentConfig, oneShot })
       runtimes.set(agent, runtime)
       runtime.start()
       return async () => {
@@ -100,10 +96,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     const stopCreated = ctx.on('agent/created', ({ agent }) => adopt(agent))
     // Agents already live (a hot reload, a late install) get no agent/created.
     for (const agent of ctx.agents.roots()) adopt(agent)
-    const stopRevival =
-      home === undefined ? undefined : startRevival(ctx, { ...home, enabled: () => currentConfig().resumeOnStart })
     return async () => {
-      await stopRevival?.()
       stopCreated()
       stopPreStep()
       stopClaimed()

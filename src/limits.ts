@@ -12,15 +12,12 @@ export interface LoopConfig {
   readonly maxLoopsPerSession: number
   /** Longest prompt, in characters; a longer one is refused, never cut. */
   readonly maxPromptLength: number
-  /** Whether a long-lived host brings back, at start, every session holding an active loop. */
-  readonly resumeOnStart: boolean
 }
 
 /** Defaults: room for a real workflow, far from a runaway. */
 export const DEFAULT_LOOP_CONFIG: LoopConfig = Object.freeze({
   maxLoopsPerSession: 20,
   maxPromptLength: 4000,
-  resumeOnStart: true,
 })
 
 /** An inclusive whole-number range. */

@@ -16,8 +16,6 @@ export interface ReportLogger {
 
 /** Where the plugin's lines go. */
 export interface LoopReport {
-  /** Something the user must know (the start-up report): the log at info, and the terminal. */
-  notice(line: string): void
   /** A problem (a bad setting, a failed drive, a corrupt log): the log at warn, and the terminal. */
   warn(line: string): void
   /** Detail for the host log only (a corrected schedule, a replaced heartbeat). */
@@ -32,10 +30,6 @@ export interface LoopReport {
 export function createReport(logger: ReportLogger): LoopReport {
   const print = (line: string): void => console.error(`loop: ${line}`)
   return {
-    notice(line) {
-      logger.info(line)
-      print(line)
-    },
     warn(line) {
       logger.warn(line)
       print(line)

@@ -99,8 +99,6 @@ export interface LoopToolOptions {
   readonly config: () => LoopConfig
   /** Whether this is a one-shot host, where loops are saved but never fire. */
   readonly oneShot: boolean
-  /** Runs after validation and before the create is queued: the durable start-up hint (SPEC.md, "Resume on start"). */
-  readonly beforeCreate?: (() => Promise<void>) | undefined
 }
 
 /**
@@ -134,7 +132,6 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
         assertOwner(agent, exec.agent)
         // Bad input is refused before the call waits in the queue.
         validateCreateInput(args, config(), runtime.clock.now())
-        await options.beforeCreate?.()
         return runtime.transact('loop_create', exec.signal, (state) => {
           assertRoomForLoop(state, config().maxLoopsPerSession)
           const now = runtime.clock.now()

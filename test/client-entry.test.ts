@@ -315,7 +315,7 @@ async function checkEntry(entry: Entry) {
     inject: expect.any(Function),
   })
   const face = card.options.inject()
-  expect(Object.keys(face).sort()).toEqual(['discard', 'edit', 'hooks', 'resetField', 'resetToggle', 'save', 'toggle'])
+  expect(Object.keys(face).sort()).toEqual(['discard', 'edit', 'hooks', 'resetField', 'save'])
   // As the slot renderer binds `hooks.loopSettings` into `useLoopSettings`.
   const store = face.hooks.loopSettings
   const { hooks: _hooks, ...actions } = face

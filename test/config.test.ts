@@ -23,11 +23,11 @@ const TOO_MANY = (active: number, limit: number) =>
 const ONBOARDING = 'ui-onboarding:\n  welcomeNoticeVersion: 2026-08-13.1\n'
 
 describe('resolveLoopSettings', () => {
-  const lastValid = { maxLoopsPerSession: 7, maxPromptLength: 99, resumeOnStart: false }
+  const lastValid = { maxLoopsPerSession: 7, maxPromptLength: 99 }
 
   it('applies every valid field and resolves an absent or empty one to its default', () => {
     expect(resolveLoopSettings({ maxLoopsPerSession: 1000, maxPromptLength: 1 }, lastValid)).toEqual({
-      config: { maxLoopsPerSession: 1000, maxPromptLength: 1, resumeOnStart: true },
+      config: { maxLoopsPerSession: 1000, maxPromptLength: 1 },
       invalid: [],
     })
     expect(resolveLoopSettings({ maxLoopsPerSession: null }, lastValid)).toEqual({
@@ -35,6 +35,11 @@ describe('resolveLoopSettings', () => {
       invalid: [],
     })
     expect(resolveLoopSettings(undefined, lastValid)).toEqual({ config: DEFAULT_LOOP_CONFIG, invalid: [] })
+    // A field an earlier build had (resumeOnStart) is neither applied nor warned about.
+    expect(resolveLoopSettings({ maxLoopsPerSession: 3, resumeOnStart: false }, lastValid)).toEqual({
+      config: { maxLoopsPerSession: 3, maxPromptLength: 4000 },
+      invalid: [],
+    })
   })
 
   it('keeps the last valid value of each invalid field and names it', () => {
@@ -43,18 +48,15 @@ describe('resolveLoopSettings', () => {
         resolveLoopSettings({ maxLoopsPerSession: value, maxPromptLength: 50 }, lastValid),
         JSON.stringify(value),
       ).toEqual({
-        config: { maxLoopsPerSession: 7, maxPromptLength: 50, resumeOnStart: true },
+        config: { maxLoopsPerSession: 7, maxPromptLength: 50 },
         invalid: [{ field: 'maxLoopsPerSession', value, accepts: 'a whole number from 1 to 1000', kept: 7 }],
       })
     }
-    expect(
-      resolveLoopSettings({ maxLoopsPerSession: 0, maxPromptLength: 100_001, resumeOnStart: 'no' }, lastValid),
-    ).toEqual({
+    expect(resolveLoopSettings({ maxLoopsPerSession: 0, maxPromptLength: 100_001 }, lastValid)).toEqual({
       config: lastValid,
       invalid: [
         { field: 'maxLoopsPerSession', value: 0, accepts: 'a whole number from 1 to 1000', kept: 7 },
         { field: 'maxPromptLength', value: 100_001, accepts: 'a whole number from 1 to 100000', kept: 99 },
-        { field: 'resumeOnStart', value: 'no', accepts: 'true or false', kept: false },
       ],
     })
   })
@@ -129,7 +131,7 @@ describe('an invalid loop section in the settings document', () => {
     ])
     // The namespace is served (the Settings card's source), holding the stored value as it is.
     expect(settings.describe().find((entry) => entry.ns === 'loop')?.user).toEqual({ maxLoopsPerSession: 0 })
-    expect(loopValue()).toEqual({ maxLoopsPerSession: 0, maxPromptLength: 4000, resumeOnStart: true })
+    expect(loopValue()).toEqual({ maxLoopsPerSession: 0, maxPromptLength: 4000 })
 
     const fake = await createFakeAgent(host, 'ses-invalid-start')
     expect((await runTool(host, fake.agent, 'loop_create', { prompt: 'a', time_in_seconds: 60 })).isError).toBe(false)

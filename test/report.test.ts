@@ -30,13 +30,6 @@ describe('the report', () => {
     expect(printed).toEqual([['loop: session "s": a corrupt log (50%)']])
   })
 
-  it('sends a notice to the logger at info and to stderr', async () => {
-    const { report, logged, printed } = await capture()
-    report.notice('brought back 2 sessions holding active loops')
-    expect(logged).toEqual([['info', 'brought back 2 sessions holding active loops']])
-    expect(printed).toEqual([['loop: brought back 2 sessions holding active loops']])
-  })
-
   it('keeps detail in the logger only', async () => {
     const { report, logged, printed } = await capture()
     report.info('session "s": loop_a was rescheduled')

@@ -32,12 +32,6 @@ export interface HostOptions {
   readonly loop?: boolean
   /** The loop plugin's config (its row in the DSH patch). */
   readonly loopConfig?: Record<string, unknown>
-  /**
-   * Subscribe to the projection change feed (default true), as DSH web's
-   * host-apiproxy does for connected clients: the registry then validates
-   * every changed view with its schema, which is part of the per-event cost.
-   */
-  readonly changeFeed?: boolean
 }
 
 /** A booted host and its counters. */
@@ -99,7 +93,9 @@ export async function bootHost(options: HostOptions = {}): Promise<Host> {
     loop: options.loop !== false,
     loopConfig: options.loopConfig ?? {},
   })
-  if (options.changeFeed !== false) ctx.sessionProjections.onChanged(() => {})
+  // Subscribed to the projection change feed, as DSH web's host-apiproxy does for connected clients:
+  // the registry then validates every changed view with its schema, which is part of the per-event cost.
+  ctx.sessionProjections.onChanged(() => {})
   if (options.loop === false) allowLoopEvents()
   let flushes = 0
   const flushDurations: number[] = []

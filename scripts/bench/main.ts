@@ -1,5 +1,5 @@
 /**
- * `pnpm run bench [-- --quick] [-- --out FILE] [-- --rerender]`: the side-by-side benchmark of issues 9, 14 and 16. Runs
+ * `pnpm run bench [-- --quick] [-- --out FILE] [-- --rerender]`: the side-by-side benchmark of issues 9 and 16. Runs
  * each job in its own Node process (clean heap, --expose-gc), one after the
  * other, repeating every judged quantity (REPEATS), and writes BENCHMARKS.md
  * from the results. See BENCHMARKS.md for what each row measures.
@@ -25,10 +25,8 @@ import {
   type LatenessRuns,
   type RunContext,
   type SidePair,
-  type StartRun,
 } from './report.ts'
 import type { SideResult } from './sides.ts'
-import type { StartBenchResult, StartHomes } from './start.ts'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const PROJECT = resolve(HERE, '..', '..')
@@ -47,14 +45,13 @@ const outFile = resolve(PROJECT, outIndex === -1 ? 'BENCHMARKS.md' : args[outInd
  * interleaving their appends, in blocks. Sides (the cold open): pairs of processes (with the plugin,
  * host alone) that open at the same moment. Lateness: rounds of the targeted scenarios, one process
  * each, rotating their order. Overdue (20 loops, and the 1,000-loop burst): pairs of trials,
- * alternating. Start: processes, each alternating its sides over `trials` boots, the side that
- * goes first alternating between processes.
+ * alternating.
  */
 const REPEATS = quick
-  ? { append: 1, appendBlocks: 3, sides: 1, lateness: 1, overdue: 3, overdueBurst: 1, start: 1, startTrials: 4 }
-  : { append: 3, appendBlocks: 5, sides: 9, lateness: 4, overdue: 11, overdueBurst: 3, start: 6, startTrials: 6 }
+  ? { append: 1, appendBlocks: 3, sides: 1, lateness: 1, overdue: 3, overdueBurst: 1 }
+  : { append: 3, appendBlocks: 5, sides: 9, lateness: 4, overdue: 11, overdueBurst: 3 }
 const timings: JobTiming[] = []
-/** Copies of the grown log the growth job leaves for the side jobs, and the start job's stored homes; removed at the end, whatever happens. */
+/** Copies of the grown log the growth job leaves for the side jobs; removed at the end, whatever happens. */
 const snapshotRoots: string[] = []
 
 let jobNumber = 0
@@ -203,20 +200,6 @@ try {
     quick ? { activeLoops: 1_000, cycles: 20_000 } : { activeLoops: 1_000, cycles: 100_000 },
   )
   const dock = await job<DockResult>('dock', { projectRoot: PROJECT })
-  // The homes are stored once and each start process measures on its own copy of them.
-  const homes = await job<StartHomes>('start-homes', {}, 'start: store the homes')
-  snapshotRoots.push(homes.idleRoot, homes.idleHome, homes.loopRoot, homes.loopHome)
-  const start: StartRun[] = []
-  for (let run = 0; run < REPEATS.start; run += 1) {
-    // The full sizes in a quick run too (the job is short): fewer boots and one process, so its verdicts are judged on less.
-    const withFirst = run % 2 === 0
-    const result = await job<StartBenchResult>(
-      'start',
-      { trials: REPEATS.startTrials, withFirst, homes },
-      `start (${run + 1} of ${REPEATS.start})`,
-    )
-    start.push({ result, withFirst })
-  }
   const context: RunContext = {
     date: new Date().toISOString(),
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -235,7 +218,7 @@ try {
     command: `pnpm run bench${quick ? ' -- --quick' : ''}`,
     jobs: timings,
   }
-  const results: BenchResults = { growth, append, sides, lateness, overdue, overdueBurst, memory, dock, start }
+  const results: BenchResults = { growth, append, sides, lateness, overdue, overdueBurst, memory, dock }
   mkdirSync(dirname(LAST_RUN), { recursive: true })
   writeFileSync(LAST_RUN, JSON.stringify({ context, results }))
   writeFileSync(outFile, renderReport(context, results))

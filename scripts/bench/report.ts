@@ -15,7 +15,6 @@ import type { MemoryResult } from './memory.ts'
 import type { OverdueResult } from './overdue.ts'
 import { CHUNK, QUADS_PER_BLOCK, blockPerTenK, blockRatio, type AppendBlock, type AppendResult } from './append.ts'
 import type { SideResult } from './sides.ts'
-import type { StartBenchResult } from './start.ts'
 import { median, spread, type Spread } from './stats.ts'
 
 /** How long one job took, as main.ts ran it. */
@@ -58,12 +57,6 @@ export interface LatenessRuns {
   readonly runs: LatenessResult[]
 }
 
-/** One start process (row 9): its boots alternate sides, beginning with the plugin's when `withFirst`. */
-export interface StartRun {
-  readonly result: StartBenchResult
-  readonly withFirst: boolean
-}
-
 /** Everything the report shows. */
 export interface BenchResults {
   readonly growth: GrowthResult
@@ -78,8 +71,6 @@ export interface BenchResults {
   readonly overdueBurst: OverdueResult
   readonly memory: MemoryResult
   readonly dock: DockResult
-  /** Row 9, one entry per process. */
-  readonly start: readonly StartRun[]
 }
 
 /**
@@ -375,41 +366,8 @@ function verdicts(results: BenchResults): Verdict[] {
     })
   }
 
-  {
-    const runs = results.start.map((run) => run.result)
-    const sized = runs[0]!
-    const idleJudged = sized.idleSessions === START_SIZES.idleSessions
-    const idle = spread(runs.map((run) => run.idleStartRatio))
-    out.push({
-      row: '9',
-      target: `start of the web composition over ${START_SIZES.idleSessions} stored sessions without loops: the plugin adds ≤ 5%`,
-      measured: `${ratio(idle.median)} (${ms(median(runs.map((run) => run.idleStartWith)), 1)} against ${ms(median(runs.map((run) => run.idleStartWithout)), 1)}, ${signed(median(runs.map((run) => run.idleStartAdded)))}${idleJudged ? '' : `, ${sized.idleSessions} sessions`})`,
-      spread: range(idle, (value) => value.toFixed(3) + '×', 'process'),
-      status: judged(idleJudged, idle.median <= 1.05),
-    })
-    const reviveJudged = sized.loopSessions === START_SIZES.loopSessions
-    const revive = spread(runs.map((run) => run.reviveRatio))
-    out.push({
-      row: '9',
-      target: `${START_SIZES.loopSessions} sessions holding loops: time until all are live ≤ 1.2× the host’s resolver bringing the same sessions live`,
-      measured: `${ratio(revive.median)} (${ms(median(runs.map((run) => run.reviveWith)), 0)} against ${ms(median(runs.map((run) => run.reviveHostResolver)), 0)}${reviveJudged ? '' : `, ${sized.loopSessions} sessions`})`,
-      spread: range(revive, ratio, 'process'),
-      status: judged(reviveJudged, revive.median <= 1.2),
-    })
-    const heap = spread(runs.map((run) => run.heapPerSessionBytes))
-    out.push({
-      row: '9',
-      target: 'heap each brought-back session holds once live',
-      measured: kib(heap.median),
-      spread: range(heap, kib, 'process'),
-      status: 'context',
-    })
-  }
   return out
 }
-
-/** The sizes row 9's targets are defined at (issue 14). */
-const START_SIZES = { idleSessions: 200, loopSessions: 20 } as const
 
 /** The method: what is repeated, what is isolated, and why. */
 function methodLines(context: RunContext, results: BenchResults): string[] {
@@ -444,11 +402,6 @@ function methodLines(context: RunContext, results: BenchResults): string[] {
     '  1,000-loop scenarios measure a 10 s window in a full run (2,000 instants each) to keep the whole run within about 10 minutes.',
     `- **Overdue at start (row 8)**: pairs of trials on fresh copies of one log, alternating which side goes first, after one`,
     `  untimed pair: ${plural(results.overdue.runtime.length, 'pair')} for ${results.overdue.loops} loops, ${plural(results.overdueBurst.runtime.length, 'pair')} for the ${exact(results.overdueBurst.loops)}-loop burst.`,
-    `- **Start (row 9)**: ${plural(results.start.length, 'process')}, each booting both sides ${plural(results.start[0]!.result.samples.idleStartWith.length, 'time')} alternately (after three untimed idle boots and one untimed revival of each, the`,
-    '  plugin’s one-time checkpoint scan done), each side first in half the trials and the first side alternating between processes;',
-    '  a ratio is taken within a process (median boot against median boot) and the',
-    '  target is judged on the median over processes. Both sides share one process on purpose: the boots are short, the modules are',
-    '  loaded and warm before the first timed boot, and what differs is only whether the plugin is mounted.',
     '- Noise that is not removed is kept out of the ratios: CPU time instead of wall time where the work is synchronous, full GCs',
     '  before timed batches, untimed warm-up before every timed path, medians rather than means, the disk’s own latency reported',
     '  (flush p50 / p99) where a verdict depends on it.',
@@ -686,51 +639,6 @@ function overdueLines(results: BenchResults): string[] {
   ]
 }
 
-/** Row 9: the start-up path. */
-function startLines(results: BenchResults): string[] {
-  const runs = results.start
-  const first = runs[0]!.result
-  const list = (values: readonly number[], digits: number) => values.map((value) => value.toFixed(digits)).join(', ')
-  const row = (run: StartRun, index: number) => {
-    const r = run.result
-    return `| ${index + 1} | ${run.withFirst ? 'with' : 'without'} | ${ms(r.idleStartWith, 1)} | ${ms(r.idleStartWithout, 1)} | ${r.idleStartRatio.toFixed(3)}× | ${ms(r.reviveWith, 0)} | ${ms(r.reviveHostResolver, 0)} | ${ratio(r.reviveRatio)} | ${ms(r.reviveInspect, 0)} | ${kib(r.heapPerSessionBytes)} |`
-  }
-  const excess = median(runs.map((run) => run.result.reviveWith - run.result.reviveHostResolver))
-  const inspect = median(runs.map((run) => run.result.reviveInspect))
-  return [
-    '## 9. Resume on start',
-    '',
-    `**Idle start.** A home of ${first.idleSessions} stored sessions without loops (each with ${'`/loop list`'} runs in its log). Compared: the boot of the`,
-    'in-process web composition, from `new Context()` until every plugin is mounted, **with** the plugin mounted last and its start-up',
-    'path finished (its start-up summary printed: it reads the hint directory and, once the one-time checkpoint scan is done, lists',
-    'nothing and reads no log), **against** the same boot without the plugin. The composition is what DSH web mounts around sessions:',
-    'the bench host (session store, JSONL persistence, agent registry and loop, tools, commands, projections) plus the DSH home,',
-    'storage with the JSON domain backend, the workspace registry, the projection cache, the Typert registry and the host’s own',
-    '`createApiRemoteAgentResolver` (as test/host.ts’s `home` option composes it). The workspace registry and the projection cache',
-    `do real work per stored session at boot, which is why this start takes ${ms(median(runs.map((run) => run.result.idleStartWithout)), 0)} and not the ~10 ms of the bare host; the`,
-    'denominator is still only the in-process composition: a real `dsh web` start also loads its modules and opens its server',
-    '(seconds), so the plugin’s share of what a user waits for is smaller than the ratio here. The absolute cost is shown beside it.',
-    '',
-    `**Revival.** ${first.loopSessions} sessions holding one hour-long loop each (nothing fires during the measurement). Compared: from mounting the plugin`,
-    'until all are live (its summary printed), **against** the host’s own resolver (the Typert lookup `agent`) resolving the same',
-    `sessions with the same concurrency, on a host where the plugin is mounted with \`resumeOnStart: false\` so both sides run the loop`,
-    'runtimes and only the start-up path differs. The plugin reads each candidate in full (`persistence.inspect` and a fold of its',
-    '`loop/change` events, to skip a session whose loops are all gone without resuming it) **before** the resolver reads it again; that',
-    `first read alone, timed on its own in a fresh host with the same concurrency, took ${ms(inspect, 0)} (median over processes) against`,
-    `a revival excess of ${signed(excess, 0)} (medians over processes): ${excess > inspect ? `the extra read alone is ${percent(inspect / excess)} of the excess; the rest is the plugin’s own mount, its listing, lease and hint files, and the spread of the boots below` : 'the extra read alone covers the whole excess'}.`,
-    'Not reading twice (trusting the hint, or handing the inspected log to the resolver) is what would cut the read’s share.',
-    'Heap: `heapUsed` after full GCs, after all are live, minus before the plugin was mounted, per session (the largest over the trials of a process).',
-    '',
-    '| Process | First side | Idle with (median) | Idle without | Ratio | Revival with | Host resolver | Ratio | Plugin’s read alone | Heap per session |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
-    ...runs.map(row),
-    '',
-    `Boots per side and process: idle with ${runs.map((run) => list(run.result.samples.idleStartWith, 1)).join(' | ')} ms; idle without ${runs.map((run) => list(run.result.samples.idleStartWithout, 1)).join(' | ')} ms;`,
-    `revival with ${runs.map((run) => list(run.result.samples.reviveWith, 0)).join(' | ')} ms; host resolver ${runs.map((run) => list(run.result.samples.reviveHostResolver, 0)).join(' | ')} ms.`,
-    '',
-  ]
-}
-
 /** Row 6. */
 function memoryLines(memory: MemoryResult): string[] {
   return [
@@ -849,19 +757,6 @@ function missNotes(results: BenchResults, checks: readonly Verdict[]): string[] 
       `- **Dock repaint** (${worst.label}): median ${ms(worst.repaint)}, fastest ${ms(Math.min(...worst.repaintSamples))}.`,
     )
   }
-  if (missed('9', 'stored sessions without loops')) {
-    const added = median(results.start.map((run) => run.result.idleStartAdded))
-    notes.push(
-      `- **Idle start**: the plugin added ${signed(added)} (median over processes) to a boot of ${ms(median(results.start.map((run) => run.result.idleStartWithout)), 0)}. With no hint and the`,
-      '  checkpoint scan done, its start-up path reads the hint directory and the scan marker only; the rest is mounting the plugin itself.',
-    )
-  }
-  if (missed('9', 'until all are live')) {
-    notes.push(
-      `- **Revival**: the plugin’s own read of the candidates took ${ms(median(results.start.map((run) => run.result.reviveInspect)), 0)} of an excess of`,
-      `  ${signed(median(results.start.map((run) => run.result.reviveWith - run.result.reviveHostResolver)), 0)} over the host’s resolver: each candidate is read in full before the resolver reads it again.`,
-    )
-  }
   if (missed('8', 'all sent')) {
     const own = median(overdue.runtime.map((trial) => trial.durableWrites)) - overdue.hostWrites
     const each = median(overdue.perLoop.map((trial) => trial.durableWrites)) - overdue.hostWrites
@@ -893,7 +788,6 @@ const SECTIONS: readonly ((results: BenchResults) => string[])[] = [
   (results) => memoryLines(results.memory),
   (results) => dockLines(results.dock),
   overdueLines,
-  startLines,
 ]
 
 /**

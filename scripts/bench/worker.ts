@@ -14,7 +14,6 @@ import { runLateness, type LatenessScenario } from './lateness.ts'
 import { runMemory } from './memory.ts'
 import { runOverdue } from './overdue.ts'
 import { runSide, type SideOptions } from './sides.ts'
-import { benchStart, storeStartHomes, type StartBenchOptions } from './start.ts'
 
 type Log = (line: string) => void
 
@@ -28,16 +27,6 @@ const JOBS: Record<string, (options: never, log: Log) => Promise<unknown>> = {
   memory: (options: { activeLoops: number; cycles: number }, log) =>
     runMemory(options.activeLoops, options.cycles, log),
   dock: (options: { projectRoot: string }, log) => runDock(options.projectRoot, log),
-  'start-homes': (options: StartBenchOptions) => storeStartHomes(options),
-  start: async (options: StartBenchOptions, log) => {
-    const result = await benchStart(options)
-    log(
-      `  start: idle ${result.idleStartWith.toFixed(1)} vs ${result.idleStartWithout.toFixed(1)} ms (${result.idleStartRatio.toFixed(3)}×); ` +
-        `revival ${result.reviveWith.toFixed(0)} vs ${result.reviveHostResolver.toFixed(0)} ms (${result.reviveRatio.toFixed(2)}×, plugin's read alone ${result.reviveInspect.toFixed(0)} ms); ` +
-        `${(result.heapPerSessionBytes / 1024).toFixed(1)} KiB per session`,
-    )
-    return result
-  },
 }
 
 const [job, rawOptions, resultFile] = process.argv.slice(2)

@@ -1,8 +1,8 @@
 /**
  * The plugin's card in DSH's Settings → Plugins → Plugin configuration: a
  * header naming the plugin and what its settings govern, disclosing the two
- * bounds in place (`maxLoopsPerSession`, `maxPromptLength`) and the
- * `resumeOnStart` switch, with Discard and Save. Built like the host's own cards (`@deepseek-ai/dsh-client-ui-settings-plugins`
+ * bounds in place (`maxLoopsPerSession`, `maxPromptLength`) with Discard and
+ * Save. Built like the host's own cards (`@deepseek-ai/dsh-client-ui-settings-plugins`
  * rc.8 `PluginCard` and `ValueField`, which that package does not export):
  * disclosure is card-local state, staged edits outlive collapsing and mark the
  * header `Unsaved`, and the card renders nothing while the host does not serve
@@ -15,11 +15,8 @@ import { LOOP_SETTING_RANGES } from '../limits.ts'
 import type { LoopLocaleKey, LoopTranslate } from './locales.ts'
 import {
   LOOP_SETTING_FIELDS,
-  LOOP_SETTING_TOGGLES,
   type LoopSettingField,
   type LoopSettingFieldState,
-  type LoopSettingToggle,
-  type LoopSettingToggleState,
   type LoopSettingsActions,
   type LoopSettingsCardState,
 } from './settings-form.ts'
@@ -102,18 +99,6 @@ export function LoopSettingsCard(props: LoopSettingsCardProps) {
               resetField={props.resetField}
             />
           ))}
-          {LOOP_SETTING_TOGGLES.map((field) => (
-            <SettingToggle
-              key={field}
-              id={`${idPrefix}-${field}`}
-              field={field}
-              state={state.toggles[field]}
-              disabled={!state.writable}
-              t={t}
-              toggle={props.toggle}
-              resetToggle={props.resetToggle}
-            />
-          ))}
           <div className={styles.footer}>
             {state.failed ? (
               <p className={styles.failed} role="status">
@@ -185,52 +170,6 @@ function SettingField({ id, field, state, disabled, t, edit, resetField }: Setti
           state.invalidStored ? 'settings.invalidStored' : state.invalid ? 'settings.invalid' : FIELD_WORDS[field].hint,
           { min: range.min, max: range.max },
         )}
-      </p>
-    </div>
-  )
-}
-
-const TOGGLE_WORDS: {
-  readonly [Toggle in LoopSettingToggle]: { readonly label: LoopLocaleKey; readonly hint: LoopLocaleKey }
-} = {
-  resumeOnStart: { label: 'settings.resumeOnStart', hint: 'settings.resumeOnStartHint' },
-}
-
-interface SettingToggleProps extends Pick<LoopSettingsCardProps, 't' | 'toggle' | 'resetToggle'> {
-  readonly id: string
-  readonly field: LoopSettingToggle
-  readonly state: LoopSettingToggleState
-  readonly disabled: boolean
-}
-
-/** One switch: a checkbox with its label, override badge and reset, and its hint. */
-function SettingToggle({ id, field, state, disabled, t, toggle, resetToggle }: SettingToggleProps) {
-  const hintId = `${id}-hint`
-  return (
-    <div className={styles.field}>
-      <div className={styles.head}>
-        <label className={styles.label} htmlFor={id}>
-          <input
-            id={id}
-            type="checkbox"
-            checked={state.checked}
-            disabled={disabled}
-            aria-describedby={hintId}
-            onChange={(event) => toggle(field, event.target.checked)}
-          />{' '}
-          {t(TOGGLE_WORDS[field].label)}
-        </label>
-        {state.overridden ? (
-          <span className={styles.badges}>
-            <span className={styles.badge}>{t('settings.overridden')}</span>
-            <button type="button" className={styles.reset} disabled={disabled} onClick={() => resetToggle(field)}>
-              {t('settings.reset')}
-            </button>
-          </span>
-        ) : null}
-      </div>
-      <p id={hintId} className={styles.hint}>
-        {t(TOGGLE_WORDS[field].hint)}
       </p>
     </div>
   )

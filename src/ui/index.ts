@@ -183,8 +183,6 @@ export function apply(ctx: LoopClientContext): void {
             hooks: { loopSettings: form },
             edit: form.edit,
             resetField: form.resetField,
-            toggle: form.toggle,
-            resetToggle: form.resetToggle,
             save: form.save,
             discard: form.discard,
           }),

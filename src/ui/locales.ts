@@ -48,9 +48,6 @@ const zh = {
   'settings.maxLoopsPerSessionHint': '{min} 到 {max}。达到上限后，需先删除一个循环才能再创建。',
   'settings.maxPromptLength': '提示词长度上限（字符）',
   'settings.maxPromptLengthHint': '{min} 到 {max}。超长的提示词会被拒绝而不是截断；每次触发都会重复发送提示词。',
-  'settings.resumeOnStart': '启动时恢复循环',
-  'settings.resumeOnStartHint':
-    '长期运行的宿主启动时恢复所有包含活动循环的会话，使循环在重启后继续运行。每个这样的会话都会被完整读取并保持活动；每个已逾期的循环会触发一次，每次心跳都是一次模型调用。',
   'settings.invalid': '请填写 {min} 到 {max} 之间的整数；留空表示使用默认值。',
   'settings.invalidStored':
     '设置文件中的这个值无效，正在沿用上一个有效值。请填写 {min} 到 {max} 之间的整数；留空表示使用默认值。',
@@ -114,9 +111,6 @@ const en: LoopDictionary = {
   'settings.maxPromptLength': 'Prompt length (characters)',
   'settings.maxPromptLengthHint':
     'From {min} to {max}. A longer prompt is refused, not cut; every heartbeat repeats the prompt.',
-  'settings.resumeOnStart': 'Resume loops on start',
-  'settings.resumeOnStartHint':
-    'When DSH web starts, bring back every session holding an active loop, so loops keep running across a restart. Each such session is read in full and stays live; every overdue loop fires once, and each heartbeat is a model turn.',
   'settings.invalid': 'Enter a whole number from {min} to {max}, or leave blank to use the default.',
   'settings.invalidStored':
     'The settings file holds an invalid value here; the last valid one applies until you fix it. Enter a whole number from {min} to {max}, or leave blank to use the default.',

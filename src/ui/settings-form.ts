@@ -1,8 +1,7 @@
 /**
  * The staged form behind the plugin's card in DSH's Settings → Plugins →
  * Plugin configuration: the two bounds of the `loop` settings namespace
- * (`maxLoopsPerSession`, `maxPromptLength`) and its one switch (`resumeOnStart`,
- * a checkbox), the bounds edited as text, checked against
+ * (`maxLoopsPerSession`, `maxPromptLength`), edited as text, checked against
  * the same whole-number ranges as the host's `Config` schema, and written only
  * on Save through the host's settings scope (`ctx.settingsScope.bind({ namespace: 'loop' })`),
  * which stores them in the `loop` section of `$DSH_HOME/settings.yaml`.
@@ -31,18 +30,6 @@ export type LoopSettingField = LoopBoundSetting
 
 /** The fields in the order the card shows them. */
 export const LOOP_SETTING_FIELDS: readonly LoopSettingField[] = ['maxLoopsPerSession', 'maxPromptLength']
-
-/** One on/off setting of the `loop` section. */
-export type LoopSettingToggle = 'resumeOnStart'
-
-/** The on/off settings in the order the card shows them, after the bounds. */
-export const LOOP_SETTING_TOGGLES: readonly LoopSettingToggle[] = ['resumeOnStart']
-
-/** What an on/off setting shows: its effective value, and whether the user layer sets it. */
-export interface LoopSettingToggleState {
-  readonly checked: boolean
-  readonly overridden: boolean
-}
 
 /**
  * The browser's sync state of one settings namespace, as rc.8's
@@ -97,7 +84,6 @@ export interface LoopSettingsCardState {
   /** The last save did not land; the drafts are kept. */
   readonly failed: boolean
   readonly fields: { readonly [Field in LoopSettingField]: LoopSettingFieldState }
-  readonly toggles: { readonly [Toggle in LoopSettingToggle]: LoopSettingToggleState }
 }
 
 /** The actions the card's slot entry injects next to its state hook. */
@@ -106,10 +92,6 @@ export interface LoopSettingsActions {
   edit(field: LoopSettingField, text: string): void
   /** Stage a clear: the field shows the composition value and the save removes the override. */
   resetField(field: LoopSettingField): void
-  /** Stage an on/off setting (`false` turns resume on start off). */
-  toggle(field: LoopSettingToggle, checked: boolean): void
-  /** Stage a clear of an on/off setting: it shows and re-inherits the composition value. */
-  resetToggle(field: LoopSettingToggle): void
   /** Write every staged edit (no-op while nothing is staged, a draft is invalid or a save runs). */
   save(): Promise<void>
   /** Drop every staged edit and the failure line. */
@@ -155,7 +137,7 @@ function formatValue(value: unknown): string {
 }
 
 /** A field of an object-shaped layer, or undefined. */
-function fieldOf(layer: unknown, field: LoopSettingField | LoopSettingToggle): unknown {
+function fieldOf(layer: unknown, field: LoopSettingField): unknown {
   return typeof layer === 'object' && layer !== null ? (layer as Record<string, unknown>)[field] : undefined
 }
 
@@ -166,8 +148,6 @@ function fieldOf(layer: unknown, field: LoopSettingField | LoopSettingToggle): u
  */
 export class LoopSettingsForm implements LoopSettingsActions {
   private readonly staged = new Map<LoopSettingField, Staged>()
-  /** Staged on/off values; `undefined` is a staged reset. */
-  private readonly stagedToggles = new Map<LoopSettingToggle, boolean | undefined>()
   private readonly listeners = new Set<() => void>()
   private saving = false
   private failed = false
@@ -205,22 +185,9 @@ export class LoopSettingsForm implements LoopSettingsActions {
     this.stage(field, { text: formatValue(fieldOf(this.scope.getSnapshot().base, field)), clear: true })
   }
 
-  readonly toggle = (field: LoopSettingToggle, checked: boolean): void => {
-    this.stagedToggles.set(field, checked)
-    this.failed = false
-    this.publish()
-  }
-
-  readonly resetToggle = (field: LoopSettingToggle): void => {
-    this.stagedToggles.set(field, undefined)
-    this.failed = false
-    this.publish()
-  }
-
   readonly discard = (): void => {
-    if (this.staged.size === 0 && this.stagedToggles.size === 0 && !this.failed) return
+    if (this.staged.size === 0 && !this.failed) return
     this.staged.clear()
-    this.stagedToggles.clear()
     this.failed = false
     this.publish()
   }
@@ -234,15 +201,10 @@ export class LoopSettingsForm implements LoopSettingsActions {
     this.publish()
     // What this save writes; anything typed while it runs is a newer edit and stays staged.
     const saved = new Map(this.staged)
-    const savedToggles = new Map(this.stagedToggles)
     let landed = true
     // One at a time, in the order the user staged them: the scope serializes writes anyway.
     for (const write of writes) landed = (await write().catch(() => false)) && landed
-    if (landed) {
-      for (const [field, edit] of saved) if (this.staged.get(field) === edit) this.staged.delete(field)
-      for (const [field, checked] of savedToggles)
-        if (this.stagedToggles.get(field) === checked) this.stagedToggles.delete(field)
-    }
+    if (landed) for (const [field, edit] of saved) if (this.staged.get(field) === edit) this.staged.delete(field)
     this.saving = false
     this.failed = !landed
     this.publish()
@@ -270,22 +232,7 @@ export class LoopSettingsForm implements LoopSettingsActions {
       saving: this.saving,
       failed: this.failed,
       fields: { maxLoopsPerSession: this.field('maxLoopsPerSession'), maxPromptLength: this.field('maxPromptLength') },
-      toggles: { resumeOnStart: this.toggleState('resumeOnStart') },
     }
-  }
-
-  /** The effective value of an on/off setting in a layer (the resolved section always holds one). */
-  private effective(field: LoopSettingToggle, layer: unknown): boolean {
-    return fieldOf(layer, field) !== false
-  }
-
-  private toggleState(field: LoopSettingToggle): LoopSettingToggleState {
-    const scope = this.scope.getSnapshot()
-    if (!this.stagedToggles.has(field))
-      return { checked: this.effective(field, scope.value), overridden: this.stored(field) }
-    const staged = this.stagedToggles.get(field)
-    if (staged === undefined) return { checked: this.effective(field, scope.base), overridden: false }
-    return { checked: staged, overridden: staged !== this.effective(field, scope.value) || this.stored(field) }
   }
 
   private field(field: LoopSettingField): LoopSettingFieldState {
@@ -319,26 +266,20 @@ export class LoopSettingsForm implements LoopSettingsActions {
       else if (write.kind === 'clear') plan.push({ run: () => this.clear(field) })
       else plan.push({ run: () => this.store(field, write.value) })
     }
-    for (const [field, staged] of this.stagedToggles) {
-      if (staged === undefined) {
-        if (this.stored(field)) plan.push({ run: () => this.clear(field) })
-      } else if (staged !== this.effective(field, this.scope.getSnapshot().value))
-        plan.push({ run: () => this.store(field, staged) })
-    }
     return plan
   }
 
-  private async clear(field: LoopSettingField | LoopSettingToggle): Promise<boolean> {
+  private async clear(field: LoopSettingField): Promise<boolean> {
     await this.scope.unset(field)
     return !this.stored(field)
   }
 
-  private async store(field: LoopSettingField | LoopSettingToggle, value: number | boolean): Promise<boolean> {
+  private async store(field: LoopSettingField, value: number): Promise<boolean> {
     await this.scope.set(field, value)
     return fieldOf(this.scope.getSnapshot().user, field) === value
   }
 
-  private stored(field: LoopSettingField | LoopSettingToggle): boolean {
+  private stored(field: LoopSettingField): boolean {
     const user = this.scope.getSnapshot().user
     return typeof user === 'object' && user !== null && Object.hasOwn(user, field)
   }

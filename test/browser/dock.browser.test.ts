@@ -674,9 +674,7 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(await card.locator('p').allTextContents()).toEqual([
       '1 到 1000。达到上限后，需先删除一个循环才能再创建。',
       '1 到 100000。超长的提示词会被拒绝而不是截断；每次触发都会重复发送提示词。',
-      '长期运行的宿主启动时恢复所有包含活动循环的会话，使循环在重启后继续运行。每个这样的会话都会被完整读取并保持活动；每个已逾期的循环会触发一次，每次心跳都是一次模型调用。',
     ])
-    expect(await card.getByRole('checkbox', { name: '启动时恢复循环' }).isChecked()).toBe(true)
     expect(await card.getByRole('button').allTextContents()).toEqual([
       '定时循环通过 /loop 或由模型创建的定时重复提示。',
       '放弃修改',
@@ -690,7 +688,6 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(await header.getAttribute('aria-label')).toBe('Hide settings: Loops')
     expect(await card.getByLabel('Active loops per session').inputValue()).toBe('20')
     expect(await card.getByLabel('Prompt length (characters)').inputValue()).toBe('4000')
-    expect(await card.getByRole('checkbox', { name: 'Resume loops on start' }).isChecked()).toBe(true)
 
     // Validation follows the schema: whole numbers from 1 to 1000 / 1 to 100000; anything else blocks Save.
     const save = card.getByRole('button', { name: 'Save' })

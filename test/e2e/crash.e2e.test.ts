@@ -185,8 +185,7 @@ describe('crashes in a real process', () => {
         },
       })
       const started = Date.now()
-      // Timed from each reopen: resume on start (resume.e2e.test.ts) stays off so the session comes back only then.
-      const r = await rig({}, { model, settings: 'loop:\n  resumeOnStart: false\n' })
+      const r = await rig({}, { model })
       const sessionId = await createSession(r.url)
       const fast = await createLoop(r.url, sessionId, 1, 'CRASH_FAST')
       const slow = await createLoop(r.url, sessionId, 2, 'CRASH_SLOW')

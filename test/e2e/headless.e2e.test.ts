@@ -81,8 +81,8 @@ describe('a one-shot headless run', () => {
       // Every heartbeat is answered as slowly, so a heartbeat admitted at each step boundary would keep the turn alive.
       heartbeat: { sequence: ['slow_success'], repeatLast: true, successText: HEARTBEAT_ANSWER, ...STREAM },
     })
-    // The session is then opened in dsh web and timed from that: resume on start (resume.e2e.test.ts) stays off.
-    const r = await rig({}, { model, start: false, settings: 'loop:\n  resumeOnStart: false\n' })
+    // The session is then opened in dsh web and timed from that.
+    const r = await rig({}, { model, start: false })
     r.plugin('add', 'headless')
 
     const run = await r.oneShot(TASK, ONE_SHOT_BOUND_MS)

@@ -46,8 +46,7 @@ describe('removing the plugin', () => {
   test('6. without the plugin a session that holds loops does not open; adding it back restores the session and its loops with nothing lost', async ({
     rig,
   }) => {
-    // Cold reads must resume nothing here, so resume on start (resume.e2e.test.ts) stays off.
-    const r = await rig({}, { settings: 'loop:\n  resumeOnStart: false\n' })
+    const r = await rig()
     const sessionId = await createSession(r.url)
     const a = await createLoop(r.url, sessionId, 1, 'SURVIVES_REMOVAL_A')
     const b = await createLoop(r.url, sessionId, 2, 'SURVIVES_REMOVAL_B')

@@ -6,8 +6,6 @@
  * and keeps its home.
  */
 import { startMockLlmServer, type MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
-import { appendFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { expect, inject, test as base } from 'vitest'
 import {
@@ -52,8 +50,6 @@ export interface RigOptions {
   readonly model?: ModelServer
   /** Add the plugin to the web profile and start `dsh web` right away (default true). */
   readonly start?: boolean
-  /** Lines appended to the home's settings.yaml before anything starts (e.g. a `loop:` section). */
-  readonly settings?: string
 }
 
 /** One home, one model, and the dsh processes run on them. */
@@ -183,7 +179,6 @@ export const test = base.extend<{ rig: (script?: ModelScript, options?: RigOptio
             ...script,
           }))
         const rig = new Rig(prepareHome(), model, inject('loopTarball'))
-        if (options.settings !== undefined) appendFileSync(join(rig.home, 'settings.yaml'), options.settings)
         rigs.push(rig)
         if (options.start === false) return rig
         rig.plugin('add')

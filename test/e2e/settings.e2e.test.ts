@@ -45,7 +45,7 @@ describe('an invalid loop settings section at start', () => {
     expect(r.web.output().split(WARNING)).toHaveLength(2)
     expect(await loopNamespace(url)).toEqual({
       ns: 'loop',
-      value: { maxLoopsPerSession: 0, maxPromptLength: 4000, resumeOnStart: true },
+      value: { maxLoopsPerSession: 0, maxPromptLength: 4000 },
       user: { maxLoopsPerSession: 0 },
       base: expect.anything(),
       schema: expect.anything(),

@@ -24,13 +24,6 @@ import * as projectionPlugin from '@deepseek-ai/dsh-session-projection'
 import * as settingsFilePlugin from '@deepseek-ai/dsh-settings-file'
 import * as systemPromptPlugin from '@deepseek-ai/dsh-system-prompt'
 import * as toolsPlugin from '@deepseek-ai/dsh-tools'
-import { createApiRemoteAgentResolver } from '@deepseek-ai/dsh-api-remotes'
-import ProjectionCachePlugin from '@deepseek-ai/dsh-session-projection-cache'
-import StoragePlugin from '@deepseek-ai/dsh-storage'
-import * as storageDomainPlugin from '@deepseek-ai/dsh-storage-domain'
-import * as storageJsonPlugin from '@deepseek-ai/dsh-storage-json'
-import TypertRegistry from '@deepseek-ai/dsh-typert-registry'
-import WorkspacePlugin from '@deepseek-ai/dsh-workspace'
 import * as loopPlugin from '../../src/index.ts'
 
 /** A Cordis plugin module as `ctx.plugin` takes it. */
@@ -61,8 +54,6 @@ export interface CompositionOptions {
   readonly loop?: boolean
   /** The loop plugin row's `config:` (passed as given). */
   readonly loopConfig?: unknown
-  /** Mounts between DSH's own plugins and the loop plugin (DSH web's composition around cold sessions). */
-  readonly beforeLoop?: (ctx: Context) => Promise<void>
 }
 
 /**
@@ -101,7 +92,6 @@ export async function composeHost(options: CompositionOptions): Promise<Context>
     const module = (plugin as { default?: unknown }).default ?? plugin
     await ctx.plugin(module as PluginModule, config as never)
   }
-  if (options.beforeLoop !== undefined) await options.beforeLoop(ctx)
   if (options.loop !== false) await ctx.plugin(loopPlugin as PluginModule, options.loopConfig as never)
   return ctx
 }
@@ -130,50 +120,4 @@ export function createRootAgent(ctx: Context, root: string, id: string, setup: A
  */
 export function resumeRootAgent(ctx: Context, id: string, setup: AgentSetup): Promise<AgentHandle> {
   return ctx.agents.resume({ resumeSessionId: SessionId(id), agentOptions: AGENT_OPTIONS, setup })
-}
-
-/** What {@link mountWebComposition} mounts beyond the home and the Typert registry. */
-export interface WebCompositionOptions {
-  /** Storage, workspace registry (archive) and projection cache (checkpoints); default true. */
-  readonly stores?: boolean
-  /**
-   * The host's own agent resolver with this per-session setup (DSH web's setup mounts the
-   * session's preset); omitted: no resolver, so the `agent` lookup answers only live agents.
-   */
-  readonly resolverSetup?: Parameters<typeof createApiRemoteAgentResolver>[1]['setup']
-}
-
-/**
- * Mount what DSH web composes around cold sessions, in its order (dsh-web-app's patch): a home,
- * storage with the JSON domain backend under `storages/`, the workspace registry, the projection
- * cache, the Typert registry and the host's own agent resolver. For `beforeLoop`.
- * @param ctx - the host context.
- * @param home - the DSH home (`dshHomePath`).
- * @param options - what to leave out, and the resolver's setup.
- */
-export async function mountWebComposition(
-  ctx: Context,
-  home: string,
-  options: WebCompositionOptions = {},
-): Promise<void> {
-  ctx.provide('dshHomePath', (...segments: string[]) => join(home, ...segments))
-  if (options.stores !== false) {
-    await ctx.plugin(StoragePlugin as unknown as PluginModule)
-    await ctx.plugin(storageJsonPlugin as unknown as PluginModule, { root: join(home, 'storages') } as never)
-    await ctx.plugin(storageDomainPlugin as unknown as PluginModule, { backend: 'json' } as never)
-    await ctx.plugin(WorkspacePlugin as unknown as PluginModule)
-    await ctx.plugin(
-      ProjectionCachePlugin as unknown as PluginModule,
-      { writeEveryEvents: 200, writeIntervalMs: 5000 } as never,
-    )
-  }
-  await ctx.plugin(TypertRegistry as unknown as PluginModule)
-  const setup = options.resolverSetup
-  if (setup === undefined) return
-  await ctx.plugin({
-    name: 'host-resolver',
-    inject: ['agents', 'sessions', 'sessionPersistence'],
-    apply: (resolverCtx: Context) =>
-      createApiRemoteAgentResolver(resolverCtx, { agentOptions: () => AGENT_OPTIONS, setup }),
-  } as unknown as PluginModule)
 }

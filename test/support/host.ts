@@ -8,18 +8,9 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent, AgentHandle, AgentStatus } from '@deepseek-ai/dsh-agent'
 import { SessionId } from '@deepseek-ai/dsh-session'
-import { defineTool } from '@deepseek-ai/dsh-tools'
 import { CallId } from '@deepseek-ai/dsh-llm'
 import { afterEach, vi, type Mock } from 'vitest'
-import {
-  AGENT_OPTIONS,
-  composeHost,
-  createRootAgent,
-  mountWebComposition,
-  resumeRootAgent,
-  tempDir as makeTempDir,
-  type WebCompositionOptions,
-} from './compose-host.ts'
+import { AGENT_OPTIONS, composeHost, createRootAgent, resumeRootAgent, tempDir as makeTempDir } from './compose-host.ts'
 
 export { AGENT_OPTIONS }
 
@@ -46,44 +37,6 @@ export interface HostOptions {
   readonly loopConfig?: Record<string, unknown>
   /** Provide DSH's one-shot service, as `dsh --profile headless "task"` does. */
   readonly oneShot?: boolean
-  /**
-   * A DSH home (`dshHomePath`, as dsh-app-boot provides it) and the host's own
-   * agent resolver (`createApiRemoteAgentResolver` behind the Typert lookup
-   * `agent`, as DSH web's api proxy composes it), so the start-up path runs.
-   */
-  readonly home?: string
-  /** With a home: compose the host resolver (default true); without it only dsh-agent's own lookup (live agents) answers. */
-  readonly resolver?: boolean
-  /** With a home: also mount storage, the workspace registry and the projection cache, as DSH web does (default true). */
-  readonly webStores?: boolean
-}
-
-/** A session id the resolver's setup refuses, as DSH web's does when a session's preset is no longer supplied. */
-export const REFUSED_SESSION_PREFIX = 'session-refused'
-
-/** The tool the resolver's setup registers, standing in for an agent preset's tools. */
-export const PRESET_TOOL = 'preset_probe'
-
-/** Fake boundaries of the agents the host's resolver brought live, by session id. */
-export const resolvedFakes = new Map<string, FakeAgent>()
-
-const probeTool = defineTool({
-  name: PRESET_TOOL,
-  description: 'A tool only the preset mounts.',
-  parameters: {},
-  output: { schema: { type: 'string' }, render: () => [] },
-  execute: async () => 'probe',
-})
-
-/** What DSH web's setup does in kind: mount the session's preset (here one tool) before publication. */
-const presetSetup: NonNullable<WebCompositionOptions['resolverSetup']> = ({ meta }) => {
-  if (meta.id.startsWith(REFUSED_SESSION_PREFIX)) throw new Error(`agent preset of ${meta.id} is no longer supplied`)
-  return (agentCtx: Context) => {
-    const agent = agentCtx.agent!
-    const boundary = installBoundary(agent)
-    agentCtx.tools.register(probeTool)
-    resolvedFakes.set(agent.id, { agent, handle: { agent } as AgentHandle, ...boundary })
-  }
 }
 
 /** A booted host. */
@@ -105,21 +58,7 @@ export function tempDir(prefix = 'loop-test-'): string {
  */
 export async function bootHost(options: HostOptions = {}): Promise<Host> {
   const root = options.root ?? tempDir()
-  const home = options.home
-  const ctx = await composeHost({
-    ...options,
-    root,
-    apiKeyEnv: API_KEY_ENV,
-    ...(home === undefined
-      ? {}
-      : {
-          beforeLoop: (hostCtx: Context) =>
-            mountWebComposition(hostCtx, home, {
-              stores: options.webStores !== false,
-              ...(options.resolver === false ? {} : { resolverSetup: presetSetup }),
-            }),
-        }),
-  })
+  const ctx = await composeHost({ ...options, root, apiKeyEnv: API_KEY_ENV })
   trackFlushes(ctx)
   return { ctx, root, dispose: () => ctx.fiber.dispose() }
 }

@@ -22,14 +22,14 @@ const resolveSection = LOOP_SETTINGS_SECTION as unknown as (section: object) => 
  */
 export function sectionScope(
   options: {
-    base?: Record<string, number | boolean>
-    user?: Record<string, number | boolean>
+    base?: Record<string, number>
+    user?: Record<string, number>
     status?: SettingsScopeSnapshot['status']
     writable?: boolean
   } = {},
 ) {
   const base = options.base ?? { ...DEFAULT_LOOP_CONFIG }
-  let user: Record<string, number | boolean> | undefined = options.user
+  let user: Record<string, number> | undefined = options.user
   let status = options.status ?? 'ready'
   const listeners = new Set<() => void>()
   const resolve = (): SettingsScopeSnapshot => ({
@@ -47,7 +47,7 @@ export function sectionScope(
   const writes: [string, string, unknown?][] = []
   let hold: Promise<void> | undefined
   let throwing = false
-  const commit = async (next: Record<string, number | boolean> | undefined) => {
+  const commit = async (next: Record<string, number> | undefined) => {
     if (hold !== undefined) await hold
     if (throwing) throw new Error('settings.update: transport closed')
     user = next
@@ -61,7 +61,7 @@ export function sectionScope(
     },
     set: async (field, value) => {
       writes.push(['set', field, value])
-      await commit({ ...user, [field]: value as number | boolean })
+      await commit({ ...user, [field]: value as number })
     },
     unset: async (field) => {
       writes.push(['unset', field])
@@ -78,7 +78,7 @@ export function sectionScope(
       return user
     },
     /** An external change of the section (another window, a hand edit of settings.yaml). */
-    change(next: { user?: Record<string, number | boolean>; status?: SettingsScopeSnapshot['status'] }) {
+    change(next: { user?: Record<string, number>; status?: SettingsScopeSnapshot['status'] }) {
       if (next.status !== undefined) status = next.status
       if ('user' in next) user = next.user
       act(() => publish())

@@ -14,7 +14,6 @@ import { Config, DEFAULT_LOOP_CONFIG, type LoopConfig } from '../../src/config.t
 import { LOOP_SETTING_RANGES } from '../../src/limits.ts'
 import {
   LOOP_SETTING_FIELDS,
-  LOOP_SETTING_TOGGLES,
   LoopSettingsForm,
   parseDraft,
   type LoopSettingsCardState,
@@ -53,13 +52,8 @@ describe('settings form', () => {
         expect(parseDraft(String(value), LOOP_SETTING_RANGES[field]), `${field}=${value}`).toBeUndefined()
       }
     }
-    // Every setting of the schema is on the card: the bounds as fields, the switch as a checkbox.
-    expect([...LOOP_SETTING_FIELDS, ...LOOP_SETTING_TOGGLES]).toEqual(Object.keys(DEFAULT_LOOP_CONFIG))
-    for (const toggle of LOOP_SETTING_TOGGLES) {
-      expect(Config({} as never)[toggle]).toBe(true)
-      expect(Config({ [toggle]: false } as never)[toggle]).toBe(false)
-      expect(() => Config({ [toggle]: 'no' } as never)).toThrow()
-    }
+    // Every setting of the schema is on the card.
+    expect(LOOP_SETTING_FIELDS).toEqual(Object.keys(DEFAULT_LOOP_CONFIG))
   })
 
   it('shows the effective values, and marks a field overridden by its presence in the user layer, not by its value', () => {
@@ -76,7 +70,6 @@ describe('settings form', () => {
         maxLoopsPerSession: { text: '20', overridden: false, invalid: false, invalidStored: false },
         maxPromptLength: { text: '4000', overridden: true, invalid: false, invalidStored: false },
       },
-      toggles: { resumeOnStart: { checked: true, overridden: false } },
     })
     expect(form.getSnapshot()).toBe(form.getSnapshot())
   })
