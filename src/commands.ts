@@ -9,7 +9,7 @@ import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { CommandResult } from '@deepseek-ai/dsh-commands'
 import { CallId } from '@deepseek-ai/dsh-llm'
 import type { LoopClock } from './loop.ts'
-import { describeNextDue, formatInstant, formatInterval, promptOnOneLine } from './format.ts'
+import { describeNextDue, formatInstant, formatInterval, promptOnOneLine } from './shared/format.ts'
 import type { LoopDeleteResult, LoopView } from './types.ts'
 
 /** The reply to anything the grammar does not accept. */

@@ -16,7 +16,7 @@
 import type { Context } from '@deepseek-ai/cordis'
 import z from '@deepseek-ai/schemastery'
 import { installSettingsSection, settingsNamespace } from '@deepseek-ai/dsh-settings'
-import { isRecord } from './guards.ts'
+import { isRecord } from './shared/guards.ts'
 import type { LoopReport } from './report.ts'
 import {
   DEFAULT_LOOP_CONFIG,
@@ -24,7 +24,7 @@ import {
   LOOP_SETTING_RANGES,
   type LoopBoundSetting,
   type LoopConfig,
-} from './limits.ts'
+} from './shared/limits.ts'
 
 export { DEFAULT_LOOP_CONFIG, type LoopConfig }
 

@@ -7,8 +7,8 @@
  * @module dsh-plugin-loop/domain
  */
 import { LoopError } from './errors.ts'
-import { isRecord } from './guards.ts'
-import { LATEST_DATE_MS, longestIntervalSeconds } from './timing.ts'
+import { isRecord } from './shared/guards.ts'
+import { LATEST_DATE_MS, longestIntervalSeconds } from './shared/timing.ts'
 import type { LoopChange, LoopRecord, LoopView, StoredLoopChange } from './types.ts'
 
 /** Session event type of every durable loop mutation. */

@@ -19,11 +19,17 @@ import {
   type TrackedLoopFold,
 } from './domain.ts'
 import { LoopError } from './errors.ts'
-import { HEARTBEAT_SOURCE, readHeartbeat, renderHeartbeat } from './heartbeat.ts'
-import { describeError } from './format.ts'
+import { HEARTBEAT_SOURCE, readHeartbeat, renderHeartbeat } from './shared/heartbeat.ts'
+import { describeError } from './shared/format.ts'
 import { flushSession } from './persistence.ts'
 import { createReport, type LoopReport } from './report.ts'
-import { earliestDueLoop, earliestNextAt, firstClockSkewedLoop, nextOccurrence, rescheduledNextAt } from './timing.ts'
+import {
+  earliestDueLoop,
+  earliestNextAt,
+  firstClockSkewedLoop,
+  nextOccurrence,
+  rescheduledNextAt,
+} from './shared/timing.ts'
 import type { LoopChange, LoopRecord } from './types.ts'
 
 /**

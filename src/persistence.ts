@@ -10,7 +10,7 @@ import type { Session } from '@deepseek-ai/dsh-session'
 import * as ownSessionModule from '@deepseek-ai/dsh-session'
 import { LOOP_CHANGE_EVENT } from './domain.ts'
 import { LoopError } from './errors.ts'
-import { describeError } from './format.ts'
+import { describeError } from './shared/format.ts'
 
 /**
  * Require one acknowledged flush of the session's pending events.

@@ -22,7 +22,7 @@ import {
   validateListInput,
 } from './domain.ts'
 import { LoopError } from './errors.ts'
-import { cutToWidth, formatInterval } from './format.ts'
+import { cutToWidth, formatInterval } from './shared/format.ts'
 import type { LoopRuntime } from './loop.ts'
 import type { LoopDeleteResult, LoopView } from './types.ts'
 

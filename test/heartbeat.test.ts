@@ -1,6 +1,6 @@
-/** The heartbeat message (src/heartbeat.ts): escaping, the exact rendered element, and recognising its own. */
+/** The heartbeat message (src/shared/heartbeat.ts): escaping, the exact rendered element, and recognising its own. */
 import { describe, expect, it } from 'vitest'
-import { escapeXml, readHeartbeat, renderHeartbeat } from '../src/heartbeat.ts'
+import { escapeXml, readHeartbeat, renderHeartbeat } from '../src/shared/heartbeat.ts'
 import { loopA } from './support/loop-fixtures.ts'
 
 describe('heartbeat', () => {

@@ -10,7 +10,7 @@ import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import { startMockLlmServer, type MockLlmServer, type MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
 import { SessionId, type SessionEvent } from '@deepseek-ai/dsh-session'
 import { afterEach, expect, it } from 'vitest'
-import { readHeartbeat } from '../src/heartbeat.ts'
+import { readHeartbeat } from '../src/shared/heartbeat.ts'
 import { AGENT_OPTIONS, bootHost, runCommand, tempDir, type Host } from './support/host.ts'
 
 const hosts: Host[] = []

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createUserMessage, MessageId } from '@deepseek-ai/dsh-llm'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { createChange, deleteChange, dispatchChange } from '../src/domain.ts'
-import { renderHeartbeat } from '../src/heartbeat.ts'
+import { renderHeartbeat } from '../src/shared/heartbeat.ts'
 import { SessionView, waitingHeartbeats } from '../src/loop.ts'
 import { bootHost, createFakeAgent, type Host } from './support/host.ts'
 

@@ -1,4 +1,4 @@
-/** Time arithmetic of loops (src/timing.ts): the due loop, the earliest wake-up, clock skew, the next occurrence and the longest interval. */
+/** Time arithmetic of loops (src/shared/timing.ts): the due loop, the earliest wake-up, clock skew, the next occurrence and the longest interval. */
 import { describe, expect, it } from 'vitest'
 import { activeLoops, createChange } from '../src/domain.ts'
 import {
@@ -8,7 +8,7 @@ import {
   longestIntervalSeconds,
   nextOccurrence,
   rescheduledNextAt,
-} from '../src/timing.ts'
+} from '../src/shared/timing.ts'
 import { NOW, foldOf, loopA, loopB } from './support/loop-fixtures.ts'
 
 describe('timing', () => {

@@ -9,7 +9,7 @@
  * @module dsh-plugin-loop/ui/HeartbeatRow
  */
 import { useMemo, type ComponentType } from 'react'
-import { readHeartbeat, type Heartbeat } from '../heartbeat.ts'
+import { readHeartbeat, type Heartbeat } from '../shared/heartbeat.ts'
 import { DisclosurePart, DisclosureRow } from './DisclosureRow.tsx'
 import type { ShadowedRenderer } from './heartbeat.ts'
 import styles from './HeartbeatRow.module.css'

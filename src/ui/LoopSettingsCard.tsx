@@ -11,7 +11,7 @@
  */
 import { useId, useState } from 'react'
 import styles from './LoopSettingsCard.module.css'
-import { LOOP_SETTING_RANGES } from '../limits.ts'
+import { LOOP_SETTING_RANGES } from '../shared/limits.ts'
 import type { LoopLocaleKey, LoopTranslate } from './locales.ts'
 import {
   LOOP_SETTING_FIELDS,

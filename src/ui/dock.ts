@@ -6,9 +6,9 @@
  * command replies use.
  * @module dsh-plugin-loop/ui/dock
  */
-import { describeError } from '../format.ts'
-import { isRecord } from '../guards.ts'
-import { earliestNextAt } from '../timing.ts'
+import { describeError } from '../shared/format.ts'
+import { isRecord } from '../shared/guards.ts'
+import { earliestNextAt } from '../shared/timing.ts'
 import type { LoopProjection, LoopRecord } from '../types.ts'
 import { localDue, type LocalDue, type LoopTranslate } from './locales.ts'
 

@@ -18,7 +18,7 @@ import { LoopSettingsCard } from './LoopSettingsCard.tsx'
 import { ToolCallRow, type ToolCallRowInjected } from './ToolCallRow.tsx'
 import { LOOP_TOOL_TITLES, type LoopToolName } from './tool-call.ts'
 import { LOCALE_NS, LOOP_DICTIONARIES, type LoopDictionary } from './locales.ts'
-import { LOOP_SETTINGS_NAMESPACE } from '../limits.ts'
+import { LOOP_SETTINGS_NAMESPACE } from '../shared/limits.ts'
 import { LoopSettingsForm, type LoopSettingsActions, type SettingsScopeLike } from './settings-form.ts'
 import type { LoopDockInjected } from './slot-props.ts'
 

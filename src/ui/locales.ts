@@ -8,7 +8,7 @@
  * tool and command text) is not translated.
  * @module dsh-plugin-loop/ui/locales
  */
-import { durationParts, dueIn, type DurationPart } from '../format.ts'
+import { durationParts, dueIn, type DurationPart } from '../shared/format.ts'
 
 /** Dictionary namespace owned by this plugin (`ctx.locale.register(LOCALE_NS, …)`, `locale: LOCALE_NS` on its slot entries). */
 export const LOCALE_NS = 'loop'

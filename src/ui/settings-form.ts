@@ -23,7 +23,7 @@
  * @module dsh-plugin-loop/ui/settings-form
  */
 
-import { LOOP_SETTING_RANGES, type LoopBoundSetting, type WholeNumberRange } from '../limits.ts'
+import { LOOP_SETTING_RANGES, type LoopBoundSetting, type WholeNumberRange } from '../shared/limits.ts'
 
 /** One editable field of the `loop` section. */
 export type LoopSettingField = LoopBoundSetting

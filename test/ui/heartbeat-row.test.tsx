@@ -12,7 +12,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { languageSource, type Language } from '../support/ui-locale.ts'
 import { A, B, D, projectionSource, runAtT0 } from '../support/ui-loops.ts'
 import type { LoopProjection, LoopRecord } from '../../src/types.ts'
-import { renderHeartbeat } from '../../src/heartbeat.ts'
+import { renderHeartbeat } from '../../src/shared/heartbeat.ts'
 import { ContextNode, type AnyTranslate, type HeartbeatRowProps } from '../../src/ui/HeartbeatRow.tsx'
 
 // Every test runs on fake timers from T0 and ends unmounted, on real timers, with every spy restored.

@@ -1,11 +1,11 @@
 /**
- * Recognizing a heartbeat in the browser: `readHeartbeat` (src/heartbeat.ts)
+ * Recognizing a heartbeat in the browser: `readHeartbeat` (src/shared/heartbeat.ts)
  * as the inverse of `renderHeartbeat` and nothing else, and the DSH context
  * renderer the heartbeat row shadows (src/ui/heartbeat.ts).
  */
 import { describe, expect, it } from 'vitest'
 import { T0 } from '../support/ui-loops.ts'
-import { readHeartbeat, renderHeartbeat } from '../../src/heartbeat.ts'
+import { readHeartbeat, renderHeartbeat } from '../../src/shared/heartbeat.ts'
 import { shadowedContextRenderer, type ChatNodeEntry } from '../../src/ui/heartbeat.ts'
 
 describe('heartbeat rules (src/ui/heartbeat.ts)', () => {

@@ -2,12 +2,12 @@
  * The `loop` dictionaries and localized durations (src/ui/locales.ts):
  * complete zh and en dictionaries with the same placeholders, and English
  * words equal to the `/loop` command replies' for the same durations (one
- * decomposition and rounding rule in src/format.ts).
+ * decomposition and rounding rule in src/shared/format.ts).
  */
 import { describe, expect, it } from 'vitest'
 import { translator } from '../support/ui-locale.ts'
 import { T0 } from '../support/ui-loops.ts'
-import { describeNextDue, formatDuration, formatInterval } from '../../src/format.ts'
+import { describeNextDue, formatDuration, formatInterval } from '../../src/shared/format.ts'
 import { LOOP_DICTIONARIES, localDue, localDuration, localInterval } from '../../src/ui/locales.ts'
 
 describe('languages', () => {
@@ -35,7 +35,7 @@ describe('languages', () => {
 })
 
 describe('localized durations (src/ui/locales.ts)', () => {
-  it('says in English exactly what the /loop command replies say (one decomposition and rounding rule in src/format.ts)', () => {
+  it('says in English exactly what the /loop command replies say (one decomposition and rounding rule in src/shared/format.ts)', () => {
     const en = translator('en')
     for (const seconds of [0, 0.5, 1, 59, 60, 61, 90, 3_599, 3_600, 3_661, 86_399, 86_400, 90_061, 31_536_000]) {
       expect(localDuration(en, seconds)).toBe(formatDuration(seconds))

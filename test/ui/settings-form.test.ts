@@ -11,7 +11,7 @@ import { act, cleanup } from '@testing-library/react'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { sectionScope } from '../support/ui-settings-scope.ts'
 import { Config, DEFAULT_LOOP_CONFIG, type LoopConfig } from '../../src/config.ts'
-import { LOOP_SETTING_RANGES } from '../../src/limits.ts'
+import { LOOP_SETTING_RANGES } from '../../src/shared/limits.ts'
 import {
   LOOP_SETTING_FIELDS,
   LoopSettingsForm,

@@ -6,7 +6,7 @@
  * @module dsh-plugin-loop/heartbeat
  */
 import { isRecord } from './guards.ts'
-import type { LoopRecord } from './types.ts'
+import type { LoopRecord } from '../types.ts'
 
 /** The `source` of every heartbeat message: how the runtime marks what it sends and how a reader knows it. */
 export const HEARTBEAT_SOURCE = Object.freeze({ kind: 'plugin', plugin: 'loop' } as const)

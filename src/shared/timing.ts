@@ -3,7 +3,7 @@
  * browser dock shares it with the runtime.
  * @module dsh-plugin-loop/timing
  */
-import type { LoopRecord } from './types.ts'
+import type { LoopRecord } from '../types.ts'
 
 /** The last instant a JavaScript `Date` can hold (+275760-09-13T00:00:00Z), in epoch milliseconds. */
 export const LATEST_DATE_MS = 8_640_000_000_000_000
