@@ -1,6 +1,6 @@
 /**
- * Shared fixtures of the pure-logic tests (test/domain.test.ts, test/timing.test.ts,
- * test/heartbeat.test.ts): a fixed instant, two loop records and a fold helper.
+ * Shared fixtures of the pure-logic tests (test/domain.test.ts, test/shared/timing.test.ts,
+ * test/shared/heartbeat.test.ts): a fixed instant, two loop records and a fold helper.
  * @module test/support/loop-fixtures
  */
 import { expect } from 'vitest'

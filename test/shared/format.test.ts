@@ -6,7 +6,7 @@ import {
   formatInstant,
   formatInterval,
   promptOnOneLine,
-} from '../src/shared/format.ts'
+} from '../../src/shared/format.ts'
 
 describe('formatDuration', () => {
   it.each([

@@ -1,7 +1,7 @@
 /** The heartbeat message (src/shared/heartbeat.ts): escaping, the exact rendered element, and recognising its own. */
 import { describe, expect, it } from 'vitest'
-import { escapeXml, readHeartbeat, renderHeartbeat } from '../src/shared/heartbeat.ts'
-import { loopA } from './support/loop-fixtures.ts'
+import { escapeXml, readHeartbeat, renderHeartbeat } from '../../src/shared/heartbeat.ts'
+import { loopA } from '../support/loop-fixtures.ts'
 
 describe('heartbeat', () => {
   it('escapes the five XML specials', () => {

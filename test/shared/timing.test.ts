@@ -1,6 +1,6 @@
 /** Time arithmetic of loops (src/shared/timing.ts): the due loop, the earliest wake-up, clock skew, the next occurrence and the longest interval. */
 import { describe, expect, it } from 'vitest'
-import { activeLoops, createChange } from '../src/domain.ts'
+import { activeLoops, createChange } from '../../src/domain.ts'
 import {
   earliestDueLoop,
   earliestNextAt,
@@ -8,8 +8,8 @@ import {
   longestIntervalSeconds,
   nextOccurrence,
   rescheduledNextAt,
-} from '../src/shared/timing.ts'
-import { NOW, foldOf, loopA, loopB } from './support/loop-fixtures.ts'
+} from '../../src/shared/timing.ts'
+import { NOW, foldOf, loopA, loopB } from '../support/loop-fixtures.ts'
 
 describe('timing', () => {
   const loops = activeLoops(foldOf(createChange(loopA), createChange(loopB)))
