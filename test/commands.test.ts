@@ -1,15 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { formatList, parseLoopCommand } from '../src/commands.ts'
-import {
-  loopChanges,
-  resumeFakeAgent,
-  runCommand,
-  type FakeAgent,
-  type Host,
-  startFakeHost,
-  stopFakeHost,
-  TEST_NOW,
-} from './support/host.ts'
+import { loopChanges, resumeFakeAgent, runCommand, TEST_NOW, useFakeHost } from './support/host.ts'
 
 describe('parseLoopCommand', () => {
   it.each([
@@ -48,21 +39,16 @@ describe('parseLoopCommand', () => {
 
 describe('/loop through the real command runtime', () => {
   const NOW = TEST_NOW
-  let host: Host
-  let fake: FakeAgent
-  beforeEach(async () => {
-    ;({ host, fake } = await startFakeHost('ses-cmd'))
-  })
-  afterEach(() => stopFakeHost(host))
+  const rig = useFakeHost('ses-cmd')
 
   it('creates with the complete remainder as the prompt, lists, and deletes', async () => {
-    const created = await runCommand(host, fake.agent, '/loop 90 check the build & report <failures>')
-    const id = (loopChanges(fake.agent)[0] as { loop: { id: string } }).loop.id
+    const created = await rig.command('/loop 90 check the build & report <failures>')
+    const id = (loopChanges(rig.fake.agent)[0] as { loop: { id: string } }).loop.id
     expect(created).toEqual({
       kind: 'success',
       text: `Created ${id}: every 1m 30s, next in 1m 30s. Prompt: check the build & report <failures>`,
     })
-    expect(loopChanges(fake.agent)).toEqual([
+    expect(loopChanges(rig.fake.agent)).toEqual([
       {
         version: 1,
         operation: 'create',
@@ -71,30 +57,30 @@ describe('/loop through the real command runtime', () => {
     ])
 
     await vi.advanceTimersByTimeAsync(30_000)
-    expect(await runCommand(host, fake.agent, '/loop list')).toEqual({
+    expect(await rig.command('/loop list')).toEqual({
       kind: 'success',
       text: `1 active loop:\n${id}  every 1m 30s  next in 1m (2026-11-30T00:01:30.000Z)  check the build & report <failures>`,
     })
 
-    expect(await runCommand(host, fake.agent, `/loop delete ${id}`)).toEqual({
+    expect(await rig.command(`/loop delete ${id}`)).toEqual({
       kind: 'success',
       text: `Deleted ${id}.`,
     })
-    expect(await runCommand(host, fake.agent, '/loop list')).toEqual({
+    expect(await rig.command('/loop list')).toEqual({
       kind: 'success',
       text: 'No active loops in this session. Create one with /loop <seconds> <prompt>.',
     })
-    expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'delete', id })
+    expect(loopChanges(rig.fake.agent).at(-1)).toEqual({ version: 1, operation: 'delete', id })
   })
 
   it('lists a multi-line prompt on one line, line breaks shown as ⏎ and cut on code points', async () => {
     // A prompt whose second line reads like a loop row: listed raw, it would pass for a second loop.
     const prompt =
       'Check CI\nloop_deadbeef  every 5s  next in 1s (2026-11-30T00:00:01.000Z)  rm -r📋\nthen report 📋 and wait for the reviewer to answer'
-    await runCommand(host, fake.agent, `/loop 60 ${prompt}`)
-    const id = (loopChanges(fake.agent)[0] as { loop: { id: string; prompt: string } }).loop.id
-    expect((loopChanges(fake.agent)[0] as { loop: { prompt: string } }).loop.prompt).toBe(prompt)
-    expect(await runCommand(host, fake.agent, '/loop list')).toEqual({
+    await rig.command(`/loop 60 ${prompt}`)
+    const id = (loopChanges(rig.fake.agent)[0] as { loop: { id: string; prompt: string } }).loop.id
+    expect((loopChanges(rig.fake.agent)[0] as { loop: { prompt: string } }).loop.prompt).toBe(prompt)
+    expect(await rig.command('/loop list')).toEqual({
       kind: 'success',
       text: `1 active loop:\n${id}  every 1m  next in 1m (2026-11-30T00:01:00.000Z)  Check CI⏎loop_deadbeef  every 5s  next in 1s (2026-11-30T00:00:01.000Z)  rm -r📋…`,
     })
@@ -102,26 +88,26 @@ describe('/loop through the real command runtime', () => {
 
   it('refuses /loop 8700000000000 before appending (past the last date), and lists and deletes a far-future loop', async () => {
     const longest = Math.floor((8.64e15 - NOW) / 1000)
-    expect(await runCommand(host, fake.agent, '/loop 8700000000000 far away')).toEqual({
+    expect(await rig.command('/loop 8700000000000 far away')).toEqual({
       kind: 'error',
       text: `time_in_seconds is 8700000000000, so the first heartbeat would fall after +275760-09-13T00:00:00.000Z, the last date a timestamp can hold; the longest interval accepted now is ${longest} seconds.`,
     })
-    expect(loopChanges(fake.agent)).toEqual([])
+    expect(loopChanges(rig.fake.agent)).toEqual([])
     // The longest interval accepted now is a loop like any other: it lists, with its date, and deletes.
-    const created = await runCommand(host, fake.agent, `/loop ${longest} the longest`)
+    const created = await rig.command(`/loop ${longest} the longest`)
     expect(created.kind).toBe('success')
-    const [change] = loopChanges(fake.agent) as [{ loop: { id: string; next_at: number } }]
+    const [change] = loopChanges(rig.fake.agent) as [{ loop: { id: string; next_at: number } }]
     expect(change.loop.next_at).toBe(NOW + longest * 1000)
-    expect(await runCommand(host, fake.agent, '/loop list')).toEqual({
+    expect(await rig.command('/loop list')).toEqual({
       kind: 'success',
       text: `1 active loop:\n${change.loop.id}  every 99979213d  next in 99979213d (+275760-09-13T00:00:00.000Z)  the longest`,
     })
-    expect(await runCommand(host, fake.agent, `/loop delete ${change.loop.id}`)).toEqual({
+    expect(await rig.command(`/loop delete ${change.loop.id}`)).toEqual({
       kind: 'success',
       text: `Deleted ${change.loop.id}.`,
     })
     // A record whose next_at lies beyond what a Date represents (written by an earlier build), in a log this build reopens.
-    fake.agent.session.append('loop/change', {
+    rig.fake.agent.session.append('loop/change', {
       version: 1,
       operation: 'create',
       loop: {
@@ -131,25 +117,25 @@ describe('/loop through the real command runtime', () => {
         next_at: NOW + 8_700_000_000_000_000,
       },
     })
-    await host.ctx.sessions.flush(fake.agent.session)
-    await fake.handle.dispose()
-    const reopened = await resumeFakeAgent(host, fake.agent.session.id)
-    expect(await runCommand(host, reopened.agent, '/loop list')).toEqual({
+    await rig.host.ctx.sessions.flush(rig.fake.agent.session)
+    await rig.fake.handle.dispose()
+    const reopened = await resumeFakeAgent(rig.host, rig.fake.agent.session.id)
+    expect(await runCommand(rig.host, reopened.agent, '/loop list')).toEqual({
       kind: 'success',
       text: '1 active loop:\nloop_far  every 100694444d 10h 40m  next in 100694444d 10h 40m (beyond the representable date range)  far away',
     })
-    expect(await runCommand(host, reopened.agent, '/loop delete loop_far')).toEqual({
+    expect(await runCommand(rig.host, reopened.agent, '/loop delete loop_far')).toEqual({
       kind: 'success',
       text: 'Deleted loop_far.',
     })
   })
 
   it('tells an id that breaks the id rule apart from an unknown one', async () => {
-    expect(await runCommand(host, fake.agent, '/loop delete loop_<x>')).toEqual({
+    expect(await rig.command('/loop delete loop_<x>')).toEqual({
       kind: 'error',
       text: 'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.',
     })
-    expect(await runCommand(host, fake.agent, '/loop delete loop_zz')).toEqual({
+    expect(await rig.command('/loop delete loop_zz')).toEqual({
       kind: 'error',
       text: 'No active loop "loop_zz" in this session; run loop_list (or /loop list) to see its loops.',
     })
@@ -157,29 +143,29 @@ describe('/loop through the real command runtime', () => {
 
   it('answers malformed lines with the exact usage and appends nothing', async () => {
     for (const line of ['/loop', '/loop 30', '/loop soon do it', '/loop delete', '/loop pause x']) {
-      expect(await runCommand(host, fake.agent, line)).toEqual({
+      expect(await rig.command(line)).toEqual({
         kind: 'error',
         text: 'Usage: /loop <seconds> <prompt> | /loop list | /loop delete <id>',
       })
     }
-    expect(loopChanges(fake.agent)).toEqual([])
+    expect(loopChanges(rig.fake.agent)).toEqual([])
   })
 
   it('passes the tool validation message through as the command error', async () => {
-    expect(await runCommand(host, fake.agent, '/loop 0 check')).toEqual({
+    expect(await rig.command('/loop 0 check')).toEqual({
       kind: 'error',
       text: 'time_in_seconds must be a positive whole number of seconds, for example 30.',
     })
-    expect(await runCommand(host, fake.agent, '/loop delete loop_missing')).toEqual({
+    expect(await rig.command('/loop delete loop_missing')).toEqual({
       kind: 'error',
       text: 'No active loop "loop_missing" in this session; run loop_list (or /loop list) to see its loops.',
     })
-    expect(loopChanges(fake.agent)).toEqual([])
+    expect(loopChanges(rig.fake.agent)).toEqual([])
   })
 
   it('logs command/run and command/done in the session like every command', async () => {
-    await runCommand(host, fake.agent, '/loop list')
-    const types = fake.agent.session.events.map((event) => event.type)
+    await rig.command('/loop list')
+    const types = rig.fake.agent.session.events.map((event) => event.type)
     expect(types).toEqual(['command/run', 'command/done'])
   })
 })

@@ -1,42 +1,47 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { SessionId } from '@deepseek-ai/dsh-session'
-import { FIRST_RETRY_DELAY_MS, LoopRuntime, MAX_TIMER_WAIT_MS, chooseDelivery } from '../src/loop.ts'
+import { CallId, createUserMessage, MessageId } from '@deepseek-ai/dsh-llm'
+import { SessionId, type SessionEvent } from '@deepseek-ai/dsh-session'
+import { registerLoopCommand } from '../src/commands.ts'
+import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
+import { createChange, deleteChange, dispatchChange } from '../src/domain.ts'
 import * as loopPlugin from '../src/index.ts'
+import {
+  FIRST_RETRY_DELAY_MS,
+  LoopRuntime,
+  MAX_TIMER_WAIT_MS,
+  SessionView,
+  chooseDelivery,
+  waitingHeartbeats,
+} from '../src/loop.ts'
+import { renderHeartbeat } from '../src/shared/heartbeat.ts'
+import { registerLoopTools } from '../src/tools.ts'
 import { failFlush, holdFlushes, recordTimers } from './support/faults.ts'
-import { createChange } from '../src/domain.ts'
-import { createUserMessage } from '@deepseek-ai/dsh-llm'
+import { ManualClock } from './support/manual-clock.ts'
 import {
   AGENT_OPTIONS,
   advance,
-  bootHost,
   createFakeAgent,
-  useFakeClock,
+  createLoop,
   loopChanges,
   persistedLoopChanges,
   resumeFakeAgent,
+  runCommand,
   runTool,
   settle,
   signal,
   type FakeAgent,
   type Host,
-  startFakeHost,
-  stopFakeHost,
   TEST_NOW,
+  useFakeHost,
 } from './support/host.ts'
 
 const NOW = TEST_NOW
-let host: Host
-let fake: FakeAgent
-beforeEach(async () => {
-  ;({ host, fake } = await startFakeHost('ses-run'))
-})
-afterEach(() => stopFakeHost(host))
+const rig = useFakeHost('ses-run')
 
-/** Create a loop through the real tool and return its id. */
-async function create(prompt: string, seconds: number, target: FakeAgent = fake): Promise<string> {
-  const result = await runTool(host, target.agent, 'loop_create', { prompt, time_in_seconds: seconds })
-  if (result.isError) throw new Error(result.error.message)
-  return (result.value as { id: string }).id
+/** A host without the plugin and a fake agent on it: a runtime the test builds is the only one for that agent. */
+async function bareAgent(sessionId: string): Promise<{ bare: Host; agent: FakeAgent }> {
+  const bare = await rig.boot({ loop: false })
+  return { bare, agent: await createFakeAgent(bare, sessionId) }
 }
 
 /** The exact heartbeat text for an id and prompt. */
@@ -44,17 +49,17 @@ const heartbeat = (id: string, prompt: string) =>
   `<heartbeat>\n  <loop_id>${id}</loop_id>\n  <prompt>${prompt}</prompt>\n</heartbeat>`
 
 /** The heartbeat text of each send, in order. */
-const sentTexts = (target: FakeAgent = fake) =>
+const sentTexts = (target: FakeAgent = rig.fake) =>
   target.send.mock.calls.map(([message]) => (message.content[0] as { text: string }).text)
 
 describe('delivery', () => {
   it('sends a one-second loop exactly once at its due boundary, idle → next-turn with wakeup', async () => {
-    const id = await create('Check whether the build is still healthy', 1)
+    const id = await rig.create('Check whether the build is still healthy', 1)
     await advance(999)
-    expect(fake.send).not.toHaveBeenCalled()
+    expect(rig.fake.send).not.toHaveBeenCalled()
     await advance(1)
-    expect(fake.send).toHaveBeenCalledTimes(1)
-    const [message, target, wakeup] = fake.send.mock.calls[0]!
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
+    const [message, target, wakeup] = rig.fake.send.mock.calls[0]!
     expect(target).toBe('next-turn')
     expect(wakeup).toBe(true)
     expect(message).toEqual({
@@ -63,9 +68,9 @@ describe('delivery', () => {
       content: [{ type: 'text', text: heartbeat(id, 'Check whether the build is still healthy') }],
       source: { kind: 'plugin', plugin: 'loop' },
     })
-    expect(fake.steer).not.toHaveBeenCalled()
-    expect(fake.followup).not.toHaveBeenCalled()
-    expect(loopChanges(fake.agent)).toEqual([
+    expect(rig.fake.steer).not.toHaveBeenCalled()
+    expect(rig.fake.followup).not.toHaveBeenCalled()
+    expect(loopChanges(rig.fake.agent)).toEqual([
       {
         version: 1,
         operation: 'create',
@@ -73,52 +78,52 @@ describe('delivery', () => {
       },
       { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 },
     ])
-    expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
+    expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual(loopChanges(rig.fake.agent))
   })
 
   it('keeps recurring: three seconds of a one-second loop are three sends', async () => {
-    await create('tick', 1)
+    await rig.create('tick', 1)
     await advance(3000)
-    expect(fake.send).toHaveBeenCalledTimes(3)
+    expect(rig.fake.send).toHaveBeenCalledTimes(3)
     expect(
-      loopChanges(fake.agent)
+      loopChanges(rig.fake.agent)
         .slice(1)
         .map((change) => (change as { next_at: number }).next_at),
     ).toEqual([NOW + 2000, NOW + 3000, NOW + 4000])
   })
 
   it('sends next-step with wakeup when the agent is running', async () => {
-    const id = await create('while busy', 2)
-    fake.setStatus('running')
+    const id = await rig.create('while busy', 2)
+    rig.fake.setStatus('running')
     await advance(2000)
-    expect(fake.send.mock.calls).toEqual([
+    expect(rig.fake.send.mock.calls).toEqual([
       [expect.objectContaining({ content: [{ type: 'text', text: heartbeat(id, 'while busy') }] }), 'next-step', true],
     ])
-    fake.setStatus('idle')
+    rig.fake.setStatus('idle')
     await advance(2000)
-    expect(fake.send.mock.calls.map(([, target, wakeup]) => [target, wakeup])).toEqual([
+    expect(rig.fake.send.mock.calls.map(([, target, wakeup]) => [target, wakeup])).toEqual([
       ['next-step', true],
       ['next-turn', true],
     ])
-    expect(fake.steer).not.toHaveBeenCalled()
-    expect(fake.followup).not.toHaveBeenCalled()
+    expect(rig.fake.steer).not.toHaveBeenCalled()
+    expect(rig.fake.followup).not.toHaveBeenCalled()
   })
 
   it('runs a drive as flush, send, append of the dispatch, flush, in exactly that order', async () => {
-    const id = await create('in order', 1)
+    const id = await rig.create('in order', 1)
     await settle()
     const steps: string[] = []
-    const realFlush = host.ctx.sessions.flush
-    const flush = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
+    const realFlush = rig.host.ctx.sessions.flush
+    const flush = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementation((session) => {
       steps.push(`flush ${session.id}`)
       return realFlush(session)
     })
-    fake.send.mockImplementation((message, target) => {
+    rig.fake.send.mockImplementation((message, target) => {
       steps.push(
         `send ${(message.content[0] as { text: string }).text === heartbeat(id, 'in order') ? id : 'other'} ${target}`,
       )
     })
-    const session = fake.agent.session
+    const session = rig.fake.agent.session
     const realAppend = session.append.bind(session) as (
       type: string,
       data: unknown,
@@ -138,25 +143,25 @@ describe('delivery', () => {
       // Step 11: the drive it requests flushes, finds nothing due and arms the timer.
       'flush ses-run',
     ])
-    expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
+    expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual(loopChanges(rig.fake.agent))
   })
 
   it('drives 20 loops overdue together one at a time (§7.2): next_at order, each dispatch flushed before the next send', async () => {
     // Created in this order; overdue by different amounts, so they fall due in reverse creation order.
     const ids: string[] = []
-    for (let index = 0; index < 20; index += 1) ids.push(await create(`P${index}`, 40 - index))
+    for (let index = 0; index < 20; index += 1) ids.push(await rig.create(`P${index}`, 40 - index))
     await settle()
     vi.setSystemTime(NOW + 100_000) // asleep: all twenty are overdue
     const steps: string[] = []
-    const realFlush = host.ctx.sessions.flush
-    const flush = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
+    const realFlush = rig.host.ctx.sessions.flush
+    const flush = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementation((session) => {
       steps.push('flush')
       return realFlush(session)
     })
-    fake.send.mockImplementation((message) => {
+    rig.fake.send.mockImplementation((message) => {
       steps.push(`send ${/<prompt>(P\d+)<\/prompt>/.exec((message.content[0] as { text: string }).text)![1]}`)
     })
-    const session = fake.agent.session
+    const session = rig.fake.agent.session
     const realAppend = session.append.bind(session) as (
       type: string,
       data: unknown,
@@ -171,12 +176,12 @@ describe('delivery', () => {
     append.mockRestore()
     const order = Array.from({ length: 20 }, (_, index) => `P${19 - index}`)
     expect(steps).toEqual([...order.flatMap((name) => ['flush', `send ${name}`, `append ${name}`, 'flush']), 'flush'])
-    expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
+    expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual(loopChanges(rig.fake.agent))
   })
 
   it('decides each loop of a batch on the inbox as the batch left it: a heartbeat its own wake-up claimed no longer waits', async () => {
-    const first = await create('first', 2)
-    const second = await create('second', 3)
+    const first = await rig.create('first', 2)
+    const second = await rig.create('second', 3)
     await settle()
     // Two stale heartbeats of the second loop wait in the idle agent's inbox (a log from another build).
     const stale = () =>
@@ -184,33 +189,33 @@ describe('delivery', () => {
         content: [{ type: 'text', text: heartbeat(second, 'second') }],
         source: { kind: 'plugin', plugin: 'loop' },
       })
-    fake.agent.inbox.append('next-step', stale())
-    fake.agent.inbox.append('next-turn', stale())
+    rig.fake.agent.inbox.append('next-step', stale())
+    rig.fake.agent.inbox.append('next-turn', stale())
     // Like DSH: a waking send to an idle agent starts a turn that claims at once (all next-step input and the first queued turn).
-    fake.send.mockImplementation((message, target) => {
-      fake.agent.inbox.append(target, message)
-      if (fake.agent.status === 'idle') {
-        fake.setStatus('running')
-        fake.agent.inbox.claim('next-turn', 1)
+    rig.fake.send.mockImplementation((message, target) => {
+      rig.fake.agent.inbox.append(target, message)
+      if (rig.fake.agent.status === 'idle') {
+        rig.fake.setStatus('running')
+        rig.fake.agent.inbox.claim('next-turn', 1)
       }
     })
     vi.setSystemTime(NOW + 3000) // when the timer (2 s) fires, both are due: first (at 2 s), then second (3 s)
     await advance(2000)
     // The first's wake-up claimed both stale heartbeats into the open turn: the second goes to the next turn, not coalesced.
     expect(
-      fake.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target]),
+      rig.fake.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target]),
     ).toEqual([
       [heartbeat(first, 'first'), 'next-turn'],
       [heartbeat(second, 'second'), 'next-turn'],
     ])
-    expect(fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
+    expect(rig.fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
       heartbeat(first, 'first'),
       heartbeat(second, 'second'),
     ])
   })
 
   it('escapes the id and prompt inside the heartbeat', async () => {
-    const id = await create(`Is "main" <green> & 'ok'?`, 1)
+    const id = await rig.create(`Is "main" <green> & 'ok'?`, 1)
     await advance(1000)
     expect(sentTexts()).toEqual([heartbeat(id, 'Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?')])
   })
@@ -218,8 +223,8 @@ describe('delivery', () => {
 
 describe('timer', () => {
   it('arms one timer for the earliest loop and dispatches several loops in next_at order', async () => {
-    const slow = await create('slow', 3)
-    const fast = await create('fast', 2)
+    const slow = await rig.create('slow', 3)
+    const fast = await rig.create('fast', 2)
     expect(vi.getTimerCount()).toBe(1)
     await advance(2000)
     expect(sentTexts()).toEqual([heartbeat(fast, 'fast')])
@@ -229,41 +234,41 @@ describe('timer', () => {
   })
 
   it('dispatches every overdue loop once, earliest first, each in its own send', async () => {
-    const a = await create('A', 4)
-    const b = await create('B', 2)
-    const c = await create('C', 3)
+    const a = await rig.create('A', 4)
+    const b = await rig.create('B', 2)
+    const c = await rig.create('C', 3)
     vi.setSystemTime(NOW + 10_000) // the process was asleep: all three are overdue
     await advance(2000)
     expect(sentTexts()).toEqual([heartbeat(b, 'B'), heartbeat(c, 'C'), heartbeat(a, 'A')])
   })
 
   it('does not burst missed intervals: one heartbeat, next occurrence in the future', async () => {
-    const id = await create('tick', 1)
+    const id = await rig.create('tick', 1)
     vi.setSystemTime(NOW + 5000) // five intervals pass without the timer firing
     await advance(1000)
-    expect(fake.send).toHaveBeenCalledTimes(1)
-    expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 7000 })
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
+    expect(loopChanges(rig.fake.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 7000 })
   })
 
   it('waits at most a minute at a time, re-reading the clock, and fires a far loop on time', async () => {
     const seconds = 3 * 3600 // three hours: 180 one-minute waits
-    await create('every three hours', seconds)
+    await rig.create('every three hours', seconds)
     await advance(MAX_TIMER_WAIT_MS - 1, MAX_TIMER_WAIT_MS)
     expect(vi.getTimerCount()).toBe(1)
     await advance(seconds * 1000 - MAX_TIMER_WAIT_MS, MAX_TIMER_WAIT_MS)
-    expect(fake.send).not.toHaveBeenCalled()
+    expect(rig.fake.send).not.toHaveBeenCalled()
     await advance(1)
-    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
   })
 
   it('fires an overdue loop within a minute when the wall clock jumps while the timer waits (sleep)', async () => {
-    const id = await create('hourly', 3600)
+    const id = await rig.create('hourly', 3600)
     await advance(1000)
     // The machine sleeps for two hours: the wall clock moves, the timer does not count it.
     vi.setSystemTime(Date.now() + 2 * 3_600_000)
     await advance(MAX_TIMER_WAIT_MS, 1000)
     expect(sentTexts()).toEqual([heartbeat(id, 'hourly')])
-    expect(loopChanges(fake.agent).at(-1)).toEqual({
+    expect(loopChanges(rig.fake.agent).at(-1)).toEqual({
       version: 1,
       operation: 'dispatch',
       id,
@@ -273,122 +278,116 @@ describe('timer', () => {
 
   it('reschedules durably a loop whose next_at the clock left more than one interval ahead', async () => {
     vi.setSystemTime(NOW + 365 * 86_400_000) // the clock jumped a year ahead
-    const id = await create('every two seconds', 2)
+    const id = await rig.create('every two seconds', 2)
     vi.setSystemTime(NOW) // and was corrected
     // The timer armed for two seconds wakes, finds next_at a year ahead and moves it to one interval from now.
     await advance(2000)
-    expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 4000 })
-    expect(fake.send).not.toHaveBeenCalled()
+    expect(loopChanges(rig.fake.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 4000 })
+    expect(rig.fake.send).not.toHaveBeenCalled()
     await advance(2000)
     expect(sentTexts()).toEqual([heartbeat(id, 'every two seconds')])
-    expect(await persistedLoopChanges(host, 'ses-run')).toEqual(loopChanges(fake.agent))
+    expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual(loopChanges(rig.fake.agent))
   })
 
   it('does not duplicate a dispatch when drive requests from tool calls race the timer', async () => {
-    const id = await create('once', 1)
+    const id = await rig.create('once', 1)
     await settle()
     vi.setSystemTime(NOW + 1000)
     // Each create commits and requests a drive; the timer fires in the middle of them.
     const creates = Array.from({ length: 4 }, (_, index) =>
-      runTool(host, fake.agent, 'loop_create', { prompt: `other ${index}`, time_in_seconds: 3600 }),
+      rig.tool('loop_create', { prompt: `other ${index}`, time_in_seconds: 3600 }),
     )
     await vi.advanceTimersByTimeAsync(1)
     await Promise.all(creates)
     await settle()
     expect(sentTexts()).toEqual([heartbeat(id, 'once')])
     expect(
-      loopChanges(fake.agent).filter((change) => (change as { operation: string }).operation === 'dispatch'),
+      loopChanges(rig.fake.agent).filter((change) => (change as { operation: string }).operation === 'dispatch'),
     ).toEqual([{ version: 1, operation: 'dispatch', id, next_at: NOW + 2000 }])
   })
 
   it('stops firing after delete and clears the timer', async () => {
-    const id = await create('bye', 1)
+    const id = await rig.create('bye', 1)
     await advance(1000)
-    await runTool(host, fake.agent, 'loop_delete', { id })
+    await rig.tool('loop_delete', { id })
     await settle()
     expect(vi.getTimerCount()).toBe(0)
     await advance(10_000)
-    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
   })
 })
 
 describe('lifecycle', () => {
   it('a disposed agent clears its timer and never dispatches again', async () => {
-    await create('stale', 1)
+    await rig.create('stale', 1)
     expect(vi.getTimerCount()).toBe(1)
-    await fake.handle.dispose()
+    await rig.fake.handle.dispose()
     expect(vi.getTimerCount()).toBe(0)
     await advance(5000)
-    expect(fake.send).not.toHaveBeenCalled()
+    expect(rig.fake.send).not.toHaveBeenCalled()
   })
 
   it('a runtime replaced while its drive is in flight stays inert; the replacement sends the due heartbeat once', async () => {
     // A host whose plugin fiber the test holds, so the runtime serving this live session can be
     // replaced (a hot reload) while the old runtime's drive waits on its flush.
-    const reloadable = await bootHost({ loop: false })
-    try {
-      const oldFiber = reloadable.ctx.plugin(loopPlugin)
-      await oldFiber
-      const agent = await createFakeAgent(reloadable, 'ses-reload')
-      const timers = recordTimers()
-      const created = await runTool(reloadable, agent.agent, 'loop_create', { prompt: 'carry on', time_in_seconds: 2 })
-      if (created.isError) throw new Error(created.error.message)
-      const id = (created.value as { id: string }).id
-      await settle()
-      const oldTimer = timers.armed.find((timer) => timer.delay === 2000)!
-      timers.restore()
-      await advance(1999)
-      const held = holdFlushes(reloadable)
-      await vi.advanceTimersByTimeAsync(1)
-      expect(held.waiting()).toBe(1) // the old runtime's drive, before its decision
+    const reloadable = await rig.boot({ loop: false })
+    const oldFiber = reloadable.ctx.plugin(loopPlugin)
+    await oldFiber
+    const agent = await createFakeAgent(reloadable, 'ses-reload')
+    const timers = recordTimers()
+    const id = await createLoop(reloadable, agent.agent, 'carry on', 2)
+    await settle()
+    const oldTimer = timers.armed.find((timer) => timer.delay === 2000)!
+    timers.restore()
+    await advance(1999)
+    const held = holdFlushes(reloadable)
+    await vi.advanceTimersByTimeAsync(1)
+    expect(held.waiting()).toBe(1) // the old runtime's drive, before its decision
 
-      const oldDisposal = oldFiber.dispose()
-      const newFiber = reloadable.ctx.plugin(loopPlugin)
-      await vi.advanceTimersByTimeAsync(0)
-      expect(held.waiting()).toBe(2) // the replacement's first drive is live beside the old one
-      // A late timer of the old runtime, while the replacement is live, requests nothing.
-      oldTimer.callback()
-      await vi.advanceTimersByTimeAsync(0)
-      expect(held.waiting()).toBe(2)
+    const oldDisposal = oldFiber.dispose()
+    const newFiber = reloadable.ctx.plugin(loopPlugin)
+    await vi.advanceTimersByTimeAsync(0)
+    expect(held.waiting()).toBe(2) // the replacement's first drive is live beside the old one
+    // A late timer of the old runtime, while the replacement is live, requests nothing.
+    oldTimer.callback()
+    await vi.advanceTimersByTimeAsync(0)
+    expect(held.waiting()).toBe(2)
 
-      await held.release()
-      await oldDisposal
-      await newFiber
-      await settle()
-      expect(sentTexts(agent)).toEqual([heartbeat(id, 'carry on')])
-      const expected = [
-        { version: 1, operation: 'create', loop: { id, prompt: 'carry on', time_in_seconds: 2, next_at: NOW + 2000 } },
-        { version: 1, operation: 'dispatch', id, next_at: NOW + 4000 },
-      ]
-      expect(loopChanges(agent.agent)).toEqual(expected)
-      expect(await persistedLoopChanges(reloadable, 'ses-reload')).toEqual(expected)
-      // The next occurrence: while the replacement's drive waits, the old runtime's timer fires late.
-      await advance(1999)
-      const heldAgain = holdFlushes(reloadable)
-      await vi.advanceTimersByTimeAsync(1)
-      expect(heldAgain.waiting()).toBe(1)
-      oldTimer.callback()
-      await vi.advanceTimersByTimeAsync(0)
-      expect(heldAgain.waiting()).toBe(1)
-      await heldAgain.release()
-      await settle()
-      expect(sentTexts(agent)).toEqual([heartbeat(id, 'carry on'), heartbeat(id, 'carry on')])
-      const listed = await runTool(reloadable, agent.agent, 'loop_list', {})
-      expect(
-        listed.isError
-          ? listed.error
-          : (listed.value as { id: string; next_at: number }[]).map((loop) => [loop.id, loop.next_at]),
-      ).toEqual([[id, NOW + 6000]])
-    } finally {
-      await reloadable.dispose()
-    }
+    await held.release()
+    await oldDisposal
+    await newFiber
+    await settle()
+    expect(sentTexts(agent)).toEqual([heartbeat(id, 'carry on')])
+    const expected = [
+      { version: 1, operation: 'create', loop: { id, prompt: 'carry on', time_in_seconds: 2, next_at: NOW + 2000 } },
+      { version: 1, operation: 'dispatch', id, next_at: NOW + 4000 },
+    ]
+    expect(loopChanges(agent.agent)).toEqual(expected)
+    expect(await persistedLoopChanges(reloadable, 'ses-reload')).toEqual(expected)
+    // The next occurrence: while the replacement's drive waits, the old runtime's timer fires late.
+    await advance(1999)
+    const heldAgain = holdFlushes(reloadable)
+    await vi.advanceTimersByTimeAsync(1)
+    expect(heldAgain.waiting()).toBe(1)
+    oldTimer.callback()
+    await vi.advanceTimersByTimeAsync(0)
+    expect(heldAgain.waiting()).toBe(1)
+    await heldAgain.release()
+    await settle()
+    expect(sentTexts(agent)).toEqual([heartbeat(id, 'carry on'), heartbeat(id, 'carry on')])
+    const listed = await runTool(reloadable, agent.agent, 'loop_list', {})
+    expect(
+      listed.isError
+        ? listed.error
+        : (listed.value as { id: string; next_at: number }[]).map((loop) => [loop.id, loop.next_at]),
+    ).toEqual([[id, NOW + 6000]])
   })
 
   it('an overdue loop fires once when its session resumes after downtime', async () => {
-    const id = await create('after downtime', 1)
-    await fake.handle.dispose()
+    const id = await rig.create('after downtime', 1)
+    await rig.fake.handle.dispose()
     vi.setSystemTime(NOW + 3_600_000)
-    const resumed = await resumeFakeAgent(host, 'ses-run')
+    const resumed = await resumeFakeAgent(rig.host, 'ses-run')
     await settle()
     expect(sentTexts(resumed)).toEqual([heartbeat(id, 'after downtime')])
     expect(loopChanges(resumed.agent).at(-1)).toEqual({
@@ -402,65 +401,65 @@ describe('lifecycle', () => {
 
 describe('failures', () => {
   it('sends nothing when the agent is disposed while the pre-dispatch flush waits', async () => {
-    await create('too late', 1)
+    await rig.create('too late', 1)
     await settle()
     let release!: () => void
-    const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
+    const real = rig.host.ctx.sessions.flush.bind(rig.host.ctx.sessions)
     const spy = vi
-      .spyOn(host.ctx.sessions, 'flush')
+      .spyOn(rig.host.ctx.sessions, 'flush')
       .mockImplementationOnce(
         (session) => new Promise<boolean>((resolve) => (release = () => void real(session).then(resolve))),
       )
     await vi.advanceTimersByTimeAsync(1000)
     expect(spy).toHaveBeenCalledTimes(1)
-    const disposal = fake.handle.dispose()
+    const disposal = rig.fake.handle.dispose()
     release()
     spy.mockRestore()
     await disposal
-    expect(fake.send).not.toHaveBeenCalled()
-    expect(loopChanges(fake.agent).map((change) => (change as { operation: string }).operation)).toEqual(['create'])
+    expect(rig.fake.send).not.toHaveBeenCalled()
+    expect(loopChanges(rig.fake.agent).map((change) => (change as { operation: string }).operation)).toEqual(['create'])
   })
 
   it('does not send when the pre-dispatch flush fails, and retries with backoff', async () => {
-    await create('retry', 1)
-    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockRejectedValue(new Error('disk gone'))
+    await rig.create('retry', 1)
+    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockRejectedValue(new Error('disk gone'))
     await advance(1000)
-    expect(fake.send).not.toHaveBeenCalled()
-    expect(loopChanges(fake.agent)).toHaveLength(1)
+    expect(rig.fake.send).not.toHaveBeenCalled()
+    expect(loopChanges(rig.fake.agent)).toHaveLength(1)
     await advance(FIRST_RETRY_DELAY_MS)
     expect(spy).toHaveBeenCalledTimes(2)
     spy.mockRestore()
     await advance(2 * FIRST_RETRY_DELAY_MS)
-    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
   })
 
   it('does not count the advance as durable when the post-dispatch flush fails', async () => {
-    const id = await create('once', 1)
-    const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
+    const id = await rig.create('once', 1)
+    const real = rig.host.ctx.sessions.flush.bind(rig.host.ctx.sessions)
     const spy = vi
-      .spyOn(host.ctx.sessions, 'flush')
+      .spyOn(rig.host.ctx.sessions, 'flush')
       .mockImplementationOnce(real)
       .mockRejectedValueOnce(new Error('disk full'))
     await advance(1000)
-    expect(fake.send).toHaveBeenCalledTimes(1)
-    expect(await persistedLoopChanges(host, 'ses-run')).toEqual([loopChanges(fake.agent)[0]])
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
+    expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual([loopChanges(rig.fake.agent)[0]])
     spy.mockRestore()
     // The retry drive flushes the in-memory dispatch first, then finds nothing due: no second send.
     await advance(FIRST_RETRY_DELAY_MS - 1)
     await settle()
-    expect(await persistedLoopChanges(host, 'ses-run')).toEqual([
-      loopChanges(fake.agent)[0],
+    expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual([
+      loopChanges(rig.fake.agent)[0],
       { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 },
     ])
-    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
   })
 
   it('arms nothing when a drive fails while its agent is being disposed', async () => {
-    await create('disposed mid-flush', 1)
+    await rig.create('disposed mid-flush', 1)
     await settle()
     const timersWithLoop = vi.getTimerCount()
     let rejectFlush: (reason: unknown) => void = () => undefined
-    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementationOnce(
+    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementationOnce(
       () =>
         new Promise<boolean>((_, reject) => {
           rejectFlush = reject
@@ -468,7 +467,7 @@ describe('failures', () => {
     )
     await vi.advanceTimersByTimeAsync(1000)
     expect(spy).toHaveBeenCalledTimes(1)
-    const disposal = fake.handle.dispose()
+    const disposal = rig.fake.handle.dispose()
     await settle() // disposal now waits for the drive, which waits for the flush
     rejectFlush('storage detached')
     await disposal
@@ -476,35 +475,35 @@ describe('failures', () => {
     // The loop's timer was cleared by the drive and no retry timer was armed after disposal.
     expect(vi.getTimerCount()).toBe(timersWithLoop - 1)
     await advance(5000)
-    expect(fake.send).not.toHaveBeenCalled()
+    expect(rig.fake.send).not.toHaveBeenCalled()
   })
 
   it('names non-Error flush failures in the tool error', async () => {
-    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockRejectedValue('EIO')
-    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockRejectedValue('EIO')
+    const listed = await rig.tool('loop_list', {})
     expect(listed.isError ? listed.error.message : 'succeeded').toBe('Session persistence failed: EIO')
     spy.mockRestore()
   })
 
   it('appends no dispatch when the inbox refuses the heartbeat', async () => {
-    await create('refused', 1)
-    fake.send.mockImplementationOnce(() => {
+    await rig.create('refused', 1)
+    rig.fake.send.mockImplementationOnce(() => {
       throw new Error('inbox closed')
     })
     await advance(1000)
-    expect(loopChanges(fake.agent)).toHaveLength(1)
+    expect(loopChanges(rig.fake.agent)).toHaveLength(1)
     await advance(FIRST_RETRY_DELAY_MS)
-    expect(fake.send).toHaveBeenCalledTimes(2)
-    expect(loopChanges(fake.agent)).toHaveLength(2)
+    expect(rig.fake.send).toHaveBeenCalledTimes(2)
+    expect(loopChanges(rig.fake.agent)).toHaveLength(2)
   })
 
   it('doubles the retry delay while the inbox keeps refusing, up to the cap', async () => {
-    await create('refused again', 1)
-    fake.send.mockImplementation(() => {
+    await rig.create('refused again', 1)
+    rig.fake.send.mockImplementation(() => {
       throw new Error('inbox closed')
     })
     await advance(1000)
-    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
     // Retries at +1 s, +2 s, +4 s, … after each refusal; one more send per step.
     for (const [attempt, delay] of [
       [2, 1000],
@@ -517,11 +516,11 @@ describe('failures', () => {
       [9, 60_000],
     ] as const) {
       await advance(delay - 1, 1000)
-      expect(fake.send).toHaveBeenCalledTimes(attempt - 1)
+      expect(rig.fake.send).toHaveBeenCalledTimes(attempt - 1)
       await advance(1)
-      expect(fake.send).toHaveBeenCalledTimes(attempt)
+      expect(rig.fake.send).toHaveBeenCalledTimes(attempt)
     }
-    expect(loopChanges(fake.agent)).toHaveLength(1)
+    expect(loopChanges(rig.fake.agent)).toHaveLength(1)
   })
 
   /**
@@ -530,37 +529,37 @@ describe('failures', () => {
    * build). The record is appended past the runtime, flushed, and the agent resumed.
    */
   async function reopenWithCorruptRecord(data: unknown): Promise<FakeAgent> {
-    fake.agent.session.append('loop/change', data as never)
-    await host.ctx.sessions.flush(fake.agent.session)
-    const id = fake.agent.session.id
-    await fake.handle.dispose()
-    fake = await resumeFakeAgent(host, id)
-    return fake
+    rig.fake.agent.session.append('loop/change', data as never)
+    await rig.host.ctx.sessions.flush(rig.fake.agent.session)
+    const id = rig.fake.agent.session.id
+    await rig.fake.handle.dispose()
+    rig.fake = await resumeFakeAgent(rig.host, id)
+    return rig.fake
   }
 
   it('fails closed on a corrupt record in the log it reopens: nothing fires and tool calls get the diagnostic', async () => {
-    await create('armed', 60)
+    await rig.create('armed', 60)
     await settle()
     const reopened = await reopenWithCorruptRecord({ version: 1, operation: 'delete', id: 'loop_missing' })
     await advance(120_000, 10_000)
     expect(reopened.send).not.toHaveBeenCalled()
-    const listed = await runTool(host, reopened.agent, 'loop_list', {})
+    const listed = await runTool(rig.host, reopened.agent, 'loop_list', {})
     expect(listed.isError ? listed.error.message : undefined).toBe(
       'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_missing).',
     )
   })
 
   it('fails closed on a corrupt log without touching other sessions', async () => {
-    const healthy = await createFakeAgent(host, 'ses-healthy')
-    await create('fine', 1, healthy)
-    await create('doomed', 1)
+    const healthy = await createFakeAgent(rig.host, 'ses-healthy')
+    await rig.create('fine', 1, healthy)
+    await rig.create('doomed', 1)
     await settle()
     const reopened = await reopenWithCorruptRecord({ version: 1, operation: 'delete', id: 'loop_missing' })
     healthy.send.mockClear()
     await advance(3000)
     expect(reopened.send).not.toHaveBeenCalled()
     expect(healthy.send).toHaveBeenCalledTimes(3)
-    const listed = await runTool(host, reopened.agent, 'loop_list', {})
+    const listed = await runTool(rig.host, reopened.agent, 'loop_list', {})
     expect(listed.isError ? listed.error : undefined).toEqual({
       message:
         'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_missing).',
@@ -573,9 +572,9 @@ describe('failures', () => {
     const reopened = await reopenWithCorruptRecord({ version: 9 })
     const message =
       'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: unsupported version 9).'
-    const listed = await runTool(host, reopened.agent, 'loop_list', {})
+    const listed = await runTool(rig.host, reopened.agent, 'loop_list', {})
     expect(listed.isError ? listed.error.message : 'succeeded').toBe(message)
-    const created = await runTool(host, reopened.agent, 'loop_create', { prompt: 'p', time_in_seconds: 1 })
+    const created = await runTool(rig.host, reopened.agent, 'loop_create', { prompt: 'p', time_in_seconds: 1 })
     expect(created.isError ? created.error.message : 'succeeded').toBe(message)
     expect(loopChanges(reopened.agent)).toHaveLength(1)
   })
@@ -587,11 +586,8 @@ describe('the queue, driven directly', () => {
   let agent: FakeAgent
 
   beforeEach(async () => {
-    useFakeClock()
-    bare = await bootHost({ loop: false })
-    agent = await createFakeAgent(bare, 'ses-queue')
+    ;({ bare, agent } = await bareAgent('ses-queue'))
   })
-  afterEach(() => stopFakeHost(bare))
 
   /** Replace flush with one whose acknowledgements the test releases. */
   function holdFlushes() {
@@ -745,9 +741,7 @@ describe('the queue, driven directly', () => {
 
 describe('a log that was corrupt before the runtime observed it', () => {
   it('fails closed at the first drive and names the record to tool calls', async () => {
-    useFakeClock()
-    const bare = await bootHost({ loop: false })
-    const agent = await createFakeAgent(bare, 'ses-early-corrupt')
+    const { bare, agent } = await bareAgent('ses-early-corrupt')
     agent.agent.session.append('loop/change', { version: 1, operation: 'dispatch', id: 'loop_ghost', next_at: 5 })
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     runtime.start()
@@ -757,13 +751,10 @@ describe('a log that was corrupt before the runtime observed it', () => {
       'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: dispatch targets inactive loop loop_ghost).',
     )
     await runtime.dispose()
-    await stopFakeHost(bare)
   })
 
   it('fails closed without a retry when its first flush fails too', async () => {
-    useFakeClock()
-    const bare = await bootHost({ loop: false })
-    const agent = await createFakeAgent(bare, 'ses-early-corrupt-unflushed')
+    const { bare, agent } = await bareAgent('ses-early-corrupt-unflushed')
     agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
     const injection = failFlush(bare, 'reject', { times: 1 })
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
@@ -777,7 +768,6 @@ describe('a log that was corrupt before the runtime observed it', () => {
       'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_ghost).',
     )
     await runtime.dispose()
-    await stopFakeHost(bare)
   })
 })
 
@@ -788,60 +778,56 @@ describe('one waiting heartbeat per loop', () => {
   }
 
   it('advances the schedule without sending while the heartbeat waits unconsumed, and sends again once it is taken', async () => {
-    admitToInbox(fake)
-    fake.setStatus('running') // a long model step: nothing consumes the inbox
-    const id = await create('one at a time', 1)
+    admitToInbox(rig.fake)
+    rig.fake.setStatus('running') // a long model step: nothing consumes the inbox
+    const id = await rig.create('one at a time', 1)
     await advance(7000)
-    expect(fake.send).toHaveBeenCalledTimes(1)
-    expect(fake.agent.inbox.nextStep.map((message) => (message.content[0] as { text: string }).text)).toEqual([
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
+    expect(rig.fake.agent.inbox.nextStep.map((message) => (message.content[0] as { text: string }).text)).toEqual([
       heartbeat(id, 'one at a time'),
     ])
     // Seven occurrences: one heartbeat, six durable advances without a send.
-    expect(loopChanges(fake.agent).slice(1)).toEqual(
+    expect(loopChanges(rig.fake.agent).slice(1)).toEqual(
       [2, 3, 4, 5, 6, 7, 8].map((second) => ({ version: 1, operation: 'dispatch', id, next_at: NOW + second * 1000 })),
     )
-    const spliced = fake.agent.session.events.filter((event) => event.type === 'agent/inbox/spliced')
+    const spliced = rig.fake.agent.session.events.filter((event) => event.type === 'agent/inbox/spliced')
     expect(spliced).toHaveLength(1)
     // The heartbeat leaves the inbox (the user discards it, or a step takes it): the next occurrence sends.
-    fake.agent.inbox.remove(fake.agent.inbox.nextStep[0]!.id)
+    rig.fake.agent.inbox.remove(rig.fake.agent.inbox.nextStep[0]!.id)
     await advance(1000)
-    expect(fake.send).toHaveBeenCalledTimes(2)
+    expect(rig.fake.send).toHaveBeenCalledTimes(2)
   })
 
   it('still knows the heartbeat is waiting after a crash, from the session log', async () => {
-    admitToInbox(fake)
-    const id = await create('survives a crash', 1)
+    admitToInbox(rig.fake)
+    const id = await rig.create('survives a crash', 1)
     await advance(1000)
-    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
     // The process dies without shutting down: a second host opens the same files (the first is never disposed first).
-    fake.setStatus('running')
-    const restarted = await bootHost({ root: host.root })
-    try {
-      const resumed = await resumeFakeAgent(restarted, 'ses-run')
-      admitToInbox(resumed)
-      resumed.setStatus('running') // a turn is under way: it will take the waiting heartbeat
-      expect(resumed.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
-        heartbeat(id, 'survives a crash'),
-      ])
-      await advance(3000)
-      expect(resumed.send).not.toHaveBeenCalled()
-      expect(loopChanges(resumed.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 5000 })
-    } finally {
-      await restarted.dispose()
-    }
+    rig.fake.setStatus('running')
+    const restarted = await rig.boot({ root: rig.host.root })
+    const resumed = await resumeFakeAgent(restarted, 'ses-run')
+    admitToInbox(resumed)
+    resumed.setStatus('running') // a turn is under way: it will take the waiting heartbeat
+    expect(resumed.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
+      heartbeat(id, 'survives a crash'),
+    ])
+    await advance(3000)
+    expect(resumed.send).not.toHaveBeenCalled()
+    expect(loopChanges(resumed.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 5000 })
   })
 
   it('replaces a heartbeat left waiting in an idle inbox: the fresh one wakes the agent, and only one ever waits', async () => {
-    admitToInbox(fake)
-    fake.setStatus('running')
-    const id = await create('stale', 1)
+    admitToInbox(rig.fake)
+    rig.fake.setStatus('running')
+    const id = await rig.create('stale', 1)
     await advance(1000)
-    const stale = fake.agent.inbox.nextStep[0]!
+    const stale = rig.fake.agent.inbox.nextStep[0]!
     // The turn ends without taking it (Stop keeping the inbox, an error): the agent is idle, the heartbeat waits.
-    fake.setStatus('idle')
+    rig.fake.setStatus('idle')
     await advance(1000)
     expect(
-      fake.send.mock.calls.map(([message, target, wakeup]) => [
+      rig.fake.send.mock.calls.map(([message, target, wakeup]) => [
         (message.content[0] as { text: string }).text,
         target,
         wakeup,
@@ -850,12 +836,12 @@ describe('one waiting heartbeat per loop', () => {
       [heartbeat(id, 'stale'), 'next-step', true],
       [heartbeat(id, 'stale'), 'next-turn', true],
     ])
-    const fresh = fake.send.mock.calls[1]![0]
+    const fresh = rig.fake.send.mock.calls[1]![0]
     expect(fresh.id).not.toBe(stale.id)
-    expect(fake.agent.inbox.nextStep).toEqual([])
-    expect(fake.agent.inbox.nextTurn).toEqual([fresh])
+    expect(rig.fake.agent.inbox.nextStep).toEqual([])
+    expect(rig.fake.agent.inbox.nextTurn).toEqual([fresh])
     // The log: the stale one admitted, durably cancelled, then the fresh one admitted; then the dispatch.
-    const log = fake.agent.session.events
+    const log = rig.fake.agent.session.events
     const tail = log.slice(log.findIndex((event) => event.type === 'agent/inbox/spliced'))
     expect(tail.map((event) => [event.type, event.data])).toEqual([
       ['agent/inbox/spliced', { target: 'next-step', start: 0, inserted: [stale] }],
@@ -867,86 +853,78 @@ describe('one waiting heartbeat per loop', () => {
   })
 
   it('replaces a heartbeat an idle agent still holds after a restart', async () => {
-    admitToInbox(fake)
-    const id = await create('after restart', 1)
+    admitToInbox(rig.fake)
+    const id = await rig.create('after restart', 1)
     await advance(1000)
-    const restarted = await bootHost({ root: host.root })
-    try {
-      const resumed = await resumeFakeAgent(restarted, 'ses-run')
-      admitToInbox(resumed)
-      const [stale] = resumed.agent.inbox.nextTurn
-      expect((stale!.content[0] as { text: string }).text).toBe(heartbeat(id, 'after restart'))
-      await advance(1000)
-      expect(resumed.send).toHaveBeenCalledTimes(1)
-      expect(resumed.agent.inbox.nextTurn).toEqual([resumed.send.mock.calls[0]![0]])
-      expect(resumed.agent.inbox.nextTurn[0]!.id).not.toBe(stale!.id)
-    } finally {
-      await restarted.dispose()
-    }
+    const restarted = await rig.boot({ root: rig.host.root })
+    const resumed = await resumeFakeAgent(restarted, 'ses-run')
+    admitToInbox(resumed)
+    const [stale] = resumed.agent.inbox.nextTurn
+    expect((stale!.content[0] as { text: string }).text).toBe(heartbeat(id, 'after restart'))
+    await advance(1000)
+    expect(resumed.send).toHaveBeenCalledTimes(1)
+    expect(resumed.agent.inbox.nextTurn).toEqual([resumed.send.mock.calls[0]![0]])
+    expect(resumed.agent.inbox.nextTurn[0]!.id).not.toBe(stale!.id)
   })
 
   it("a delete takes the loop's waiting heartbeat out of the inbox, durably, before its delete record; other messages stay", async () => {
-    admitToInbox(fake)
-    fake.setStatus('running')
-    const gone = await create('deleted while waiting', 1)
-    const kept = await create('kept', 1)
-    fake.agent.inbox.append(
+    admitToInbox(rig.fake)
+    rig.fake.setStatus('running')
+    const gone = await rig.create('deleted while waiting', 1)
+    const kept = await rig.create('kept', 1)
+    rig.fake.agent.inbox.append(
       'next-turn',
       createUserMessage({ content: [{ type: 'text', text: 'the user queued this' }], source: { kind: 'user' } }),
     )
     await advance(1000)
-    const [goneBeat, keptBeat] = fake.agent.inbox.nextStep
+    const [goneBeat, keptBeat] = rig.fake.agent.inbox.nextStep
     expect([goneBeat, keptBeat].map((message) => (message!.content[0] as { text: string }).text)).toEqual([
       heartbeat(gone, 'deleted while waiting'),
       heartbeat(kept, 'kept'),
     ])
-    const before = fake.agent.session.events.length
-    const result = await runTool(host, fake.agent, 'loop_delete', { id: gone })
+    const before = rig.fake.agent.session.events.length
+    const result = await rig.tool('loop_delete', { id: gone })
     expect(result.isError).toBe(false)
-    expect(fake.agent.inbox.nextStep).toEqual([keptBeat])
-    expect(fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
+    expect(rig.fake.agent.inbox.nextStep).toEqual([keptBeat])
+    expect(rig.fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
       'the user queued this',
     ])
-    expect(fake.agent.session.events.slice(before).map((event) => [event.type, event.data])).toEqual([
+    expect(rig.fake.agent.session.events.slice(before).map((event) => [event.type, event.data])).toEqual([
       ['agent/inbox/spliced', { target: 'next-step', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' }],
       ['loop/change', { version: 1, operation: 'delete', id: gone }],
     ])
     // Durable: a restart replays an inbox without it.
-    const restarted = await bootHost({ root: host.root })
-    try {
-      const resumed = await resumeFakeAgent(restarted, 'ses-run')
-      expect(resumed.agent.inbox.nextStep.map((message) => message.id)).toEqual([keptBeat!.id])
-    } finally {
-      await restarted.dispose()
-    }
+    const restarted = await rig.boot({ root: rig.host.root })
+    const resumed = await resumeFakeAgent(restarted, 'ses-run')
+    expect(resumed.agent.inbox.nextStep.map((message) => message.id)).toEqual([keptBeat!.id])
   })
 
   it('replaces every waiting heartbeat of the loop when an idle inbox holds more than one (a log from another build)', async () => {
-    admitToInbox(fake)
-    const id = await create('twice', 1)
+    admitToInbox(rig.fake)
+    const id = await rig.create('twice', 1)
     const beat = () =>
       createUserMessage({
         content: [{ type: 'text', text: heartbeat(id, 'twice') }],
         source: { kind: 'plugin', plugin: 'loop' },
       })
-    fake.agent.inbox.append('next-turn', beat())
-    fake.agent.inbox.append('next-step', beat())
+    rig.fake.agent.inbox.append('next-turn', beat())
+    rig.fake.agent.inbox.append('next-step', beat())
     await advance(1000)
-    expect(fake.send).toHaveBeenCalledTimes(1)
-    expect(fake.agent.inbox.nextStep).toEqual([])
-    expect(fake.agent.inbox.nextTurn).toEqual([fake.send.mock.calls[0]![0]])
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
+    expect(rig.fake.agent.inbox.nextStep).toEqual([])
+    expect(rig.fake.agent.inbox.nextTurn).toEqual([rig.fake.send.mock.calls[0]![0]])
   })
 
   it('ignores inbox messages that are not its heartbeats', async () => {
-    fake.agent.inbox.append('next-turn', {
+    rig.fake.agent.inbox.append('next-turn', {
       id: 'msg-user' as never,
       role: 'user',
       content: [{ type: 'text', text: 'hello' }],
       source: { kind: 'user' },
     } as never)
-    await create('unrelated', 1)
+    await rig.create('unrelated', 1)
     await advance(1000)
-    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
   })
 })
 
@@ -959,9 +937,7 @@ describe('admitting a step', () => {
   const user = createUserMessage({ content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } })
 
   it('drops only heartbeats of loops that are not active, keeps the decision when nothing is dropped, and passes a rejection', async () => {
-    useFakeClock()
-    const bare = await bootHost({ loop: false })
-    const agent = await createFakeAgent(bare, 'ses-admit')
+    const { bare, agent } = await bareAgent('ses-admit')
     agent.agent.session.append(
       'loop/change',
       createChange({ id: 'loop_live', prompt: 'loop_live', time_in_seconds: 60, next_at: Date.now() + 60_000 }),
@@ -1001,15 +977,12 @@ describe('admitting a step', () => {
     expect(stopped.admitStep([gone], unknown)).toBe(unknown)
     await stopped.dispose()
     await runtime.dispose()
-    await stopFakeHost(bare)
   })
 })
 
 describe('reading the log', () => {
   it('reads it once, on first need; every later change is one the runtime appended and folds itself', async () => {
-    useFakeClock()
-    const bare = await bootHost({ loop: false })
-    const agent = await createFakeAgent(bare, 'ses-read-once')
+    const { bare, agent } = await bareAgent('ses-read-once')
     const session = agent.agent.session
     // Appended before the runtime existed: the first read finds them.
     session.append(
@@ -1044,15 +1017,12 @@ describe('reading the log', () => {
     expect(reads).toHaveBeenCalledTimes(1)
     reads.mockRestore()
     await runtime.dispose()
-    await stopFakeHost(bare)
   })
 })
 
 describe('catching up with a log the runtime did not follow', () => {
   it('knows which loops the open turn already took, and only the open turn', async () => {
-    useFakeClock()
-    const bare = await bootHost({ loop: false })
-    const agent = await createFakeAgent(bare, 'ses-catch-up')
+    const { bare, agent } = await bareAgent('ses-catch-up')
     const session = agent.agent.session
     const beat = (id: string) =>
       createUserMessage({
@@ -1087,23 +1057,22 @@ describe('catching up with a log the runtime did not follow', () => {
       [heartbeat('loop_earlier', 'loop_earlier'), 'next-step'],
     ])
     await runtime.dispose()
-    await stopFakeHost(bare)
   })
 })
 
 describe('a heartbeat claimed but not yet logged', () => {
   it("already counts as the open turn's: the next occurrence waits for the next turn", async () => {
-    fake.send.mockImplementation((message, inboxTarget) => fake.agent.inbox.append(inboxTarget, message))
-    fake.setStatus('running')
-    const id = await create('claimed', 1)
+    rig.fake.send.mockImplementation((message, inboxTarget) => rig.fake.agent.inbox.append(inboxTarget, message))
+    rig.fake.setStatus('running')
+    const id = await rig.create('claimed', 1)
     await advance(1000)
-    expect(fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step'])
+    expect(rig.fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step'])
     // DSH takes it out of the inbox for the next step; the step's user message is logged only later.
-    const [claimed] = fake.agent.inbox.claim('next-step', 1)
+    const [claimed] = rig.fake.agent.inbox.claim('next-step', 1)
     expect(claimed?.content).toEqual([{ type: 'text', text: heartbeat(id, 'claimed') }])
-    expect(fake.agent.inbox.nextStep).toEqual([])
+    expect(rig.fake.agent.inbox.nextStep).toEqual([])
     await advance(1000)
-    expect(fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step', 'next-turn'])
+    expect(rig.fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step', 'next-turn'])
   })
 })
 
@@ -1128,5 +1097,309 @@ describe('delivery rule', () => {
     ['a heartbeat still waiting (running)', { running: true, waiting: true, inOpenTurn: true }, { kind: 'coalesce' }],
   ])('%s', (_name, facts, expected) => {
     expect(chooseDelivery(facts)).toEqual(expected)
+  })
+})
+
+describe('cancellation', () => {
+  it('saves nothing when the call is cancelled while it waits for the flush', async () => {
+    const { host, fake } = rig
+    const held: (() => void)[] = []
+    const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
+    const spy = vi
+      .spyOn(host.ctx.sessions, 'flush')
+      .mockImplementation(
+        (session) => new Promise<boolean>((resolve) => held.push(() => void real(session).then(resolve))),
+      )
+    const controller = new AbortController()
+    const call = host.ctx.tools.execute({
+      callId: CallId('cancel-1'),
+      name: 'loop_create',
+      arguments: { prompt: 'never', time_in_seconds: 1 },
+      signal: controller.signal,
+      agent: fake.agent,
+    })
+    await vi.advanceTimersByTimeAsync(0)
+    controller.abort()
+    spy.mockRestore()
+    for (const release of held.splice(0)) release()
+    const result = await call
+    expect(result.isError ? result.error : 'succeeded').toEqual({
+      message: 'loop_create was cancelled; nothing was saved.',
+      info: { name: 'LoopError', code: 'cancelled' },
+    })
+    await advance(3000)
+    expect(loopChanges(fake.agent)).toEqual([])
+    expect(fake.send).not.toHaveBeenCalled()
+    // A retry creates exactly one loop.
+    expect((await runTool(host, fake.agent, 'loop_create', { prompt: 'once', time_in_seconds: 60 })).isError).toBe(
+      false,
+    )
+    expect(loopChanges(fake.agent)).toHaveLength(1)
+  })
+
+  it('keeps a change once it is appended, even if the caller cancels during the final flush', async () => {
+    const { host, fake } = rig
+    const controller = new AbortController()
+    const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
+    const spy = vi
+      .spyOn(host.ctx.sessions, 'flush')
+      .mockImplementationOnce(real)
+      .mockImplementationOnce((session) => {
+        controller.abort()
+        return real(session)
+      })
+    const result = await host.ctx.tools.execute({
+      callId: CallId('cancel-2'),
+      name: 'loop_create',
+      arguments: { prompt: 'kept', time_in_seconds: 60 },
+      signal: controller.signal,
+      agent: fake.agent,
+    })
+    spy.mockRestore()
+    // The host reports the cancellation; the loop was already saved and stays (loop_list shows it).
+    expect(result.isError ? result.error.message : 'succeeded').toBe('tool call aborted')
+    expect(loopChanges(fake.agent)).toEqual([
+      { version: 1, operation: 'create', loop: expect.objectContaining({ prompt: 'kept' }) },
+    ])
+  })
+})
+
+describe('background work belongs to no caller', () => {
+  it('delivers a heartbeat outside the initiator of the call that created the loop', async () => {
+    // Real timers: Node carries the caller's async context into a timer armed inside it (fake timers would not).
+    vi.useRealTimers()
+    const host = await rig.boot()
+    const fake = await createFakeAgent(host, 'ses-initiator')
+    const initiators: unknown[] = []
+    fake.send.mockImplementation(() => void initiators.push(host.ctx.agents.currentInitiator()))
+    const created = await host.ctx.agents.withInitiator(fake.agent, async () => {
+      expect(host.ctx.agents.currentInitiator()).toBe(fake.agent)
+      return runTool(host, fake.agent, 'loop_create', { prompt: 'mine?', time_in_seconds: 1 })
+    })
+    expect(created.isError).toBe(false)
+    const deadline = Date.now() + 10_000
+    while (initiators.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(initiators).toEqual([undefined, undefined])
+  }, 15_000)
+})
+
+describe('the runtime on an injected clock', () => {
+  // Real timers and a real host; only the runtime's clock is the test's. No global is patched.
+  let host: Host
+  let fake: FakeAgent
+  let clock: ManualClock
+  let runtime: LoopRuntime
+  let disposeTools: () => void
+
+  beforeEach(async () => {
+    vi.useRealTimers()
+    ;({ bare: host, agent: fake } = await bareAgent('ses-clock'))
+    clock = new ManualClock(TEST_NOW)
+    runtime = new LoopRuntime(host.ctx, fake.agent, { oneShot: false, clock })
+    disposeTools = registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShot: false })
+    runtime.start()
+  })
+  afterEach(async () => {
+    disposeTools()
+    await runtime.dispose()
+  })
+
+  /** Wait for every drive and transaction queued so far: a read-only transaction runs behind them. */
+  const idle = () => runtime.transact('barrier', signal(), () => ({ result: undefined }))
+
+  /** Wait, on a loaded machine too, until the runtime armed exactly these timers. */
+  const armed = (instants: number[]) =>
+    vi.waitFor(() => expect(clock.pending()).toEqual(instants), { timeout: 20_000, interval: 5 })
+
+  it('fires a due loop exactly when the clock passes next_at, not a millisecond before', async () => {
+    const created = await runTool(host, fake.agent, 'loop_create', {
+      prompt: 'on the manual clock',
+      time_in_seconds: 120,
+    })
+    expect(created.isError ? created.error.message : created.value).toMatchObject({
+      next_at: TEST_NOW + 120_000,
+      state: 'scheduled',
+    })
+    // The wait is capped: the first wake-up only re-reads the clock.
+    await armed([TEST_NOW + MAX_TIMER_WAIT_MS])
+    clock.advance(MAX_TIMER_WAIT_MS)
+    await armed([TEST_NOW + 120_000])
+    await idle()
+    expect(fake.send).not.toHaveBeenCalled()
+    clock.advance(120_000 - MAX_TIMER_WAIT_MS - 1)
+    await idle()
+    expect(fake.send).not.toHaveBeenCalled()
+    expect(clock.pending()).toEqual([TEST_NOW + 120_000])
+    clock.advance(1)
+    await vi.waitFor(() => expect(fake.send).toHaveBeenCalledTimes(1), { timeout: 20_000, interval: 5 })
+    await armed([TEST_NOW + 120_000 + MAX_TIMER_WAIT_MS])
+    expect(loopChanges(fake.agent).slice(1)).toEqual([
+      { version: 1, operation: 'dispatch', id: expect.stringMatching(/^loop_/), next_at: TEST_NOW + 240_000 },
+    ])
+  })
+
+  it('stamps tool results and /loop list replies with the injected clock', async () => {
+    const disposeCommand = registerLoopCommand(host.ctx, clock)
+    try {
+      const created = await runCommand(host, fake.agent, '/loop 90 stamped')
+      expect(created).toMatchObject({ kind: 'success', text: expect.stringContaining('every 1m 30s, next in 1m 30s.') })
+      clock.advance(30_000)
+      const listed = await runTool(host, fake.agent, 'loop_list', {})
+      expect(listed.isError ? listed.error.message : listed.value).toMatchObject([
+        { next_at: TEST_NOW + 90_000, state: 'scheduled' },
+      ])
+      const reply = await runCommand(host, fake.agent, '/loop list')
+      expect(reply).toMatchObject({
+        kind: 'success',
+        text: expect.stringContaining('next in 1m (2026-11-30T00:01:30.000Z)'),
+      })
+    } finally {
+      disposeCommand()
+    }
+  })
+})
+
+const LOOP = { id: 'loop_00000001', prompt: 'check CI', time_in_seconds: 60, next_at: 1_000 }
+
+/** A heartbeat message of one loop, exactly as the runtime sends it. */
+const heartbeatOf = (loopId: string, id = `msg-${loopId}`) => ({
+  ...createUserMessage({
+    content: [{ type: 'text', text: renderHeartbeat({ ...LOOP, id: loopId }) }],
+    source: { kind: 'plugin', plugin: 'loop' },
+  }),
+  id: MessageId(id),
+})
+
+/** A log built from plain values: each entry's position is its seq. */
+function plainLog(...entries: readonly (readonly [string, unknown])[]): SessionEvent[] {
+  return entries.map(([type, data], seq) => ({ type, seq, time: 0, data }) as SessionEvent)
+}
+
+describe('the session view over plain events', () => {
+  const events = plainLog(
+    ['loop/change', createChange(LOOP)],
+    ['turn/start', { turn: 3 }],
+    ['user/message', heartbeatOf('loop_00000001')],
+    ['loop/change', dispatchChange('loop_00000001', 61_000)],
+  )
+
+  it('reads the log once, then folds only what is appended to it', () => {
+    const view = new SessionView(0)
+    expect(view.caughtUp).toBe(false)
+    view.catchUp(events)
+    expect(view.caughtUp).toBe(true)
+    expect(view.fold.loops).toEqual({ loop_00000001: { ...LOOP, next_at: 61_000 } })
+    expect(view.fold.usedIds).toEqual(new Set(['loop_00000001']))
+    view.foldAppended(plainLog(['loop/change', dispatchChange('loop_00000001', 121_000)])[0]!)
+    expect(view.fold.loops).toEqual({ loop_00000001: { ...LOOP, next_at: 121_000 } })
+    view.foldAppended(plainLog(['loop/change', deleteChange('loop_00000001')])[0]!)
+    expect(view.fold.loops).toEqual({})
+    expect(() => view.foldAppended(plainLog(['loop/change', deleteChange('loop_00000001')])[0]!)).toThrow(
+      'delete targets inactive loop loop_00000001',
+    )
+  })
+
+  it("takes the open turn's heartbeats from after the last turn boundary, and a turn/end closes it", () => {
+    const open = new SessionView(0)
+    open.catchUp(events)
+    expect([...open.openTurnHeartbeats]).toEqual(['loop_00000001'])
+    const closed = new SessionView(0)
+    closed.catchUp([...events, ...plainLog(['turn/end', { turn: 3 }]).map((event) => ({ ...event, seq: 4 }))])
+    expect([...closed.openTurnHeartbeats]).toEqual([])
+  })
+
+  it('keeps a turn by the number its claims name: the same turn adds, a newer one starts over', () => {
+    const view = new SessionView(0)
+    // A claim noted before the log is read, in the turn the log shows open: kept through the read.
+    view.noteClaimed(heartbeatOf('loop_early'), 3)
+    view.catchUp(events)
+    expect([...view.openTurnHeartbeats]).toEqual(['loop_early', 'loop_00000001'])
+    view.noteClaimed(heartbeatOf('loop_b'), 3)
+    expect([...view.openTurnHeartbeats]).toEqual(['loop_early', 'loop_00000001', 'loop_b'])
+    view.noteClaimed({ role: 'user', content: [{ type: 'text', text: 'a user message opens turn 4' }] }, 4)
+    expect([...view.openTurnHeartbeats]).toEqual([])
+    view.noteClaimed(heartbeatOf('loop_c'), 4)
+    expect([...view.openTurnHeartbeats]).toEqual(['loop_c'])
+    // A turn/start without a number (not DSH's): its heartbeats count until the first claim names a turn.
+    const unnumbered = new SessionView(0)
+    unnumbered.catchUp(plainLog(['turn/start', {}], ['user/message', heartbeatOf('loop_a')]))
+    expect([...unnumbered.openTurnHeartbeats]).toEqual(['loop_a'])
+    unnumbered.noteClaimed(heartbeatOf('loop_b'), 1)
+    expect([...unnumbered.openTurnHeartbeats]).toEqual(['loop_b'])
+    // A claim from before the last closed turn is not kept through a read that finds the turn ended.
+    const ended = new SessionView(0)
+    ended.noteClaimed(heartbeatOf('loop_early'), 3)
+    ended.catchUp([...events, ...plainLog(['turn/end', { turn: 3 }]).map((event) => ({ ...event, seq: 4 }))])
+    expect([...ended.openTurnHeartbeats]).toEqual([])
+  })
+
+  it('starts after a fork seed: the inherited loop changes are not folded', () => {
+    const view = new SessionView(1)
+    view.catchUp(
+      plainLog(
+        ['loop/change', createChange(LOOP)],
+        ['loop/change', createChange({ ...LOOP, id: 'loop_00000002' })],
+        ['loop/change', deleteChange('loop_00000002')],
+      ),
+    )
+    expect(view.fold.loops).toEqual({})
+    // Deleting the inherited loop would be corrupt here: it is not this session's.
+    const seeded = new SessionView(1)
+    expect(() =>
+      seeded.catchUp(
+        plainLog(['loop/change', createChange(LOOP)], ['turn/start', {}], ['loop/change', deleteChange(LOOP.id)]),
+      ),
+    ).toThrow(`delete targets inactive loop ${LOOP.id}`)
+  })
+
+  it('throws on a corrupt record, is not caught up, and a second read resumes at that record', () => {
+    const view = new SessionView(0)
+    const corrupt = plainLog(['loop/change', createChange(LOOP)], ['loop/change', { version: 9 }])
+    expect(() => view.catchUp(corrupt)).toThrow('corrupt loop/change record: unsupported version 9')
+    expect(view.caughtUp).toBe(false)
+    expect(view.fold.loops).toEqual({ [LOOP.id]: LOOP })
+    // Not from the start again: the create before it is not folded twice (that would be a reuse).
+    expect(() => view.catchUp(corrupt)).toThrow('corrupt loop/change record: unsupported version 9')
+  })
+
+  it('scans waiting heartbeats by loop, in inbox order, skipping every other message', () => {
+    const other = {
+      ...createUserMessage({ content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } }),
+      id: MessageId('msg-user'),
+    }
+    const first = heartbeatOf('loop_a', 'msg-1')
+    const second = heartbeatOf('loop_a', 'msg-2')
+    const third = heartbeatOf('loop_b', 'msg-3')
+    expect(waitingHeartbeats([first, other, third, second])).toEqual(
+      new Map([
+        ['loop_a', [MessageId('msg-1'), MessageId('msg-2')]],
+        ['loop_b', [MessageId('msg-3')]],
+      ]),
+    )
+  })
+
+  it('collects the loops whose heartbeat the open turn claimed, and starts over at a new turn', () => {
+    const view = new SessionView(0)
+    view.noteClaimed(heartbeatOf('loop_a', 'msg-1'), 1)
+    view.noteClaimed({ role: 'user', content: [{ type: 'text', text: 'not a heartbeat' }] }, 1)
+    view.noteClaimed(heartbeatOf('loop_b', 'msg-3'), 1)
+    expect([...view.openTurnHeartbeats]).toEqual(['loop_a', 'loop_b'])
+    view.noteClaimed(heartbeatOf('loop_b', 'msg-4'), 2)
+    expect([...view.openTurnHeartbeats]).toEqual(['loop_b'])
+  })
+})
+
+describe('the session view over a real session', () => {
+  it('folds a real log by catch-up as the appends fold it', async () => {
+    const { agent: fake } = await bareAgent('ses-view')
+    const session = fake.agent.session
+    const appended = new SessionView(0)
+    appended.catchUp(session.events)
+    appended.foldAppended(session.append('loop/change', createChange(LOOP)))
+    appended.foldAppended(session.append('loop/change', dispatchChange(LOOP.id, 61_000)))
+    const caught = new SessionView(0)
+    caught.catchUp(session.events)
+    expect(caught.fold).toEqual(appended.fold)
+    expect(caught.fold.loops).toEqual({ [LOOP.id]: { ...LOOP, next_at: 61_000 } })
   })
 })

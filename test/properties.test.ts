@@ -9,15 +9,13 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   advance,
-  createFakeAgent,
-  bootHost,
   loopChanges,
   persistedLoopChanges,
   runTool,
   settle,
   signal,
+  startFakeHost,
   stopFakeHost,
-  useFakeClock,
   type FakeAgent,
   type Host,
 } from './support/host.ts'
@@ -49,9 +47,7 @@ let host: Host
 let fake: FakeAgent
 
 beforeAll(async () => {
-  useFakeClock()
-  host = await bootHost()
-  fake = await createFakeAgent(host, SESSION)
+  ;({ host, fake } = await startFakeHost(SESSION))
 })
 afterAll(() => stopFakeHost(host))
 

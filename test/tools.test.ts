@@ -1,40 +1,40 @@
 import { SessionId } from '@deepseek-ai/dsh-session'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { defineTool } from '@deepseek-ai/dsh-tools'
+import { describe, expect, it, vi } from 'vitest'
+import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
+import { LoopRuntime } from '../src/loop.ts'
+import { registerLoopTools } from '../src/tools.ts'
 import {
   AGENT_OPTIONS,
   createFakeAgent,
   loopChanges,
   persistedLoopChanges,
   runTool,
-  type FakeAgent,
+  settle,
   type Host,
-  startFakeHost,
-  stopFakeHost,
   TEST_NOW,
+  useFakeHost,
 } from './support/host.ts'
 
 const NOW = TEST_NOW
-let host: Host
-let fake: FakeAgent
-beforeEach(async () => {
-  ;({ host, fake } = await startFakeHost('ses-tools'))
-})
-afterEach(() => stopFakeHost(host))
+const rig = useFakeHost('ses-tools')
 
 const loopToolNames = (scope?: Parameters<Host['ctx']['tools']['schemas']>[0]) =>
-  host.ctx.tools
+  rig.host.ctx.tools
     .schemas(scope)
     .map((schema) => schema.name)
     .filter((name) => name.startsWith('loop_'))
 
 describe('registration', () => {
   it('gives a root agent exactly the three loop tools, and the global view none', () => {
-    expect(loopToolNames(fake.agent)).toEqual(['loop_create', 'loop_list', 'loop_delete'])
+    expect(loopToolNames(rig.fake.agent)).toEqual(['loop_create', 'loop_list', 'loop_delete'])
     expect(loopToolNames()).toEqual([])
   })
 
   it('states strict schemas and the documented descriptions to the model', () => {
-    const schemas = Object.fromEntries(host.ctx.tools.schemas(fake.agent).map((schema) => [schema.name, schema]))
+    const schemas = Object.fromEntries(
+      rig.host.ctx.tools.schemas(rig.fake.agent).map((schema) => [schema.name, schema]),
+    )
     expect(schemas.loop_create?.description).toBe(
       'Schedule a recurring prompt in this session. Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message: at the next step if you are working, as a new turn if idle (at most one heartbeat per loop in a turn; occurrences while one is still waiting are skipped). Returns the loop with its id; use loop_delete to stop it.',
     )
@@ -54,28 +54,60 @@ describe('registration', () => {
   })
 
   it('never shows the tools to a child agent', async () => {
-    const child = await fake.agent.ctx.agents.create({
+    const child = await rig.fake.agent.ctx.agents.create({
       sessionId: SessionId('ses-child'),
-      meta: { cwd: host.root },
+      meta: { cwd: rig.host.root },
       agentOptions: AGENT_OPTIONS,
     })
-    expect(host.ctx.agents.roots()).not.toContain(child.agent)
+    expect(rig.host.ctx.agents.roots()).not.toContain(child.agent)
     expect(loopToolNames(child.agent)).toEqual([])
-    const result = await runTool(host, child.agent, 'loop_list', {})
+    const result = await runTool(rig.host, child.agent, 'loop_list', {})
     expect(result.isError).toBe(true)
     await child.dispose()
   })
 
   it('removes the tools with their agent', async () => {
-    const agent = fake.agent
-    await fake.handle.dispose()
+    const agent = rig.fake.agent
+    await rig.fake.handle.dispose()
     expect(loopToolNames(agent)).toEqual([])
+  })
+
+  it('rolls back a partial registration and disposes idempotently', async () => {
+    const host = await rig.boot({ loop: false })
+    const fake = await createFakeAgent(host, 'ses-rollback')
+    // Something already owns loop_list in this agent's scope: the second registration fails.
+    fake.agent.ctx.tools.register(
+      defineTool({
+        name: 'loop_list',
+        description: 'taken',
+        parameters: {},
+        output: { schema: { type: 'string' }, render: () => [] },
+        execute: async () => 'taken',
+      }),
+    )
+    const runtime = new LoopRuntime(host.ctx, fake.agent, { oneShot: false })
+    expect(() =>
+      registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShot: false }),
+    ).toThrow()
+    expect(host.ctx.tools.get('loop_create', fake.agent)).toBeUndefined()
+    expect(host.ctx.tools.get('loop_list', fake.agent)?.description).toBe('taken')
+
+    const other = await createFakeAgent(host, 'ses-rollback-2')
+    const dispose = registerLoopTools(other.agent.ctx, new LoopRuntime(host.ctx, other.agent, { oneShot: false }), {
+      config: () => DEFAULT_LOOP_CONFIG,
+      oneShot: false,
+    })
+    dispose()
+    dispose()
+    expect(host.ctx.tools.get('loop_create', other.agent)).toBeUndefined()
+    await settle()
+    await runtime.dispose()
   })
 })
 
 describe('loop_create', () => {
   it('returns the LoopView, appends one create event and flushes it to disk before success', async () => {
-    const result = await runTool(host, fake.agent, 'loop_create', {
+    const result = await rig.tool('loop_create', {
       prompt: '  Check whether the build is still healthy ',
       time_in_seconds: 30,
     })
@@ -101,8 +133,8 @@ describe('loop_create', () => {
         next_at: NOW + 30_000,
       },
     }
-    expect(loopChanges(fake.agent)).toEqual([expected])
-    expect(await persistedLoopChanges(host, 'ses-tools')).toEqual([expected])
+    expect(loopChanges(rig.fake.agent)).toEqual([expected])
+    expect(await persistedLoopChanges(rig.host, 'ses-tools')).toEqual([expected])
   })
 
   it.each([
@@ -127,11 +159,11 @@ describe('loop_create', () => {
       'time_in_seconds must be a positive whole number of seconds, for example 30.',
     ],
   ])('rejects %j before appending anything', async (args, message) => {
-    const result = await runTool(host, fake.agent, 'loop_create', args)
+    const result = await rig.tool('loop_create', args)
     expect(result.isError).toBe(true)
     if (!result.isError) return
     expect(result.error.message).toBe(message)
-    expect(loopChanges(fake.agent)).toEqual([])
+    expect(loopChanges(rig.fake.agent)).toEqual([])
   })
 
   it('lets the registry schema reject wrong types before the body runs', async () => {
@@ -141,23 +173,23 @@ describe('loop_create', () => {
       [{ time_in_seconds: 30 }, 'invalid arguments: missing required property "prompt"'],
     ]
     for (const [args, message] of cases) {
-      const result = await runTool(host, fake.agent, 'loop_create', args)
+      const result = await rig.tool('loop_create', args)
       expect(result.isError ? result.error : undefined).toEqual({
         message,
         info: { name: 'ToolArgsError', code: 'INVALID_ARGS' },
       })
     }
-    expect(loopChanges(fake.agent)).toEqual([])
+    expect(loopChanges(rig.fake.agent)).toEqual([])
   })
 })
 
 describe('loop_list and loop_delete', () => {
   it('lists in creation order with derived state, then deletes by id', async () => {
-    const first = await runTool(host, fake.agent, 'loop_create', { prompt: 'one', time_in_seconds: 5 })
-    const second = await runTool(host, fake.agent, 'loop_create', { prompt: 'two', time_in_seconds: 50 })
+    const first = await rig.tool('loop_create', { prompt: 'one', time_in_seconds: 5 })
+    const second = await rig.tool('loop_create', { prompt: 'two', time_in_seconds: 50 })
     if (first.isError || second.isError) throw new Error('create failed')
     const [a, b] = [first.value as { id: string }, second.value as { id: string }]
-    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    const listed = await rig.tool('loop_list', {})
     expect(listed.isError ? listed.error : listed.value).toEqual([
       {
         id: a.id,
@@ -177,24 +209,24 @@ describe('loop_list and loop_delete', () => {
       },
     ])
 
-    const deleted = await runTool(host, fake.agent, 'loop_delete', { id: a.id })
+    const deleted = await rig.tool('loop_delete', { id: a.id })
     expect(deleted.isError ? deleted.error : deleted.value).toEqual({ deleted: true, id: a.id })
-    expect(loopChanges(fake.agent).at(-1)).toEqual({ version: 1, operation: 'delete', id: a.id })
-    expect((await persistedLoopChanges(host, 'ses-tools')).at(-1)).toEqual({
+    expect(loopChanges(rig.fake.agent).at(-1)).toEqual({ version: 1, operation: 'delete', id: a.id })
+    expect((await persistedLoopChanges(rig.host, 'ses-tools')).at(-1)).toEqual({
       version: 1,
       operation: 'delete',
       id: a.id,
     })
-    const after = await runTool(host, fake.agent, 'loop_list', {})
+    const after = await rig.tool('loop_list', {})
     expect(after.isError ? after.error : (after.value as { id: string }[]).map((loop) => loop.id)).toEqual([b.id])
   })
 
   it('rejects unknown ids, already deleted ids and malformed input without appending', async () => {
-    const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'one', time_in_seconds: 5 })
+    const created = await rig.tool('loop_create', { prompt: 'one', time_in_seconds: 5 })
     if (created.isError) throw new Error('create failed')
     const id = (created.value as { id: string }).id
-    await runTool(host, fake.agent, 'loop_delete', { id })
-    const before = loopChanges(fake.agent).length
+    await rig.tool('loop_delete', { id })
+    const before = loopChanges(rig.fake.agent).length
     const cases: [unknown, string][] = [
       [{ id }, `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.`],
       [
@@ -208,39 +240,39 @@ describe('loop_list and loop_delete', () => {
       [{ id, session_id: 'ses-other' }, 'loop_delete does not accept "session_id"; it takes only id.'],
     ]
     for (const [args, message] of cases) {
-      const result = await runTool(host, fake.agent, 'loop_delete', args)
+      const result = await rig.tool('loop_delete', args)
       expect(result.isError ? result.error.message : 'succeeded').toBe(message)
     }
-    const list = await runTool(host, fake.agent, 'loop_list', { id })
+    const list = await rig.tool('loop_list', { id })
     expect(list.isError ? list.error.message : 'succeeded').toBe(
       'loop_list does not accept "id"; it takes no arguments.',
     )
-    expect(loopChanges(fake.agent).length).toBe(before)
+    expect(loopChanges(rig.fake.agent).length).toBe(before)
   })
 })
 
 describe('session isolation', () => {
   it('never lists, deletes or receives another session loop', async () => {
-    const other = await createFakeAgent(host, 'ses-other')
-    const created = await runTool(host, other.agent, 'loop_create', { prompt: 'theirs', time_in_seconds: 1 })
+    const other = await createFakeAgent(rig.host, 'ses-other')
+    const created = await runTool(rig.host, other.agent, 'loop_create', { prompt: 'theirs', time_in_seconds: 1 })
     if (created.isError) throw new Error('create failed')
     const theirs = (created.value as { id: string }).id
 
-    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    const listed = await rig.tool('loop_list', {})
     expect(listed.isError ? listed.error : listed.value).toEqual([])
-    const deleted = await runTool(host, fake.agent, 'loop_delete', { id: theirs })
+    const deleted = await rig.tool('loop_delete', { id: theirs })
     expect(deleted.isError ? deleted.error.message : 'succeeded').toBe(
       `No active loop "${theirs}" in this session; run loop_list (or /loop list) to see its loops.`,
     )
 
     await vi.advanceTimersByTimeAsync(1000)
     expect(other.send).toHaveBeenCalledTimes(1)
-    expect(fake.send).not.toHaveBeenCalled()
-    expect(loopChanges(fake.agent)).toEqual([])
+    expect(rig.fake.send).not.toHaveBeenCalled()
+    expect(loopChanges(rig.fake.agent)).toEqual([])
   })
 
   it('refuses a call that names another agent than the owner', async () => {
-    const definition = host.ctx.tools.get('loop_list', fake.agent)
+    const definition = rig.host.ctx.tools.get('loop_list', rig.fake.agent)
     await expect(definition!.execute({}, { agent: undefined } as never)).rejects.toThrow(
       'Loop tools act only for the agent of the session that owns them.',
     )
@@ -249,38 +281,38 @@ describe('session isolation', () => {
 
 describe('persistence failures', () => {
   it('reports a flush that resolves false as an error and appends nothing', async () => {
-    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockResolvedValue(false)
-    const result = await runTool(host, fake.agent, 'loop_create', { prompt: 'p', time_in_seconds: 5 })
+    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockResolvedValue(false)
+    const result = await rig.tool('loop_create', { prompt: 'p', time_in_seconds: 5 })
     expect(result.isError ? result.error : undefined).toEqual({
       message: 'Session persistence did not acknowledge the flush; no persistence is mounted for this session.',
       info: { name: 'LoopError', code: 'persistence_failed' },
     })
-    expect(loopChanges(fake.agent)).toEqual([])
+    expect(loopChanges(rig.fake.agent)).toEqual([])
     spy.mockRestore()
   })
 
   it('reports a rejected flush after the append as an error, never a success', async () => {
-    const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
+    const real = rig.host.ctx.sessions.flush.bind(rig.host.ctx.sessions)
     const spy = vi
-      .spyOn(host.ctx.sessions, 'flush')
+      .spyOn(rig.host.ctx.sessions, 'flush')
       .mockImplementationOnce(real)
       .mockRejectedValueOnce(new Error('disk full'))
-    const result = await runTool(host, fake.agent, 'loop_create', { prompt: 'p', time_in_seconds: 5 })
+    const result = await rig.tool('loop_create', { prompt: 'p', time_in_seconds: 5 })
     spy.mockRestore()
     // The error names the loop: it is live in this session, so the caller can list or delete it.
-    const [created] = loopChanges(fake.agent) as [{ loop: { id: string } }]
+    const [created] = loopChanges(rig.fake.agent) as [{ loop: { id: string } }]
     const id = created.loop.id
     expect(result.isError ? result.error : 'succeeded').toEqual({
       message: `loop_create changed ${id} in this session (${id} is active now), but saving the change failed, so it may not survive a restart; run loop_list to check it before retrying. Session persistence failed: disk full`,
       info: { name: 'LoopError', code: 'persistence_failed' },
     })
-    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    const listed = await rig.tool('loop_list', {})
     expect(listed.isError ? undefined : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
     const deleteSpy = vi
-      .spyOn(host.ctx.sessions, 'flush')
+      .spyOn(rig.host.ctx.sessions, 'flush')
       .mockImplementationOnce(real)
       .mockRejectedValueOnce(new Error('disk full'))
-    const deleted = await runTool(host, fake.agent, 'loop_delete', { id })
+    const deleted = await rig.tool('loop_delete', { id })
     deleteSpy.mockRestore()
     expect(deleted.isError ? deleted.error.message : 'succeeded').toBe(
       `loop_delete changed ${id} in this session (${id} is deleted now), but saving the change failed, so it may not survive a restart; run loop_list to check it before retrying. Session persistence failed: disk full`,
@@ -288,13 +320,40 @@ describe('persistence failures', () => {
   })
 
   it('reports a flush that throws synchronously as an error', async () => {
-    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation(() => {
+    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementation(() => {
       throw new Error('session "ses-tools" is not live in this store')
     })
-    const result = await runTool(host, fake.agent, 'loop_list', {})
+    const result = await rig.tool('loop_list', {})
     expect(result.isError ? result.error.message : 'succeeded').toBe(
       'Session persistence failed: session "ses-tools" is not live in this store',
     )
     spy.mockRestore()
+  })
+})
+
+describe('how calls read in the conversation', () => {
+  it('presents each call as what it does', async () => {
+    const present = (name: string, args: unknown) => rig.host.ctx.tools.get(name, rig.fake.agent)!.presentCall!(args)
+    expect(present('loop_create', { prompt: 'Check whether CI is green', time_in_seconds: 300 })).toEqual({
+      card: 'generic',
+      kind: 'other',
+      title: 'Create loop · every 5m · Check whether CI is green',
+      rawInput: 'Check whether CI is green',
+    })
+    expect(
+      (present('loop_create', { prompt: `  ${'word '.repeat(40)}\n`, time_in_seconds: 90 }) as { title: string }).title,
+    ).toBe(`Create loop · every 1m 30s · ${'word '.repeat(16).slice(0, 79)}…`)
+    // A surrogate pair across the cut: the title stays well-formed (a UTF-16 cut left a lone \ud83d).
+    const emoji = (
+      present('loop_create', { prompt: `${'a'.repeat(78)}😀😀 more`, time_in_seconds: 60 }) as { title: string }
+    ).title
+    expect(emoji).toBe(`Create loop · every 1m · ${'a'.repeat(78)}😀…`)
+    expect(/\p{Cs}/u.test(emoji)).toBe(false)
+    expect(present('loop_list', {})).toEqual({ card: 'generic', kind: 'read', title: 'List loops' })
+    expect(present('loop_delete', { id: 'loop_1a2b3c4d' })).toEqual({
+      card: 'generic',
+      kind: 'delete',
+      title: 'Delete loop · loop_1a2b3c4d',
+    })
   })
 })

@@ -9,7 +9,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Agent, AgentHandle, AgentStatus } from '@deepseek-ai/dsh-agent'
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { CallId } from '@deepseek-ai/dsh-llm'
-import { afterEach, vi, type Mock } from 'vitest'
+import { afterEach, beforeEach, vi, type Mock } from 'vitest'
 import { AGENT_OPTIONS, composeHost, createRootAgent, resumeRootAgent, tempDir as makeTempDir } from './compose-host.ts'
 
 export { AGENT_OPTIONS }
@@ -282,7 +282,22 @@ export function useFakeClock(now: number = TEST_NOW): void {
 }
 
 /**
- * Fake the clock, boot a real host and create one fake-boundary root agent.
+ * Create a loop through the real `loop_create` tool.
+ * @param host - booted host.
+ * @param agent - the agent whose session gets the loop.
+ * @param prompt - the loop's prompt.
+ * @param seconds - its interval.
+ * @returns the new loop's id; a refusal throws its message.
+ */
+export async function createLoop(host: Host, agent: Agent, prompt: string, seconds: number): Promise<string> {
+  const result = await runTool(host, agent, 'loop_create', { prompt, time_in_seconds: seconds })
+  if (result.isError) throw new Error(result.error.message)
+  return (result.value as { id: string }).id
+}
+
+/**
+ * Fake the clock, boot a real host and create one fake-boundary root agent: for
+ * a file whose tests share one host (a `beforeAll`); per test, {@link useFakeHost}.
  * @param sessionId - the agent's session id.
  * @returns the host and the agent.
  */
@@ -298,12 +313,24 @@ export async function stopFakeHost(host: Host): Promise<void> {
   vi.useRealTimers()
 }
 
+/** What {@link useHosts} hands a test file. */
+export interface Hosts {
+  /** Fake the clock ({@link useFakeClock}), then boot a host that is disposed after the test. */
+  boot(options?: HostOptions): Promise<Host>
+  /** Boot a host on whatever timers are in place (real ones unless the test faked them), disposed after the test. */
+  bootReal(options?: HostOptions): Promise<Host>
+  /** Adopt a host booted elsewhere: it is disposed after the test. */
+  track(host: Host): Host
+  /** Dispose a host now (a process that ends mid-test) and forget it. */
+  dispose(host: Host): Promise<void>
+}
+
 /**
  * Per-file host bookkeeping (registers an `afterEach`): every host it saw is
  * disposed after each test and real timers come back.
- * @returns `boot` (fake the clock, then boot a host) and `track` (adopt a host booted on real timers).
+ * @returns ways to boot, adopt and dispose hosts.
  */
-export function useHosts() {
+export function useHosts(): Hosts {
   const hosts: Host[] = []
   afterEach(async () => {
     for (const host of hosts.splice(0)) await host.dispose()
@@ -313,11 +340,80 @@ export function useHosts() {
     hosts.push(host)
     return host
   }
+  const bootReal = async (options: HostOptions = {}): Promise<Host> => track(await bootHost(options))
   return {
-    boot: async (options: HostOptions = {}): Promise<Host> => {
+    boot: (options) => {
       useFakeClock()
-      return track(await bootHost(options))
+      return bootReal(options)
     },
+    bootReal,
     track,
+    dispose: async (host) => {
+      hosts.splice(hosts.indexOf(host), 1)
+      await host.dispose()
+    },
+  }
+}
+
+/** What {@link useFakeHost} hands a test file: the current test's host and agent, and helpers on them. */
+export interface HostFixture {
+  /** The test's host, booted on the fake clock before the test. */
+  readonly host: Host
+  /** The test's root agent on the fixture's session; a test that reopens the session may put the new agent here. */
+  fake: FakeAgent
+  /** Boot another host on the same (already fake) clock, disposed after the test: a bare host, a restart on `host.root`. */
+  boot(options?: HostOptions): Promise<Host>
+  /** Dispose the test's host and put a fresh one booted with `options` in its place (the clock is left as it is). */
+  reboot(options?: HostOptions): Promise<Host>
+  /** {@link createLoop} on the test's host, for `target` (the test's agent unless given). */
+  create(prompt: string, seconds: number, target?: FakeAgent): Promise<string>
+  /** {@link runTool} on the test's host, for `target` (the test's agent unless given). */
+  tool(name: string, args: unknown, target?: FakeAgent): ReturnType<typeof runTool>
+  /** {@link runCommand} on the test's host, for `target` (the test's agent unless given). */
+  command(line: string, target?: FakeAgent): ReturnType<typeof runCommand>
+}
+
+/**
+ * The host set-up of a file whose tests each run on a fresh host (registers a
+ * `beforeEach` and an `afterEach`): before each test the clock is faked at
+ * {@link TEST_NOW}, a host booted with `options` and a fake-boundary root agent
+ * created on `sessionId`; after it every host the test booted is disposed and
+ * real timers come back.
+ * @param sessionId - the session id of the test's agent.
+ * @param options - how to boot the test's host.
+ * @returns the fixture; read `host` and `fake` inside a test or hook, not at load.
+ */
+export function useFakeHost(sessionId: string, options: HostOptions = {}): HostFixture {
+  const hosts = useHosts()
+  let host: Host | undefined
+  let fake: FakeAgent | undefined
+  beforeEach(async () => {
+    host = await hosts.boot(options)
+    fake = await createFakeAgent(host, sessionId)
+  })
+  const current = (): FakeAgent => {
+    if (fake === undefined) throw new Error(`no agent on ${sessionId}: reboot() leaves the fixture without one`)
+    return fake
+  }
+  return {
+    get host() {
+      return host!
+    },
+    get fake() {
+      return current()
+    },
+    set fake(next) {
+      fake = next
+    },
+    boot: hosts.bootReal,
+    reboot: async (next = {}) => {
+      await hosts.dispose(host!)
+      fake = undefined
+      host = await hosts.bootReal(next)
+      return host
+    },
+    create: (prompt, seconds, target = current()) => createLoop(host!, target.agent, prompt, seconds),
+    tool: (name, args, target = current()) => runTool(host!, target.agent, name, args),
+    command: (line, target = current()) => runCommand(host!, target.agent, line),
   }
 }
