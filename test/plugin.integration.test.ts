@@ -1,15 +1,11 @@
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import { agentEvents, emitAgentEvent } from '@deepseek-ai/dsh-agent'
 import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
-import { registerLoopEventType } from '../src/persistence.ts'
 import {
   advance,
-  bootHost,
   createFakeAgent,
+  createLoop,
   loopChanges,
   persistedLoopChanges,
   resumeFakeAgent,
@@ -18,50 +14,30 @@ import {
   settle,
   signal,
   tempDir,
+  TEST_NOW,
   type FakeAgent,
-  type Host,
+  useHosts,
 } from './support/host.ts'
 import { holdFlushes } from './support/faults.ts'
 
-const NOW = Date.parse('2026-11-30T00:00:00Z')
-const hosts: Host[] = []
-
-/** Boot and remember a host so every test disposes what it started. */
-async function boot(options: Parameters<typeof bootHost>[0] = {}): Promise<Host> {
-  const host = await bootHost(options)
-  hosts.push(host)
-  return host
-}
-
-afterEach(async () => {
-  for (const host of hosts.splice(0)) await host.dispose()
-  vi.useRealTimers()
+const NOW = TEST_NOW
+const hosts = useHosts()
+afterEach(() => {
   ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).add('loop/change')
 })
 
 describe('event catalog', () => {
   it('registers loop/change in the host catalog at load', async () => {
     ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).delete('loop/change')
-    await boot()
+    await hosts.bootKeepingTimers()
     expect(KNOWN_SESSION_EVENT_TYPES.has('loop/change')).toBe(true)
-  })
-
-  it('also extends the catalog of the session module the host entry resolves', async () => {
-    ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).delete('loop/change')
-    // From this repository the host entry resolves the same instance: one catalog, extended once.
-    expect(await registerLoopEventType(`${process.cwd()}/package.json`)).toEqual({ catalogs: 1, hostResolved: true })
-    expect(KNOWN_SESSION_EVENT_TYPES.has('loop/change')).toBe(true)
-    // No host entry to resolve from: only the plugin's own copy learns the type.
-    expect(await registerLoopEventType(undefined)).toEqual({ catalogs: 1, hostResolved: false })
-    expect(await registerLoopEventType('')).toEqual({ catalogs: 1, hostResolved: false })
-    expect(await registerLoopEventType('/nonexistent/dsh/lib/bin.js')).toEqual({ catalogs: 1, hostResolved: false })
   })
 
   it('warns when the host entry cannot be resolved, naming the consequence', async () => {
     const entry = process.argv[1]
     process.argv[1] = '/nonexistent/dsh/lib/bin.js'
     try {
-      const host = await boot({ loop: false })
+      const host = await hosts.bootKeepingTimers({ loop: false })
       const warnings: string[] = []
       host.ctx.logger.exporter({
         levels: { default: 3 },
@@ -76,48 +52,21 @@ describe('event catalog', () => {
       process.argv[1] = entry as string
     }
   })
-
-  it('follows a symlinked host entry to the host own copy of dsh-session (pnpm layout)', async () => {
-    // A host installed by pnpm: node_modules/@deepseek-ai/dsh is a link into the store, where the
-    // CLI's dependencies are its siblings. Only the link's real path can see them.
-    const root = tempDir('loop-host-layout-')
-    const store = join(root, 'store', 'node_modules', '@deepseek-ai')
-    const hostSession = join(store, 'dsh-session')
-    mkdirSync(join(store, 'dsh', 'lib'), { recursive: true })
-    mkdirSync(hostSession, { recursive: true })
-    writeFileSync(join(store, 'dsh', 'lib', 'bin.js'), '')
-    writeFileSync(
-      join(hostSession, 'package.json'),
-      JSON.stringify({ name: '@deepseek-ai/dsh-session', type: 'module', exports: './index.js' }),
-    )
-    writeFileSync(join(hostSession, 'index.js'), 'export const KNOWN_SESSION_EVENT_TYPES = new Set(["user/message"])\n')
-    mkdirSync(join(root, 'project', 'node_modules', '@deepseek-ai'), { recursive: true })
-    symlinkSync(join(store, 'dsh'), join(root, 'project', 'node_modules', '@deepseek-ai', 'dsh'))
-
-    const entry = join(root, 'project', 'node_modules', '@deepseek-ai', 'dsh', 'lib', 'bin.js')
-    expect(await registerLoopEventType(entry)).toEqual({ catalogs: 2, hostResolved: true })
-    const hostCatalog = (
-      (await import(pathToFileURL(join(hostSession, 'index.js')).href)) as { KNOWN_SESSION_EVENT_TYPES: Set<string> }
-    ).KNOWN_SESSION_EVENT_TYPES
-    expect([...hostCatalog]).toEqual(['user/message', 'loop/change'])
-    expect(KNOWN_SESSION_EVENT_TYPES.has('loop/change')).toBe(true)
-  })
 })
 
 describe('restart through real JSONL persistence', () => {
   it('reloads a session holding loops in a fresh host and fires them again', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
     const root = tempDir()
-    const first = await boot({ root })
+    const first = await hosts.bootKeepingTimers({ root })
     const before = await createFakeAgent(first, 'ses-restart')
     const created = await runCommand(first, before.agent, '/loop 2 survive the restart')
     expect(created.kind).toBe('success')
-    await first.dispose()
-    hosts.splice(hosts.indexOf(first), 1)
+    await hosts.dispose(first)
 
     // A fresh process: only the plugin's registration can make the log readable again.
     ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).delete('loop/change')
-    const second = await boot({ root })
+    const second = await hosts.bootKeepingTimers({ root })
     const after = await resumeFakeAgent(second, 'ses-restart')
     const listed = await runTool(second, after.agent, 'loop_list', {})
     expect(listed.isError ? listed.error : (listed.value as { prompt: string }[]).map((loop) => loop.prompt)).toEqual([
@@ -131,23 +80,21 @@ describe('restart through real JSONL persistence', () => {
   it('without the plugin, the host refuses to load a session that holds loop events', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
     const root = tempDir()
-    const first = await boot({ root })
+    const first = await hosts.bootKeepingTimers({ root })
     const agent = await createFakeAgent(first, 'ses-removed')
     await runCommand(first, agent.agent, '/loop 5 remember me')
-    await first.dispose()
-    hosts.splice(hosts.indexOf(first), 1)
+    await hosts.dispose(first)
 
     // A fresh process without the plugin has a catalog without loop/change.
     ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).delete('loop/change')
-    const bare = await boot({ root, loop: false })
+    const bare = await hosts.bootKeepingTimers({ root, loop: false })
     await expect(resumeFakeAgent(bare, 'ses-removed')).rejects.toThrow(
       /contains event type "loop\/change" \(seq 1\) unknown to this harness and not marked ignorable/,
     )
-    await bare.dispose()
-    hosts.splice(hosts.indexOf(bare), 1)
+    await hosts.dispose(bare)
 
     // Adding the plugin back restores the session and its loop.
-    const restored = await boot({ root })
+    const restored = await hosts.bootKeepingTimers({ root })
     const back = await resumeFakeAgent(restored, 'ses-removed')
     const listed = await runTool(restored, back.agent, 'loop_list', {})
     expect(listed.isError ? listed.error : (listed.value as { prompt: string }[]).map((loop) => loop.prompt)).toEqual([
@@ -158,8 +105,7 @@ describe('restart through real JSONL persistence', () => {
 
 describe('lifecycle', () => {
   it('adopts root agents that were live before the plugin loaded', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
-    const host = await boot({ loop: false })
+    const host = await hosts.boot({ loop: false })
     const early = await createFakeAgent(host, 'ses-early')
     expect(host.ctx.tools.get('loop_create', early.agent)).toBeUndefined()
     await host.ctx.plugin(loopPlugin)
@@ -170,8 +116,7 @@ describe('lifecycle', () => {
   })
 
   it('plugin disposal removes tools, the command and every timer, and stops delivery', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
-    const host = await boot({ loop: false })
+    const host = await hosts.boot({ loop: false })
     const fiber = host.ctx.plugin(loopPlugin)
     await fiber
     const fake = await createFakeAgent(host, 'ses-unload')
@@ -193,8 +138,7 @@ describe('lifecycle', () => {
   })
 
   it('whole-host teardown leaves no timer behind', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
-    const host = await boot()
+    const host = await hosts.boot()
     const fake = await createFakeAgent(host, 'ses-teardown')
     await runCommand(host, fake.agent, '/loop list')
     await settle()
@@ -203,14 +147,12 @@ describe('lifecycle', () => {
     await runCommand(host, fake.agent, '/loop 2 b')
     await settle()
     expect(vi.getTimerCount()).toBe(hostTimers + 1)
-    await host.dispose()
-    hosts.splice(hosts.indexOf(host), 1)
+    await hosts.dispose(host)
     expect(vi.getTimerCount()).toBe(0)
   })
 
   it('runs without a projection registry', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
-    const host = await boot({ projections: false })
+    const host = await hosts.boot({ projections: false })
     const fake = await createFakeAgent(host, 'ses-noproj')
     expect((await runCommand(host, fake.agent, '/loop 1 fine')).kind).toBe('success')
     await advance(1000)
@@ -218,7 +160,7 @@ describe('lifecycle', () => {
   })
 
   it('reports a missing persistence as a tool error instead of pretending', async () => {
-    const host = await boot({ persistence: false })
+    const host = await hosts.bootKeepingTimers({ persistence: false })
     const fake = await createFakeAgent(host, 'ses-nopersist')
     expect(await runCommand(host, fake.agent, '/loop 1 not saved')).toEqual({
       kind: 'error',
@@ -228,22 +170,18 @@ describe('lifecycle', () => {
   })
 
   it('arms nothing for a session without loops, even when no persistence is mounted', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
-    const host = await boot({ persistence: false })
+    const host = await hosts.boot({ persistence: false })
     await createFakeAgent(host, 'ses-nopersist-idle')
     await advance(10 * 60_000, 60_000)
     expect(vi.getTimerCount()).toBe(0)
   })
 
   it('refuses a tool call whose runtime was replaced while the call waited, and the replacement answers for the session', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
-    const host = await boot({ loop: false })
+    const host = await hosts.boot({ loop: false })
     const oldFiber = host.ctx.plugin(loopPlugin)
     await oldFiber
     const fake = await createFakeAgent(host, 'ses-replaced')
-    const first = await runTool(host, fake.agent, 'loop_create', { prompt: 'kept', time_in_seconds: 60 })
-    if (first.isError) throw new Error(first.error.message)
-    const id = (first.value as { id: string }).id
+    const id = await createLoop(host, fake.agent, 'kept', 60)
     await settle()
     const held = holdFlushes(host)
     const waiting = runTool(host, fake.agent, 'loop_create', {
@@ -290,13 +228,10 @@ describe('lifecycle', () => {
   // agent.ctx effect, so the runtime's cleanup) before it leaves the registry and the session store;
   // only then can the session be resumed, into a Session the persistence reads afresh.
   it('a replacement agent for the same session is served by its own runtime: DSH tears the old agent down before it unregisters it, and the replacement holds a new Session', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: NOW })
-    const host = await boot()
+    const host = await hosts.boot()
     const sessionId = SessionId('ses-replacement')
     const old = await createFakeAgent(host, 'ses-replacement')
-    const created = await runTool(host, old.agent, 'loop_create', { prompt: 'outlive the agent', time_in_seconds: 1 })
-    if (created.isError) throw new Error(created.error.message)
-    const id = (created.value as { id: string }).id
+    const id = await createLoop(host, old.agent, 'outlive the agent', 1)
     await settle()
 
     // What the old agent's teardown has done by each registry edge, and when the replacement is announced.
@@ -362,5 +297,31 @@ describe('lifecycle', () => {
     )
     expect(decision).toEqual({ kind: 'enter', messages: [] })
     expect(old.send).not.toHaveBeenCalled()
+  })
+})
+
+describe('one-shot hosts (dsh --profile headless)', () => {
+  const NOTE =
+    'This is a one-shot run (dsh --profile headless): loops are saved in this session but nothing fires in this run; they start when the session is opened in a long-lived DSH (dsh web).'
+
+  it('saves loops, tells the model, and never dispatches or arms a timer', async () => {
+    const host = await hosts.boot({ oneShot: true })
+    const fake = await createFakeAgent(host, 'ses-oneshot')
+    const schema = host.ctx.tools.schemas(fake.agent).find((candidate) => candidate.name === 'loop_create')!
+    expect(schema.description.endsWith(` ${NOTE}`)).toBe(true)
+    const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'later', time_in_seconds: 1 })
+    expect(created.content).toEqual([
+      { type: 'text', text: `${JSON.stringify(created.isError ? undefined : created.value)}\n${NOTE}` },
+    ])
+    await advance(5000)
+    expect(fake.send).not.toHaveBeenCalled()
+    expect(vi.getTimerCount()).toBe(0)
+    expect(loopChanges(fake.agent)).toEqual([
+      {
+        version: 1,
+        operation: 'create',
+        loop: { id: expect.any(String), prompt: 'later', time_in_seconds: 1, next_at: TEST_NOW + 1000 },
+      },
+    ])
   })
 })

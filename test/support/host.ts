@@ -318,7 +318,7 @@ export interface Hosts {
   /** Fake the clock ({@link useFakeClock}), then boot a host that is disposed after the test. */
   boot(options?: HostOptions): Promise<Host>
   /** Boot a host on whatever timers are in place (real ones unless the test faked them), disposed after the test. */
-  bootReal(options?: HostOptions): Promise<Host>
+  bootKeepingTimers(options?: HostOptions): Promise<Host>
   /** Adopt a host booted elsewhere: it is disposed after the test. */
   track(host: Host): Host
   /** Dispose a host now (a process that ends mid-test) and forget it. */
@@ -340,13 +340,13 @@ export function useHosts(): Hosts {
     hosts.push(host)
     return host
   }
-  const bootReal = async (options: HostOptions = {}): Promise<Host> => track(await bootHost(options))
+  const bootKeepingTimers = async (options: HostOptions = {}): Promise<Host> => track(await bootHost(options))
   return {
     boot: (options) => {
       useFakeClock()
-      return bootReal(options)
+      return bootKeepingTimers(options)
     },
-    bootReal,
+    bootKeepingTimers,
     track,
     dispose: async (host) => {
       hosts.splice(hosts.indexOf(host), 1)
@@ -405,11 +405,11 @@ export function useFakeHost(sessionId: string, options: HostOptions = {}): HostF
     set fake(next) {
       fake = next
     },
-    boot: hosts.bootReal,
+    boot: hosts.bootKeepingTimers,
     reboot: async (next = {}) => {
       await hosts.dispose(host!)
       fake = undefined
-      host = await hosts.bootReal(next)
+      host = await hosts.bootKeepingTimers(next)
       return host
     },
     create: (prompt, seconds, target = current()) => createLoop(host!, target.agent, prompt, seconds),
