@@ -12,18 +12,14 @@ import { createChange } from '../src/domain.ts'
 import { LoopRuntime } from '../src/loop.ts'
 import {
   advance,
-  bootHost,
   createFakeAgent,
   loopChanges,
   persistedLoopChanges,
   resumeFakeAgent,
   runTool,
   settle,
-  stopFakeHost,
   TEST_NOW,
-  useFakeClock,
-  type FakeAgent,
-  type Host,
+  useFakeHost,
 } from './support/host.ts'
 import {
   FLUSH_FAULT_CAUSE,
@@ -37,19 +33,14 @@ import { auditDeliveries, recordHeartbeats, type SentHeartbeat } from './support
 
 const NOW = TEST_NOW
 const SESSION = 'ses-faults'
-let host: Host
-let fake: FakeAgent
+const rig = useFakeHost(SESSION)
 let sent: SentHeartbeat[]
 
-beforeEach(async () => {
-  useFakeClock()
-  host = await bootHost()
-  fake = await createFakeAgent(host, SESSION)
-  sent = recordHeartbeats(fake.send)
+beforeEach(() => {
+  sent = recordHeartbeats(rig.fake.send)
 })
-afterEach(async () => {
+afterEach(() => {
   vi.restoreAllMocks()
-  await stopFakeHost(host)
 })
 
 type ToolOutcome = Awaited<ReturnType<typeof runTool>>
@@ -59,15 +50,8 @@ function failureOf(outcome: ToolOutcome): { message: string; code: unknown } | '
   return outcome.isError ? { message: outcome.error.message, code: outcome.error.info?.code } : 'succeeded'
 }
 
-/** Create a loop through the real tool and return its id. */
-async function create(prompt: string, seconds: number, target: FakeAgent = fake): Promise<string> {
-  const outcome = await runTool(host, target.agent, 'loop_create', { prompt, time_in_seconds: seconds })
-  if (outcome.isError) throw new Error(outcome.error.message)
-  return (outcome.value as { id: string }).id
-}
-
 /** The durable log of the test session. */
-const durable = (session = SESSION) => persistedLoopChanges(host, session)
+const durable = (session = SESSION) => persistedLoopChanges(rig.host, session)
 
 /** The audit must find nothing. */
 async function expectConsistent(session = SESSION, heartbeats: readonly SentHeartbeat[] = sent) {
@@ -87,18 +71,18 @@ describe('a flush fails before the fold of a tool call', () => {
   it.each(FLUSH_FAULTS)(
     'flush %s: loop_create is refused, nothing is appended, a retry creates exactly one loop',
     async (fault) => {
-      const injection = failFlush(host, fault)
-      const outcome = await runTool(host, fake.agent, 'loop_create', { prompt: 'watch CI', time_in_seconds: 10 })
+      const injection = failFlush(rig.host, fault)
+      const outcome = await rig.tool('loop_create', { prompt: 'watch CI', time_in_seconds: 10 })
       injection.restore()
       const failure = failureOf(outcome)
       expect(failure).toMatchObject({ code: 'persistence_failed' })
       expect((failure as { message: string }).message).toContain(FLUSH_FAULT_CAUSE[fault])
-      expect(injection.sessions).toEqual([fake.agent.session])
+      expect(injection.sessions).toEqual([rig.fake.agent.session])
       await settle()
-      expect(loopChanges(fake.agent)).toEqual([])
+      expect(loopChanges(rig.fake.agent)).toEqual([])
       expect(await durable()).toEqual([])
 
-      const id = await create('watch CI', 10)
+      const id = await rig.create('watch CI', 10)
       await advance(10_000, 1000)
       expect(await durable()).toEqual([
         createRecord(id, 'watch CI', 10, NOW + 10_000),
@@ -110,9 +94,9 @@ describe('a flush fails before the fold of a tool call', () => {
   )
 
   it.each(FLUSH_FAULTS)('flush %s: loop_delete is refused and the loop keeps firing', async (fault) => {
-    const id = await create('keep me', 5)
-    const injection = failFlush(host, fault)
-    const outcome = await runTool(host, fake.agent, 'loop_delete', { id })
+    const id = await rig.create('keep me', 5)
+    const injection = failFlush(rig.host, fault)
+    const outcome = await rig.tool('loop_delete', { id })
     injection.restore()
     expect(failureOf(outcome)).toMatchObject({ code: 'persistence_failed' })
     await advance(5000, 1000)
@@ -126,10 +110,10 @@ describe('a flush fails after the append of a tool call', () => {
   it.each(FLUSH_FAULTS)(
     'flush %s after a create: the caller is told it failed, with the loop id; the list it is told to run saves it once',
     async (fault) => {
-      const injection = failFlush(host, fault, { after: 1 })
-      const outcome = await runTool(host, fake.agent, 'loop_create', { prompt: 'half saved', time_in_seconds: 10 })
+      const injection = failFlush(rig.host, fault, { after: 1 })
+      const outcome = await rig.tool('loop_create', { prompt: 'half saved', time_in_seconds: 10 })
       injection.restore()
-      const created = loopChanges(fake.agent)
+      const created = loopChanges(rig.fake.agent)
       expect(created).toHaveLength(1)
       const id = (created[0] as { loop: { id: string } }).loop.id
       const failure = failureOf(outcome)
@@ -138,7 +122,7 @@ describe('a flush fails after the append of a tool call', () => {
       expect((failure as { message: string }).message).toContain(id)
       expect((failure as { message: string }).message).toContain(FLUSH_FAULT_CAUSE[fault])
       // The caller checks the list, as the error tells it to: the loop is there, and now it is saved, once.
-      const listed = await runTool(host, fake.agent, 'loop_list', {})
+      const listed = await rig.tool('loop_list', {})
       expect(listed.isError ? listed.error.message : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual(
         [id],
       )
@@ -158,14 +142,14 @@ describe('a flush fails after the append of a tool call', () => {
   it.each(FLUSH_FAULTS)(
     'flush %s after a delete: the caller is told it failed, with the loop id; the loop never fires again',
     async (fault) => {
-      const id = await create('half deleted', 5)
-      const injection = failFlush(host, fault, { after: 1 })
-      const outcome = await runTool(host, fake.agent, 'loop_delete', { id })
+      const id = await rig.create('half deleted', 5)
+      const injection = failFlush(rig.host, fault, { after: 1 })
+      const outcome = await rig.tool('loop_delete', { id })
       injection.restore()
       const failure = failureOf(outcome)
       expect(failure).toMatchObject({ code: 'persistence_failed' })
       expect((failure as { message: string }).message).toContain(id)
-      const listed = await runTool(host, fake.agent, 'loop_list', {})
+      const listed = await rig.tool('loop_list', {})
       expect(listed.isError ? listed.error.message : listed.value).toEqual([])
       expect(await durable()).toEqual([
         createRecord(id, 'half deleted', 5, NOW + 5000),
@@ -186,13 +170,13 @@ describe('a flush fails inside a drive', () => {
   it.each(FLUSH_FAULTS)(
     'flush %s before the dispatch decision: nothing is sent, the retry sends once, late but not early',
     async (fault) => {
-      const id = await create('retry me', 5)
+      const id = await rig.create('retry me', 5)
       await advance(4000, 1000)
-      const injection = failFlush(host, fault)
+      const injection = failFlush(rig.host, fault)
       await advance(1000)
       expect(injection.calls()).toBe(1)
       expect(sent).toEqual([])
-      expect(loopChanges(fake.agent)).toHaveLength(1)
+      expect(loopChanges(rig.fake.agent)).toHaveLength(1)
       injection.restore()
       await advance(1000)
       expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000])
@@ -206,9 +190,9 @@ describe('a flush fails inside a drive', () => {
   it.each(FLUSH_FAULTS)(
     'flush %s after the dispatch append: one send; the retry saves the dispatch once and does not send again',
     async (fault) => {
-      const id = await create('sent once', 5)
+      const id = await rig.create('sent once', 5)
       await advance(4000, 1000)
-      const injection = failFlush(host, fault, { after: 1 })
+      const injection = failFlush(rig.host, fault, { after: 1 })
       await advance(1000)
       injection.restore()
       expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 5000])
@@ -226,7 +210,7 @@ describe('a flush fails inside a drive', () => {
 describe('loops due together: one drive each, each dispatch flushed before the next send', () => {
   /** Three 5 s loops created together: all due at NOW + 5000, driven one after another in creation order. */
   async function threeLoops(): Promise<[string, string, string]> {
-    const ids = [await create('batch A', 5), await create('batch B', 5), await create('batch C', 5)] as [
+    const ids = [await rig.create('batch A', 5), await rig.create('batch B', 5), await rig.create('batch C', 5)] as [
       string,
       string,
       string,
@@ -242,9 +226,9 @@ describe('loops due together: one drive each, each dispatch flushed before the n
 
   /** Wrap the recording send so that its `n`-th call (1-based) runs `fault` instead. */
   function onSend(n: number, fault: () => void): void {
-    const record = fake.send.getMockImplementation()!
+    const record = rig.fake.send.getMockImplementation()!
     let calls = 0
-    fake.send.mockImplementation((...args) => {
+    rig.fake.send.mockImplementation((...args) => {
       calls += 1
       if (calls === n) return fault()
       return record(...args)
@@ -255,7 +239,7 @@ describe('loops due together: one drive each, each dispatch flushed before the n
     'flush %s after the first dispatch: only the first loop is sent, not durable; the retry saves it and sends the other two once',
     async (fault) => {
       const ids = await threeLoops()
-      const injection = failFlush(host, fault, { after: 1 })
+      const injection = failFlush(rig.host, fault, { after: 1 })
       await advance(1000)
       // One flush before deciding, one for the first dispatch; no drive follows a failed flush but the retry.
       expect(injection.calls()).toBe(2)
@@ -277,16 +261,16 @@ describe('loops due together: one drive each, each dispatch flushed before the n
 
   it('session.append throws for the second dispatch: the batch stops there, the first is saved; the retry repeats only the unrecorded heartbeat and sends the third once', async () => {
     const ids = await threeLoops()
-    const real = fake.agent.session.append.bind(fake.agent.session) as (
+    const real = rig.fake.agent.session.append.bind(rig.fake.agent.session) as (
       type: string,
       data: unknown,
-    ) => ReturnType<typeof fake.agent.session.append>
+    ) => ReturnType<typeof rig.fake.agent.session.append>
     let dispatches = 0
-    const spy = vi.spyOn(fake.agent.session, 'append').mockImplementation(((type: string, data: unknown) => {
+    const spy = vi.spyOn(rig.fake.agent.session, 'append').mockImplementation(((type: string, data: unknown) => {
       if (type === 'loop/change' && (data as { operation: string }).operation === 'dispatch' && ++dispatches === 2)
         throw new Error('session log sealed (injected)')
       return real(type, data)
-    }) as typeof fake.agent.session.append)
+    }) as typeof rig.fake.agent.session.append)
     await advance(1000)
     spy.mockRestore()
     expect(sent.map((heartbeat) => heartbeat.loopId)).toEqual([ids[0], ids[1]])
@@ -328,10 +312,10 @@ describe('loops due together: one drive each, each dispatch flushed before the n
 
   it('the agent is disposed while the first dispatch flush is in flight: it is saved once, and the resumed session sends the other two at once and repeats none', async () => {
     const ids = await threeLoops()
-    const real = host.ctx.sessions.flush
+    const real = rig.host.ctx.sessions.flush
     let releaseDispatchFlush: () => void = () => undefined
     let flushes = 0
-    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
+    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementation((session) => {
       flushes += 1
       if (flushes !== 2) return real(session)
       return new Promise<boolean>((resolve) => {
@@ -341,14 +325,14 @@ describe('loops due together: one drive each, each dispatch flushed before the n
     await vi.advanceTimersByTimeAsync(1000)
     await settle()
     expect(sent.map((heartbeat) => heartbeat.loopId)).toEqual([ids[0]])
-    const disposal = fake.handle.dispose()
+    const disposal = rig.fake.handle.dispose()
     await vi.advanceTimersByTimeAsync(0)
     releaseDispatchFlush()
     await disposal
     spy.mockRestore()
     expect(await durable()).toEqual([...creates(ids), dispatchRecord(ids[0], NOW + 10_000)])
 
-    const resumed = await resumeFakeAgent(host, SESSION)
+    const resumed = await resumeFakeAgent(rig.host, SESSION)
     const resumedSent = recordHeartbeats(resumed.send)
     await advance(0)
     expect(resumedSent.map((heartbeat) => [heartbeat.loopId, heartbeat.at])).toEqual([
@@ -367,11 +351,10 @@ describe('loops due together: one drive each, each dispatch flushed before the n
   })
 
   it('the runtime is disposed by its first send while three loops are due: nothing more is sent, the first dispatch is saved, nothing is armed', async () => {
-    await host.dispose()
-    host = await bootHost({ loop: false })
-    const bare = await createFakeAgent(host, 'ses-batch-dispose')
+    await rig.reboot({ loop: false })
+    const bare = await createFakeAgent(rig.host, 'ses-batch-dispose')
     const bareSent = recordHeartbeats(bare.send)
-    const runtime = new LoopRuntime(host.ctx, bare.agent, { oneShot: false })
+    const runtime = new LoopRuntime(rig.host.ctx, bare.agent, { oneShot: false })
     const ids = ['loop_one', 'loop_two', 'loop_three']
     for (const id of ids)
       bare.agent.session.append(
@@ -405,8 +388,8 @@ describe('a long outage', () => {
   it.each(FLUSH_FAULTS)(
     'flush %s for five minutes: retries back off instead of spinning, then one heartbeat for the whole outage, no burst',
     async (fault) => {
-      const id = await create('through an outage', 1)
-      const injection = failFlush(host, fault, { times: Number.MAX_SAFE_INTEGER })
+      const id = await rig.create('through an outage', 1)
+      const injection = failFlush(rig.host, fault, { times: Number.MAX_SAFE_INTEGER })
       await advance(300_000, 10_000)
       expect(sent).toEqual([])
       // Backoff 1 s doubling to 60 s: about ten attempts in five minutes, not one per second.
@@ -429,14 +412,14 @@ describe('a long outage', () => {
 
 describe('the inbox and the log refuse', () => {
   it('agent.send throws: no dispatch is appended; the retry sends once and records it once', async () => {
-    const id = await create('refused once', 5)
-    fake.send.mockImplementationOnce(() => {
+    const id = await rig.create('refused once', 5)
+    rig.fake.send.mockImplementationOnce(() => {
       throw new Error('inbox closed (injected)')
     })
     await advance(5000)
-    expect(fake.send).toHaveBeenCalledTimes(1)
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
     expect(sent).toEqual([])
-    expect(loopChanges(fake.agent)).toHaveLength(1)
+    expect(loopChanges(rig.fake.agent)).toHaveLength(1)
     await advance(1000)
     expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000])
     expect(await durable()).toEqual([createRecord(id, 'refused once', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
@@ -445,27 +428,27 @@ describe('the inbox and the log refuse', () => {
 
   it('session.append throws on a create: the call fails with the cause, nothing is saved, the next create works', async () => {
     await settle()
-    failNextLoopAppend(fake.agent.session)
-    const outcome = await runTool(host, fake.agent, 'loop_create', { prompt: 'never written', time_in_seconds: 5 })
+    failNextLoopAppend(rig.fake.agent.session)
+    const outcome = await rig.tool('loop_create', { prompt: 'never written', time_in_seconds: 5 })
     expect(outcome.isError ? outcome.error.message : 'succeeded').toContain('session log sealed (injected)')
     await settle()
-    expect(loopChanges(fake.agent)).toEqual([])
+    expect(loopChanges(rig.fake.agent)).toEqual([])
     expect(await durable()).toEqual([])
-    const id = await create('written', 5)
+    const id = await rig.create('written', 5)
     await advance(5000)
     expect(await durable()).toEqual([createRecord(id, 'written', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
     await expectConsistent()
   })
 
   it('session.append throws on a dispatch: the session is not bricked; at most the one unrecorded heartbeat repeats', async () => {
-    const id = await create('append fails', 5)
+    const id = await rig.create('append fails', 5)
     await advance(4000, 1000)
-    failNextLoopAppend(fake.agent.session)
+    failNextLoopAppend(rig.fake.agent.session)
     await advance(1000)
     expect(sent).toHaveLength(1)
-    expect(loopChanges(fake.agent)).toHaveLength(1)
+    expect(loopChanges(rig.fake.agent)).toHaveLength(1)
     // Tool calls still work and still see the loop.
-    const listed = await runTool(host, fake.agent, 'loop_list', {})
+    const listed = await rig.tool('loop_list', {})
     expect(listed.isError ? listed.error.message : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([
       id,
     ])
@@ -481,20 +464,20 @@ describe('the inbox and the log refuse', () => {
 
 describe('an agent goes away mid-drive', () => {
   it('disposed while the drive waits on its first flush: nothing is sent; the resumed session fires the loop once', async () => {
-    const id = await create('mid-drive', 5)
+    const id = await rig.create('mid-drive', 5)
     await advance(4000, 1000)
-    const held = holdFlushes(host)
+    const held = holdFlushes(rig.host)
     await vi.advanceTimersByTimeAsync(1000)
     expect(held.waiting()).toBe(1)
-    const disposal = fake.handle.dispose()
+    const disposal = rig.fake.handle.dispose()
     await vi.advanceTimersByTimeAsync(0)
     await held.release()
     await disposal
     await advance(5000)
-    expect(fake.send).not.toHaveBeenCalled()
+    expect(rig.fake.send).not.toHaveBeenCalled()
     expect(await durable()).toEqual([createRecord(id, 'mid-drive', 5, NOW + 5000)])
 
-    const resumed = await resumeFakeAgent(host, SESSION)
+    const resumed = await resumeFakeAgent(rig.host, SESSION)
     const resumedSent = recordHeartbeats(resumed.send)
     await settle()
     expect(resumedSent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 10_000])
@@ -503,12 +486,12 @@ describe('an agent goes away mid-drive', () => {
   })
 
   it('disposed while the dispatch flush is in flight: the dispatch is saved once and the resumed session does not repeat it', async () => {
-    const id = await create('saved on the way out', 5)
+    const id = await rig.create('saved on the way out', 5)
     await advance(4000, 1000)
-    const real = host.ctx.sessions.flush
+    const real = rig.host.ctx.sessions.flush
     let releaseDispatchFlush: () => void = () => undefined
     let flushes = 0
-    const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
+    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementation((session) => {
       flushes += 1
       if (flushes !== 2) return real(session)
       return new Promise<boolean>((resolve) => {
@@ -518,7 +501,7 @@ describe('an agent goes away mid-drive', () => {
     await vi.advanceTimersByTimeAsync(1000)
     await settle()
     expect(sent).toHaveLength(1)
-    const disposal = fake.handle.dispose()
+    const disposal = rig.fake.handle.dispose()
     await vi.advanceTimersByTimeAsync(0)
     releaseDispatchFlush()
     await disposal
@@ -528,7 +511,7 @@ describe('an agent goes away mid-drive', () => {
       dispatchRecord(id, NOW + 10_000),
     ])
 
-    const resumed = await resumeFakeAgent(host, SESSION)
+    const resumed = await resumeFakeAgent(rig.host, SESSION)
     const resumedSent = recordHeartbeats(resumed.send)
     await advance(4999)
     expect(resumedSent).toEqual([])
@@ -538,18 +521,20 @@ describe('an agent goes away mid-drive', () => {
   })
 
   it('a replacement cannot go live while the old drive is in flight; once the old one is gone it fires the loop once', async () => {
-    const id = await create('replaced', 5)
+    const id = await rig.create('replaced', 5)
     await advance(4000, 1000)
-    const held = holdFlushes(host)
+    const held = holdFlushes(rig.host)
     await vi.advanceTimersByTimeAsync(1000)
-    const disposal = fake.handle.dispose()
+    const disposal = rig.fake.handle.dispose()
     await vi.advanceTimersByTimeAsync(0)
     // The host keeps the old root registered and its session live until the plugin's cleanup ends.
-    expect(host.ctx.agents.get(SessionId(SESSION))).toBe(fake.agent)
-    await expect(resumeFakeAgent(host, SESSION)).rejects.toThrow(`cannot prepare session "${SESSION}" while it is live`)
+    expect(rig.host.ctx.agents.get(SessionId(SESSION))).toBe(rig.fake.agent)
+    await expect(resumeFakeAgent(rig.host, SESSION)).rejects.toThrow(
+      `cannot prepare session "${SESSION}" while it is live`,
+    )
     await held.release()
     await disposal
-    const replacement = await resumeFakeAgent(host, SESSION)
+    const replacement = await resumeFakeAgent(rig.host, SESSION)
     const replacementSent = recordHeartbeats(replacement.send)
     await settle()
     expect(sent).toEqual([])
@@ -560,22 +545,24 @@ describe('an agent goes away mid-drive', () => {
 
 describe('the plugin goes away mid-flight', () => {
   it('plugin disposed with a drive, a create and a timer in flight: nothing more is sent or appended, no timer stays', async () => {
-    await host.dispose()
-    host = await bootHost({ loop: false })
+    await rig.reboot({ loop: false })
     const baseTimers = vi.getTimerCount()
-    const fiber = host.ctx.plugin(loopPlugin)
+    const fiber = rig.host.ctx.plugin(loopPlugin)
     await fiber
-    const busy = await createFakeAgent(host, 'ses-busy')
+    const busy = await createFakeAgent(rig.host, 'ses-busy')
     const busySent = recordHeartbeats(busy.send)
-    const idle = await createFakeAgent(host, 'ses-idle')
+    const idle = await createFakeAgent(rig.host, 'ses-idle')
     const idleSent = recordHeartbeats(idle.send)
-    const busyId = await create('in the drive', 1, busy)
-    const idleId = await create('armed', 60, idle)
+    const busyId = await rig.create('in the drive', 1, busy)
+    const idleId = await rig.create('armed', 60, idle)
     await settle()
 
-    const held = holdFlushes(host)
+    const held = holdFlushes(rig.host)
     await vi.advanceTimersByTimeAsync(1000) // busy's drive waits on its flush
-    const creating = runTool(host, busy.agent, 'loop_create', { prompt: 'queued behind the drive', time_in_seconds: 1 })
+    const creating = runTool(rig.host, busy.agent, 'loop_create', {
+      prompt: 'queued behind the drive',
+      time_in_seconds: 1,
+    })
     await vi.advanceTimersByTimeAsync(0)
     const disposal = fiber.dispose()
     await vi.advanceTimersByTimeAsync(0)
@@ -591,35 +578,34 @@ describe('the plugin goes away mid-flight', () => {
 
   it('a timer that fires after its agent was disposed does nothing', async () => {
     const timers = recordTimers()
-    await create('late timer', 7)
+    await rig.create('late timer', 7)
     await settle()
     const armed = timers.armed.filter((timer) => timer.delay === 7000)
     expect(armed).toHaveLength(1)
-    await fake.handle.dispose()
-    const flushes = failFlush(host, 'reject', { after: Number.MAX_SAFE_INTEGER })
+    await rig.fake.handle.dispose()
+    const flushes = failFlush(rig.host, 'reject', { after: Number.MAX_SAFE_INTEGER })
     const armedBefore = timers.armed.length
     armed[0]!.callback()
     await advance(10_000, 1000)
     expect(flushes.calls()).toBe(0)
     expect(timers.armed.slice(armedBefore).filter((timer) => timer.delay > 0)).toEqual([])
-    expect(fake.send).not.toHaveBeenCalled()
-    expect(loopChanges(fake.agent)).toHaveLength(1)
-    expect(await durable()).toEqual(loopChanges(fake.agent))
+    expect(rig.fake.send).not.toHaveBeenCalled()
+    expect(loopChanges(rig.fake.agent)).toHaveLength(1)
+    expect(await durable()).toEqual(loopChanges(rig.fake.agent))
   })
 
   it('a timer that fires after the plugin was disposed does nothing', async () => {
-    await host.dispose()
-    host = await bootHost({ loop: false })
-    const fiber = host.ctx.plugin(loopPlugin)
+    await rig.reboot({ loop: false })
+    const fiber = rig.host.ctx.plugin(loopPlugin)
     await fiber
-    const agent = await createFakeAgent(host, SESSION)
+    const agent = await createFakeAgent(rig.host, SESSION)
     const timers = recordTimers()
-    await create('late timer', 7, agent)
+    await rig.create('late timer', 7, agent)
     await settle()
     const armed = timers.armed.filter((timer) => timer.delay === 7000)
     expect(armed).toHaveLength(1)
     await fiber.dispose()
-    const flushes = failFlush(host, 'reject', { after: Number.MAX_SAFE_INTEGER })
+    const flushes = failFlush(rig.host, 'reject', { after: Number.MAX_SAFE_INTEGER })
     armed[0]!.callback()
     await advance(10_000, 1000)
     expect(flushes.calls()).toBe(0)
@@ -631,8 +617,8 @@ describe('the plugin goes away mid-flight', () => {
 
 describe('the clock jumps', () => {
   it('forward by three days: each long loop fires once within a minute, then on its new grid, no burst', async () => {
-    const hourly = await create('every hour', 3600)
-    const daily = await create('every day', 86_400)
+    const hourly = await rig.create('every hour', 3600)
+    const daily = await rig.create('every day', 86_400)
     await advance(5000, 1000)
     const jumpedTo = NOW + 3 * 86_400_000 + 5000
     vi.setSystemTime(jumpedTo)
@@ -647,7 +633,7 @@ describe('the clock jumps', () => {
   })
 
   it('forward by three days with a ten-second loop: one heartbeat for the missed span, then one per interval', async () => {
-    const fast = await create('every ten seconds', 10)
+    const fast = await rig.create('every ten seconds', 10)
     await advance(5000, 1000)
     const jumpedTo = NOW + 3 * 86_400_000 + 5000
     vi.setSystemTime(jumpedTo)
@@ -659,11 +645,11 @@ describe('the clock jumps', () => {
   })
 
   it('backwards by two days while the log refuses the correction: nothing is sent, the retry reschedules it once', async () => {
-    const id = await create('hourly', 3600)
+    const id = await rig.create('hourly', 3600)
     await advance(600_000, 60_000)
     const jumpedTo = NOW + 600_000 - 2 * 86_400_000
     vi.setSystemTime(jumpedTo)
-    const refusal = failNextLoopAppend(fake.agent.session)
+    const refusal = failNextLoopAppend(rig.fake.agent.session)
     // The first attempt comes within a minute (the timer's longest wait) and is refused; the retry a second later.
     await advance(62_000, 1000)
     expect(refusal.mock.calls.filter(([type]) => type === 'loop/change')).toHaveLength(2)
@@ -679,11 +665,11 @@ describe('the clock jumps', () => {
   })
 
   it('backwards by two days: the loop is rescheduled durably within a minute, without a send, and fires at its new time, not early', async () => {
-    const id = await create('hourly', 3600)
+    const id = await rig.create('hourly', 3600)
     await advance(600_000, 60_000)
     const appendTimes: number[] = []
-    const append = fake.agent.session.append.bind(fake.agent.session)
-    vi.spyOn(fake.agent.session, 'append').mockImplementation(((type: string, data: unknown) => {
+    const append = rig.fake.agent.session.append.bind(rig.fake.agent.session)
+    vi.spyOn(rig.fake.agent.session, 'append').mockImplementation(((type: string, data: unknown) => {
       if (type === 'loop/change') appendTimes.push(Date.now())
       return (append as (type: string, data: unknown) => ReturnType<typeof append>)(type, data)
     }) as typeof append)

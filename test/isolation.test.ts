@@ -3,7 +3,7 @@
  * list, delete, receive or project A's loops, through the tools, the `/loop`
  * command or the projection; an id copied from A is an input error elsewhere.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { LOOP_PROJECTION_KEY } from '../src/projection.ts'
 import {
   advance,
@@ -15,43 +15,32 @@ import {
   runCommand,
   runTool,
   settle,
-  startFakeHost,
-  stopFakeHost,
   type FakeAgent,
-  type Host,
+  useFakeHost,
 } from './support/host.ts'
 import { auditDeliveries, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
 
-let host: Host
+const rig = useFakeHost('ses-owner')
 let owner: FakeAgent
 let ownerSent: SentHeartbeat[]
 let ids: string[]
 
 beforeEach(async () => {
-  ;({ host, fake: owner } = await startFakeHost('ses-owner'))
+  owner = rig.fake
   ownerSent = recordHeartbeats(owner.send)
-  ids = []
-  for (const [prompt, seconds] of [
-    ['owner secret one', 1],
-    ['owner secret two', 3],
-  ] as const) {
-    const outcome = await runTool(host, owner.agent, 'loop_create', { prompt, time_in_seconds: seconds })
-    if (outcome.isError) throw new Error(outcome.error.message)
-    ids.push((outcome.value as { id: string }).id)
-  }
+  ids = [await rig.create('owner secret one', 1), await rig.create('owner secret two', 3)]
   // Let one dispatch land, so the owner's log (and a fork's seed) holds creates and dispatches.
   await advance(1000)
 })
-afterEach(() => stopFakeHost(host))
 
 const projected = (agent: FakeAgent) =>
-  host.ctx.sessionProjections.snapshot(agent.agent.session).values[LOOP_PROJECTION_KEY]
+  rig.host.ctx.sessionProjections.snapshot(agent.agent.session).values[LOOP_PROJECTION_KEY]
 
 /** The owner's state, which nothing done elsewhere may change. */
 async function ownerSnapshot() {
   return {
     memory: loopChanges(owner.agent),
-    durable: await persistedLoopChanges(host, 'ses-owner'),
+    durable: await persistedLoopChanges(rig.host, 'ses-owner'),
     projected: projected(owner),
   }
 }
@@ -61,15 +50,15 @@ async function expectIsolated(other: FakeAgent, relation: 'sibling' | 'fork' | '
   const before = await ownerSnapshot()
   const otherChangesBefore = loopChanges(other.agent).length
 
-  const listed = await runTool(host, other.agent, 'loop_list', {})
+  const listed = await runTool(rig.host, other.agent, 'loop_list', {})
   if (relation === 'child') expect(listed.isError).toBe(true)
   else expect(listed.isError ? listed.error.message : listed.value).toEqual([])
-  const listReply = await runCommand(host, other.agent, '/loop list')
+  const listReply = await runCommand(rig.host, other.agent, '/loop list')
   for (const id of ids) expect(listReply.text).not.toContain(id)
   expect(listReply.text).not.toContain('owner secret')
 
   for (const id of ids) {
-    const deleted = await runTool(host, other.agent, 'loop_delete', { id })
+    const deleted = await runTool(rig.host, other.agent, 'loop_delete', { id })
     if (relation === 'child') {
       expect(deleted.isError).toBe(true)
     } else {
@@ -78,7 +67,7 @@ async function expectIsolated(other: FakeAgent, relation: 'sibling' | 'fork' | '
         info: { name: 'LoopError', code: 'loop_not_found' },
       })
     }
-    const reply = await runCommand(host, other.agent, `/loop delete ${id}`)
+    const reply = await runCommand(rig.host, other.agent, `/loop delete ${id}`)
     if (relation === 'child') expect(reply.kind).toBe('error')
     else
       expect(reply).toEqual({
@@ -108,38 +97,36 @@ async function expectIsolated(other: FakeAgent, relation: 'sibling' | 'fork' | '
 
 describe("another session cannot reach session A's loops", () => {
   it('a sibling root session', async () => {
-    const sibling = await createFakeAgent(host, 'ses-sibling')
+    const sibling = await createFakeAgent(rig.host, 'ses-sibling')
     await expectIsolated(sibling, 'sibling')
   })
 
   it('a fork of A, live and again after it is resumed from disk', async () => {
     await settle()
-    const fork = await createRelatedFakeAgent(host, 'ses-fork', 'fork', owner.agent)
+    const fork = await createRelatedFakeAgent(rig.host, 'ses-fork', 'fork', owner.agent)
     // The fork's log really does begin with A's loop events.
     expect(fork.agent.session.events.filter((event) => event.type === 'loop/change').length).toBeGreaterThanOrEqual(2)
     await expectIsolated(fork, 'fork')
     await fork.handle.dispose()
-    const resumed = await resumeFakeAgent(host, 'ses-fork')
+    const resumed = await resumeFakeAgent(rig.host, 'ses-fork')
     await expectIsolated(resumed, 'fork')
   })
 
   it('a child agent of A', async () => {
-    const child = await createRelatedFakeAgent(host, 'ses-child', 'child', owner.agent)
-    expect(host.ctx.agents.roots()).not.toContain(child.agent)
+    const child = await createRelatedFakeAgent(rig.host, 'ses-child', 'child', owner.agent)
+    expect(rig.host.ctx.agents.roots()).not.toContain(child.agent)
     await expectIsolated(child, 'child')
   })
 
   it("a sibling's and a fork's own loops stay theirs: A cannot list or delete them", async () => {
-    const sibling = await createFakeAgent(host, 'ses-sibling')
+    const sibling = await createFakeAgent(rig.host, 'ses-sibling')
     await settle()
-    const fork = await createRelatedFakeAgent(host, 'ses-fork', 'fork', owner.agent)
+    const fork = await createRelatedFakeAgent(rig.host, 'ses-fork', 'fork', owner.agent)
     for (const other of [sibling, fork]) {
-      const created = await runTool(host, other.agent, 'loop_create', { prompt: 'not the owner', time_in_seconds: 2 })
-      if (created.isError) throw new Error(created.error.message)
-      const id = (created.value as { id: string }).id
-      const listed = await runTool(host, owner.agent, 'loop_list', {})
+      const id = await rig.create('not the owner', 2, other)
+      const listed = await runTool(rig.host, owner.agent, 'loop_list', {})
       expect(listed.isError ? listed.error : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual(ids)
-      const deleted = await runTool(host, owner.agent, 'loop_delete', { id })
+      const deleted = await runTool(rig.host, owner.agent, 'loop_delete', { id })
       expect(deleted.isError ? deleted.error.info : 'deleted').toEqual({ name: 'LoopError', code: 'loop_not_found' })
       expect(projected(other)).toEqual({ loops: [expect.objectContaining({ id, prompt: 'not the owner' })] })
     }

@@ -5,19 +5,17 @@
  * dispatched once per due interval, in next_at order, without duplicates, and
  * the durable log must agree with the heartbeats sent.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import {
-  bootHost,
   createFakeAgent,
   loopChanges,
   persistedLoopChanges,
   runTool,
   settle,
-  stopFakeHost,
   TEST_NOW,
-  useFakeClock,
   type FakeAgent,
   type Host,
+  useHosts,
 } from './support/host.ts'
 import { auditDeliveries, occurrencesUntil, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
 
@@ -26,12 +24,9 @@ const DAY_MS = 86_400_000
 const STEP_MS = 5 * 60_000
 /** Each case takes 15–20 s here; the margin is for a machine shared with other test runs. */
 const CASE_TIMEOUT_MS = 120_000
+const hosts = useHosts()
+/** The current test's host. */
 let host: Host | undefined
-
-afterEach(async () => {
-  if (host !== undefined) await stopFakeHost(host)
-  host = undefined
-})
 
 /** Interval of loop `index`: 4 to 12 hours plus a few seconds, so next_at values interleave across loops. */
 const intervalOf = (index: number) => 3600 * (4 + (index % 9)) + (index % 97)
@@ -86,8 +81,7 @@ describe('load over a simulated day', () => {
   it(
     'one session with 1,000 loops',
     async () => {
-      useFakeClock()
-      host = await bootHost({ loopConfig: { maxLoopsPerSession: 1000 } })
+      host = await hosts.boot({ loopConfig: { maxLoopsPerSession: 1000 } })
       const agent = await createFakeAgent(host, 'ses-load-1000')
       const sent = recordHeartbeats(agent.send)
       await createLoops(agent, 1000, 0)
@@ -108,8 +102,7 @@ describe('load over a simulated day', () => {
   it(
     '100 sessions with 10 loops each',
     async () => {
-      useFakeClock()
-      host = await bootHost()
+      host = await hosts.boot()
       const sessions: { id: string; agent: FakeAgent; sent: SentHeartbeat[] }[] = []
       for (let index = 0; index < 100; index += 1) {
         const id = `ses-load-${String(index).padStart(3, '0')}`

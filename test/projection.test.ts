@@ -1,6 +1,5 @@
-import { SessionId } from '@deepseek-ai/dsh-session'
-import type { SessionEvent } from '@deepseek-ai/dsh-session'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { SessionId, type Session, type SessionEvent } from '@deepseek-ai/dsh-session'
+import { describe, expect, it } from 'vitest'
 import { createChange, deleteChange, dispatchChange } from '../src/domain.ts'
 import {
   LOOP_PROJECTION_KEY,
@@ -16,19 +15,21 @@ import {
   advance,
   createFakeAgent,
   loopChanges,
-  runCommand,
   runTool,
   settle,
-  type FakeAgent,
   type Host,
-  startFakeHost,
-  stopFakeHost,
   TEST_NOW,
-  bootHost,
-  useFakeClock,
+  useFakeHost,
+  useHosts,
 } from './support/host.ts'
 
 const NOW = TEST_NOW
+const hosts = useHosts()
+
+/** The loop projection a host's real registry holds for a session. */
+const projectedIn = (host: Host, session: Session) =>
+  host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
+
 const loopA: LoopRecord = { id: 'loop_a', prompt: 'A', time_in_seconds: 5, next_at: NOW + 5000 }
 let seq = 0
 const event = (data: unknown, type = 'loop/change') =>
@@ -80,58 +81,49 @@ describe('reducer', () => {
 })
 
 describe('in the real projection registry', () => {
-  let host: Host
-  let fake: FakeAgent
-  beforeEach(async () => {
-    ;({ host, fake } = await startFakeHost('ses-proj'))
-  })
-  afterEach(() => stopFakeHost(host))
-
-  const projected = (session = fake.agent.session) =>
-    host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
+  const rig = useFakeHost('ses-proj')
+  const projected = (session = rig.fake.agent.session) => projectedIn(rig.host, session)
 
   it('follows create, dispatch and delete of the session', async () => {
     expect(projected()).toEqual({ loops: [] })
-    const created = await runTool(host, fake.agent, 'loop_create', { prompt: 'watch', time_in_seconds: 1 })
-    if (created.isError) throw new Error(created.error.message)
-    const id = (created.value as { id: string }).id
+    const id = await rig.create('watch', 1)
     expect(projected()).toEqual({ loops: [{ id, prompt: 'watch', time_in_seconds: 1, next_at: NOW + 1000 }] })
     await advance(1000)
     expect(projected()).toEqual({ loops: [{ id, prompt: 'watch', time_in_seconds: 1, next_at: NOW + 2000 }] })
-    await runTool(host, fake.agent, 'loop_delete', { id })
+    await rig.tool('loop_delete', { id })
     expect(projected()).toEqual({ loops: [] })
   })
 
   it('keeps sessions apart', async () => {
-    const other = await createFakeAgent(host, 'ses-proj-other')
-    await runTool(host, other.agent, 'loop_create', { prompt: 'theirs', time_in_seconds: 60 })
+    const other = await createFakeAgent(rig.host, 'ses-proj-other')
+    await runTool(rig.host, other.agent, 'loop_create', { prompt: 'theirs', time_in_seconds: 60 })
     expect(projected()).toEqual({ loops: [] })
     expect(projected(other.agent.session)).toMatchObject({ loops: [{ prompt: 'theirs' }] })
   })
 
   it('does not show a parent loops in a fork, while the fork keeps its own', async () => {
-    await runCommand(host, fake.agent, '/loop 1 parent only')
+    await rig.command('/loop 1 parent only')
     await settle()
-    const child = host.ctx.sessions.fork(fake.agent.session, undefined, SessionId('ses-proj-fork'))
+    const child = rig.host.ctx.sessions.fork(rig.fake.agent.session, undefined, SessionId('ses-proj-fork'))
     expect(child.header.seedLength).toBeGreaterThan(0)
     expect(projected(child)).toEqual({ loops: [] })
     expect(projected()).toMatchObject({ loops: [{ prompt: 'parent only' }] })
   })
 
   it('gives an agent on a forked session none of the parent loops', async () => {
-    await runTool(host, fake.agent, 'loop_create', { prompt: 'parent only', time_in_seconds: 1 })
+    await rig.tool('loop_create', { prompt: 'parent only', time_in_seconds: 1 })
     await settle()
-    const seed = fake.agent.session.events
-    const forked = await host.ctx.agents.create({
+    const seed = rig.fake.agent.session.events
+    const forked = await rig.host.ctx.agents.create({
       sessionId: SessionId('ses-proj-fork-agent'),
-      meta: { cwd: host.root, parentSession: fake.agent.id, seedLength: seed.length },
+      meta: { cwd: rig.host.root, parentSession: rig.fake.agent.id, seedLength: seed.length },
       seed,
       agentOptions: AGENT_OPTIONS,
     })
-    const listed = await runTool(host, forked.agent, 'loop_list', {})
+    const listed = await runTool(rig.host, forked.agent, 'loop_list', {})
     expect(listed.isError ? listed.error : listed.value).toEqual([])
     expect(projected(forked.agent.session)).toEqual({ loops: [] })
-    const own = await runTool(host, forked.agent, 'loop_create', { prompt: 'fork own', time_in_seconds: 60 })
+    const own = await runTool(rig.host, forked.agent, 'loop_create', { prompt: 'fork own', time_in_seconds: 60 })
     expect(own.isError).toBe(false)
     expect(projected(forked.agent.session)).toMatchObject({ loops: [{ prompt: 'fork own' }] })
     expect(loopChanges(forked.agent)).toHaveLength(2)
@@ -141,45 +133,31 @@ describe('in the real projection registry', () => {
 
 describe('forks made before the plugin loaded', () => {
   it('still hide the parent loops once the plugin loads (hot reload, late install)', async () => {
-    useFakeClock()
-    const host = await bootHost({ loop: false })
-    try {
-      const parent = await createFakeAgent(host, 'ses-early-parent')
-      parent.agent.session.append('loop/change', createChange(loopA))
-      const child = host.ctx.sessions.fork(parent.agent.session, undefined, SessionId('ses-early-fork'))
-      await host.ctx.plugin(loopPlugin)
-      const projected = (session: typeof child) =>
-        host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
-      expect(projected(child)).toEqual({ loops: [] })
-      expect(projected(parent.agent.session)).toEqual({ loops: [loopA] })
-    } finally {
-      await stopFakeHost(host)
-    }
+    const host = await hosts.boot({ loop: false })
+    const parent = await createFakeAgent(host, 'ses-early-parent')
+    parent.agent.session.append('loop/change', createChange(loopA))
+    const child = host.ctx.sessions.fork(parent.agent.session, undefined, SessionId('ses-early-fork'))
+    await host.ctx.plugin(loopPlugin)
+    expect(projectedIn(host, child)).toEqual({ loops: [] })
+    expect(projectedIn(host, parent.agent.session)).toEqual({ loops: [loopA] })
   })
 })
 
 describe('a fork another plugin writes to first', () => {
   it('hides the parent loops even when an earlier session/created listener appends to the fork', async () => {
-    useFakeClock()
-    const host = await bootHost({ loop: false })
-    try {
-      // Another plugin, loaded first, writes to every new session as it is created.
-      host.ctx.on(
-        'session/created',
-        (session) => void (session.append as (type: string, data: object) => unknown)('test/marker', {}),
-      )
-      await host.ctx.plugin(loopPlugin)
-      const parent = await createFakeAgent(host, 'ses-listener-parent')
-      await runTool(host, parent.agent, 'loop_create', { prompt: 'parent only', time_in_seconds: 60 })
-      await settle()
-      const child = host.ctx.sessions.fork(parent.agent.session, undefined, SessionId('ses-listener-fork'))
-      expect(child.events.at(-1)?.type).toBe('test/marker')
-      const projected = (session: typeof child) =>
-        host.ctx.sessionProjections.snapshot(session).values[LOOP_PROJECTION_KEY]
-      expect(projected(child)).toEqual({ loops: [] })
-      expect(projected(parent.agent.session)).toMatchObject({ loops: [{ prompt: 'parent only' }] })
-    } finally {
-      await stopFakeHost(host)
-    }
+    const host = await hosts.boot({ loop: false })
+    // Another plugin, loaded first, writes to every new session as it is created.
+    host.ctx.on(
+      'session/created',
+      (session) => void (session.append as (type: string, data: object) => unknown)('test/marker', {}),
+    )
+    await host.ctx.plugin(loopPlugin)
+    const parent = await createFakeAgent(host, 'ses-listener-parent')
+    await runTool(host, parent.agent, 'loop_create', { prompt: 'parent only', time_in_seconds: 60 })
+    await settle()
+    const child = host.ctx.sessions.fork(parent.agent.session, undefined, SessionId('ses-listener-fork'))
+    expect(child.events.at(-1)?.type).toBe('test/marker')
+    expect(projectedIn(host, child)).toEqual({ loops: [] })
+    expect(projectedIn(host, parent.agent.session)).toMatchObject({ loops: [{ prompt: 'parent only' }] })
   })
 })
