@@ -44,6 +44,10 @@ describe('create validation', () => {
 
   const invisible =
     'prompt must be a string with visible content (whitespace and invisible characters alone do not count).'
+  /** The refusal of a character outside printable text, tabs and line breaks. */
+  const control = (codePoint: string, position: number) =>
+    `prompt contains the control or non-text character U+${codePoint} at position ${position}; only printable text, tabs and line breaks are allowed.`
+
   it.each([
     [null, 'invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.'],
     [[], 'invalid_arguments', 'loop_create takes an object { prompt, time_in_seconds }.'],
@@ -61,46 +65,14 @@ describe('create validation', () => {
     [{ prompt: '\u200B\u200B\u2060\uFEFF', time_in_seconds: 1 }, 'invalid_prompt', invisible],
     [{ prompt: 3, time_in_seconds: 1 }, 'invalid_prompt', invisible],
     [{ time_in_seconds: 1 }, 'invalid_prompt', invisible],
-    [
-      { prompt: 'ring\u0007', time_in_seconds: 1 },
-      'invalid_prompt',
-      'prompt contains the control or non-text character U+0007 at position 5; only printable text, tabs and line breaks are allowed.',
-    ],
-    [
-      { prompt: 'a\u0000b', time_in_seconds: 1 },
-      'invalid_prompt',
-      'prompt contains the control or non-text character U+0000 at position 2; only printable text, tabs and line breaks are allowed.',
-    ],
-    [
-      { prompt: '\u001b[31mred', time_in_seconds: 1 },
-      'invalid_prompt',
-      'prompt contains the control or non-text character U+001B at position 1; only printable text, tabs and line breaks are allowed.',
-    ],
-    [
-      { prompt: 'lone\rreturn', time_in_seconds: 1 },
-      'invalid_prompt',
-      'prompt contains the control or non-text character U+000D at position 5; only printable text, tabs and line breaks are allowed.',
-    ],
-    [
-      { prompt: 'x\u0085y', time_in_seconds: 1 },
-      'invalid_prompt',
-      'prompt contains the control or non-text character U+0085 at position 2; only printable text, tabs and line breaks are allowed.',
-    ],
-    [
-      { prompt: 'half \uD83D pair', time_in_seconds: 1 },
-      'invalid_prompt',
-      'prompt contains the control or non-text character U+D83D at position 6; only printable text, tabs and line breaks are allowed.',
-    ],
-    [
-      { prompt: 'tail \uDE00', time_in_seconds: 1 },
-      'invalid_prompt',
-      'prompt contains the control or non-text character U+DE00 at position 6; only printable text, tabs and line breaks are allowed.',
-    ],
-    [
-      { prompt: 'non\uFFFEchar', time_in_seconds: 1 },
-      'invalid_prompt',
-      'prompt contains the control or non-text character U+FFFE at position 4; only printable text, tabs and line breaks are allowed.',
-    ],
+    [{ prompt: 'ring\u0007', time_in_seconds: 1 }, 'invalid_prompt', control('0007', 5)],
+    [{ prompt: 'a\u0000b', time_in_seconds: 1 }, 'invalid_prompt', control('0000', 2)],
+    [{ prompt: '\u001b[31mred', time_in_seconds: 1 }, 'invalid_prompt', control('001B', 1)],
+    [{ prompt: 'lone\rreturn', time_in_seconds: 1 }, 'invalid_prompt', control('000D', 5)],
+    [{ prompt: 'x\u0085y', time_in_seconds: 1 }, 'invalid_prompt', control('0085', 2)],
+    [{ prompt: 'half \uD83D pair', time_in_seconds: 1 }, 'invalid_prompt', control('D83D', 6)],
+    [{ prompt: 'tail \uDE00', time_in_seconds: 1 }, 'invalid_prompt', control('DE00', 6)],
+    [{ prompt: 'non\uFFFEchar', time_in_seconds: 1 }, 'invalid_prompt', control('FFFE', 4)],
   ])('rejects %j with %s', (args, code, message) => {
     const error = caught(() => validateCreateInput(args, LIMITS, NOW))
     expect([error.code, error.message]).toEqual([code, message])

@@ -3,31 +3,11 @@
  * heartbeat wakes an idle agent into a real turn, and a running agent takes a
  * heartbeat as next-step input inside the same turn. Real timers throughout.
  */
-import { createUserMessage } from '@deepseek-ai/dsh-llm'
-import { startMockLlmServer, type MockLlmServer } from '@deepseek-ai/dsh-llm-mock-server'
-import { SessionId } from '@deepseek-ai/dsh-session'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
-import { afterEach, expect, it } from 'vitest'
-import { AGENT_OPTIONS, bootHost, runCommand, type Host } from './support/host.ts'
+import { expect, it } from 'vitest'
+import { createLoopByCommand, createRealAgent, runCommand, sendTask, until, useMockModel } from './support/host.ts'
 
-let host: Host | undefined
-let server: MockLlmServer | undefined
-
-afterEach(async () => {
-  await host?.dispose()
-  await server?.close()
-  host = undefined
-  server = undefined
-})
-
-/** Poll until a condition holds, failing with a description after the deadline. */
-async function until(what: string, condition: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
+const model = useMockModel()
 
 /** The text of the last user message in one recorded chat-completions request. */
 function lastUserText(body: unknown): string {
@@ -42,13 +22,6 @@ function lastUserText(body: unknown): string {
 const heartbeat = (id: string, prompt: string) =>
   `<heartbeat>\n  <loop_id>${id}</loop_id>\n  <prompt>${prompt}</prompt>\n</heartbeat>`
 
-/** The id the create command reported. */
-function createdId(text: string | undefined): string {
-  const match = /^Created (loop_[0-9a-f]+):/.exec(text ?? '')
-  if (match === null) throw new Error(`unexpected create reply: ${text}`)
-  return match[1]!
-}
-
 /** Index of the first event matching a predicate, failing when absent. */
 function indexOf(events: readonly SessionEvent[], predicate: (event: SessionEvent) => boolean, what: string): number {
   const index = events.findIndex(predicate)
@@ -57,23 +30,17 @@ function indexOf(events: readonly SessionEvent[], predicate: (event: SessionEven
 }
 
 it('a due heartbeat wakes the idle agent and a real turn answers it', async () => {
-  server = await startMockLlmServer({
-    port: 0,
+  const host = await model.start({
     sequence: ['success'],
     repeatLast: true,
     successText: 'heartbeat handled',
   })
-  host = await bootHost({ baseURL: `${server.baseURL}/v1` })
-  const { agent } = await host.ctx.agents.create({
-    sessionId: SessionId('ses-model-idle'),
-    meta: { cwd: host.root },
-    agentOptions: AGENT_OPTIONS,
-  })
+  const agent = await createRealAgent(host, 'ses-model-idle')
   expect(agent.status).toBe('idle')
 
-  const id = createdId((await runCommand(host, agent, '/loop 1 LOOP_SMOKE_OK')).text)
-  await until('the first model request', () => server!.requests.length >= 1)
-  expect(lastUserText(server.requests[0]!.body)).toBe(heartbeat(id, 'LOOP_SMOKE_OK'))
+  const id = await createLoopByCommand(host, agent, 1, 'LOOP_SMOKE_OK')
+  await until('the first model request', () => model.server.requests.length >= 1)
+  expect(lastUserText(model.server.requests[0]!.body)).toBe(heartbeat(id, 'LOOP_SMOKE_OK'))
   await until('the assistant reply', () => agent.session.events.some((event) => event.type === 'assistant/message'))
   await runCommand(host, agent, `/loop delete ${id}`)
 
@@ -92,35 +59,25 @@ it('a due heartbeat wakes the idle agent and a real turn answers it', async () =
 
 it('a running agent takes the heartbeat as next-step input inside the same turn', async () => {
   // The first request streams slowly so the turn is still running when the loop is due.
-  server = await startMockLlmServer({
-    port: 0,
+  const host = await model.start({
     sequence: ['slow_success', 'success'],
     repeatLast: true,
     successText: 'working on it, still working, almost done',
     chunkSize: 4,
     chunkDelayMs: 250,
   })
-  host = await bootHost({ baseURL: `${server.baseURL}/v1` })
-  const { agent } = await host.ctx.agents.create({
-    sessionId: SessionId('ses-model-busy'),
-    meta: { cwd: host.root },
-    agentOptions: AGENT_OPTIONS,
-  })
+  const agent = await createRealAgent(host, 'ses-model-busy')
 
-  const id = createdId((await runCommand(host, agent, '/loop 1 LOOP_BUSY_OK')).text)
-  agent.send(
-    createUserMessage({ content: [{ type: 'text', text: 'start a long task' }], source: { kind: 'user' } }),
-    'next-turn',
-    true,
-  )
+  const id = await createLoopByCommand(host, agent, 1, 'LOOP_BUSY_OK')
+  sendTask(agent, 'start a long task')
   await until('the agent to run', () => agent.status === 'running')
   await until('a request carrying the heartbeat', () =>
-    server!.requests.some((request) => lastUserText(request.body) === heartbeat(id, 'LOOP_BUSY_OK')),
+    model.server.requests.some((request) => lastUserText(request.body) === heartbeat(id, 'LOOP_BUSY_OK')),
   )
   await runCommand(host, agent, `/loop delete ${id}`)
   await agent.whenIdle()
 
-  expect(lastUserText(server.requests[0]!.body)).toBe('start a long task')
+  expect(lastUserText(model.server.requests[0]!.body)).toBe('start a long task')
   const events = agent.session.events
   const heartbeatSplice = events.find(
     (event) => event.type === 'agent/inbox/spliced' && JSON.stringify(event.data).includes('LOOP_BUSY_OK'),
@@ -140,26 +97,16 @@ it('a running agent takes the heartbeat as next-step input inside the same turn'
 
 it('a 1 s loop and a busy agent: every turn ends, one heartbeat per turn, never more than one waiting', async () => {
   // Every step streams for about 2.5 s, so a 1 s loop falls due two or three times per step.
-  server = await startMockLlmServer({
-    port: 0,
+  const host = await model.start({
     sequence: ['slow_success'],
     repeatLast: true,
     successText: 'step output that takes a while',
     chunkSize: 3,
     chunkDelayMs: 250,
   })
-  host = await bootHost({ baseURL: `${server.baseURL}/v1` })
-  const { agent } = await host.ctx.agents.create({
-    sessionId: SessionId('ses-model-fast-loop'),
-    meta: { cwd: host.root },
-    agentOptions: AGENT_OPTIONS,
-  })
-  const id = createdId((await runCommand(host, agent, '/loop 1 FAST_LOOP')).text)
-  agent.send(
-    createUserMessage({ content: [{ type: 'text', text: 'the task' }], source: { kind: 'user' } }),
-    'next-turn',
-    true,
-  )
+  const agent = await createRealAgent(host, 'ses-model-fast-loop')
+  const id = await createLoopByCommand(host, agent, 1, 'FAST_LOOP')
+  sendTask(agent, 'the task')
   const turnEnds = () => agent.session.events.filter((event) => event.type === 'turn/end').length
   await until('three turns to end', () => turnEnds() >= 3, 30_000)
   await runCommand(host, agent, `/loop delete ${id}`)
@@ -182,7 +129,7 @@ it('a 1 s loop and a busy agent: every turn ends, one heartbeat per turn, never 
     expect(waiting).toBeLessThanOrEqual(1)
   }
   // The task's turn ended with the task's own first request answered by the model.
-  expect(lastUserText(server.requests[0]!.body)).toBe('the task')
+  expect(lastUserText(model.server.requests[0]!.body)).toBe('the task')
   const dispatches = events.filter(
     (event) => event.type === 'loop/change' && (event.data as { operation: string }).operation === 'dispatch',
   ).length

@@ -8,7 +8,8 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent, AgentHandle, AgentStatus } from '@deepseek-ai/dsh-agent'
 import { SessionId } from '@deepseek-ai/dsh-session'
-import { CallId } from '@deepseek-ai/dsh-llm'
+import { CallId, createUserMessage } from '@deepseek-ai/dsh-llm'
+import { startMockLlmServer, type MockLlmServer, type MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
 import { afterEach, beforeEach, vi, type Mock } from 'vitest'
 import { AGENT_OPTIONS, composeHost, createRootAgent, resumeRootAgent, tempDir as makeTempDir } from './compose-host.ts'
 
@@ -415,5 +416,87 @@ export function useFakeHost(sessionId: string, options: HostOptions = {}): HostF
     create: (prompt, seconds, target = current()) => createLoop(host!, target.agent, prompt, seconds),
     tool: (name, args, target = current()) => runTool(host!, target.agent, name, args),
     command: (line, target = current()) => runCommand(host!, target.agent, line),
+  }
+}
+
+/** What {@link useMockModel} hands a test file. */
+export interface MockModel {
+  /** The mock model server the test started (the first {@link MockModel.start} starts it). */
+  readonly server: MockLlmServer
+  /** Start the mock model on loopback with `script` unless one runs, and boot a host (real timers) pointed at it on `root`. */
+  start(script: Omit<MockLlmServerOptions, 'port'>, root?: string): Promise<Host>
+  /** Dispose a host now (a process that ends mid-test). */
+  dispose(host: Host): Promise<void>
+}
+
+/**
+ * The set-up of a file that runs the real agent loop against DSH's published
+ * mock LLM server on loopback (registers `afterEach` hooks): after each test
+ * every host it booted is disposed, then the server is closed.
+ * @returns the test's server and a way to boot hosts against it.
+ */
+export function useMockModel(): MockModel {
+  let server: MockLlmServer | undefined
+  afterEach(async () => {
+    await server?.close()
+    server = undefined
+  })
+  const hosts = useHosts()
+  return {
+    get server() {
+      if (server === undefined) throw new Error('no mock model: start() one first')
+      return server
+    },
+    start: async (script, root = tempDir()) => {
+      server ??= await startMockLlmServer({ port: 0, ...script })
+      return hosts.bootKeepingTimers({ root, baseURL: `${server.baseURL}/v1` })
+    },
+    dispose: hosts.dispose,
+  }
+}
+
+/**
+ * Create a real root agent: real `send`, real inbox, real turns against the host's provider.
+ * @param host - booted host.
+ * @param id - session id.
+ * @returns the agent.
+ */
+export async function createRealAgent(host: Host, id: string): Promise<Agent> {
+  return (
+    await host.ctx.agents.create({ sessionId: SessionId(id), meta: { cwd: host.root }, agentOptions: AGENT_OPTIONS })
+  ).agent
+}
+
+/** Queue a user's task as the composer does: for the next turn, waking the agent. */
+export function sendTask(agent: Agent, text: string): void {
+  agent.send(createUserMessage({ content: [{ type: 'text', text }], source: { kind: 'user' } }), 'next-turn', true)
+}
+
+/**
+ * `/loop <seconds> <prompt>` through the real command runtime.
+ * @param host - booted host.
+ * @param agent - the agent whose UI received the line.
+ * @param seconds - the interval.
+ * @param prompt - the prompt.
+ * @returns the id the reply names.
+ */
+export async function createLoopByCommand(host: Host, agent: Agent, seconds: number, prompt: string): Promise<string> {
+  const reply = await runCommand(host, agent, `/loop ${seconds} ${prompt}`)
+  const id = /^Created (loop_[0-9a-f]{8}):/.exec(reply.text ?? '')?.[1]
+  if (id === undefined) throw new Error(`unexpected create reply: ${reply.text}`)
+  return id
+}
+
+/**
+ * Poll on real timers until a condition holds.
+ * @param what - what is awaited, for the failure.
+ * @param condition - checked every 20 ms.
+ * @param timeoutMs - how long to wait before failing.
+ */
+export async function until(what: string, condition: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((resolve) => realSetTimeout(resolve, 20))
   }
 }
