@@ -27,6 +27,7 @@ import {
   failFlush,
   failNextLoopAppend,
   holdFlushes,
+  holdNthFlush,
   recordTimers,
 } from './support/faults.ts'
 import { auditDeliveries, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
@@ -312,24 +313,16 @@ describe('loops due together: one drive each, each dispatch flushed before the n
 
   it('the agent is disposed while the first dispatch flush is in flight: it is saved once, and the resumed session sends the other two at once and repeats none', async () => {
     const ids = await threeLoops()
-    const real = rig.host.ctx.sessions.flush
-    let releaseDispatchFlush: () => void = () => undefined
-    let flushes = 0
-    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementation((session) => {
-      flushes += 1
-      if (flushes !== 2) return real(session)
-      return new Promise<boolean>((resolve) => {
-        releaseDispatchFlush = () => resolve(real(session))
-      })
-    })
+    // The drive flushes before it decides, then for its (first) dispatch: hold that second flush.
+    const dispatchFlush = holdNthFlush(rig.host, 2)
     await vi.advanceTimersByTimeAsync(1000)
     await settle()
     expect(sent.map((heartbeat) => heartbeat.loopId)).toEqual([ids[0]])
     const disposal = rig.fake.handle.dispose()
     await vi.advanceTimersByTimeAsync(0)
-    releaseDispatchFlush()
+    dispatchFlush.release()
     await disposal
-    spy.mockRestore()
+    dispatchFlush.restore()
     expect(await durable()).toEqual([...creates(ids), dispatchRecord(ids[0], NOW + 10_000)])
 
     const resumed = await resumeFakeAgent(rig.host, SESSION)
@@ -488,24 +481,16 @@ describe('an agent goes away mid-drive', () => {
   it('disposed while the dispatch flush is in flight: the dispatch is saved once and the resumed session does not repeat it', async () => {
     const id = await rig.create('saved on the way out', 5)
     await advance(4000, 1000)
-    const real = rig.host.ctx.sessions.flush
-    let releaseDispatchFlush: () => void = () => undefined
-    let flushes = 0
-    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementation((session) => {
-      flushes += 1
-      if (flushes !== 2) return real(session)
-      return new Promise<boolean>((resolve) => {
-        releaseDispatchFlush = () => resolve(real(session))
-      })
-    })
+    // The drive flushes before it decides, then for its (first) dispatch: hold that second flush.
+    const dispatchFlush = holdNthFlush(rig.host, 2)
     await vi.advanceTimersByTimeAsync(1000)
     await settle()
     expect(sent).toHaveLength(1)
     const disposal = rig.fake.handle.dispose()
     await vi.advanceTimersByTimeAsync(0)
-    releaseDispatchFlush()
+    dispatchFlush.release()
     await disposal
-    spy.mockRestore()
+    dispatchFlush.restore()
     expect(await durable()).toEqual([
       createRecord(id, 'saved on the way out', 5, NOW + 5000),
       dispatchRecord(id, NOW + 10_000),

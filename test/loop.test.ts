@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { CallId, createUserMessage, MessageId } from '@deepseek-ai/dsh-llm'
-import { SessionId, type SessionEvent } from '@deepseek-ai/dsh-session'
+import { SessionId, type Session, type SessionEvent } from '@deepseek-ai/dsh-session'
 import { registerLoopCommand } from '../src/commands.ts'
 import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
 import { createChange, deleteChange, dispatchChange } from '../src/domain.ts'
@@ -38,6 +38,11 @@ import {
 const NOW = TEST_NOW
 const rig = useFakeHost('ses-run')
 
+/** Append a create to a session's log past the runtime: a loop due `dueInMs` from now (one interval unless given). */
+function appendCreate(session: Session, id: string, prompt: string, seconds: number, dueInMs = seconds * 1000): void {
+  session.append('loop/change', createChange({ id, prompt, time_in_seconds: seconds, next_at: Date.now() + dueInMs }))
+}
+
 /** A host without the plugin and a fake agent on it: a runtime the test builds is the only one for that agent. */
 async function bareAgent(sessionId: string): Promise<{ bare: Host; agent: FakeAgent }> {
   const bare = await rig.boot({ loop: false })
@@ -47,6 +52,13 @@ async function bareAgent(sessionId: string): Promise<{ bare: Host; agent: FakeAg
 /** The exact heartbeat text for an id and prompt. */
 const heartbeat = (id: string, prompt: string) =>
   `<heartbeat>\n  <loop_id>${id}</loop_id>\n  <prompt>${prompt}</prompt>\n</heartbeat>`
+
+/** A heartbeat message as the runtime sends it, a new message id each time. */
+const heartbeatMessage = (id: string, prompt: string) =>
+  createUserMessage({
+    content: [{ type: 'text', text: heartbeat(id, prompt) }],
+    source: { kind: 'plugin', plugin: 'loop' },
+  })
 
 /** The heartbeat text of each send, in order. */
 const sentTexts = (target: FakeAgent = rig.fake) =>
@@ -184,11 +196,7 @@ describe('delivery', () => {
     const second = await rig.create('second', 3)
     await settle()
     // Two stale heartbeats of the second loop wait in the idle agent's inbox (a log from another build).
-    const stale = () =>
-      createUserMessage({
-        content: [{ type: 'text', text: heartbeat(second, 'second') }],
-        source: { kind: 'plugin', plugin: 'loop' },
-      })
+    const stale = () => heartbeatMessage(second, 'second')
     rig.fake.agent.inbox.append('next-step', stale())
     rig.fake.agent.inbox.append('next-turn', stale())
     // Like DSH: a waking send to an idle agent starts a turn that claims at once (all next-step input and the first queued turn).
@@ -902,11 +910,7 @@ describe('one waiting heartbeat per loop', () => {
   it('replaces every waiting heartbeat of the loop when an idle inbox holds more than one (a log from another build)', async () => {
     admitToInbox(rig.fake)
     const id = await rig.create('twice', 1)
-    const beat = () =>
-      createUserMessage({
-        content: [{ type: 'text', text: heartbeat(id, 'twice') }],
-        source: { kind: 'plugin', plugin: 'loop' },
-      })
+    const beat = () => heartbeatMessage(id, 'twice')
     rig.fake.agent.inbox.append('next-turn', beat())
     rig.fake.agent.inbox.append('next-step', beat())
     await advance(1000)
@@ -929,19 +933,12 @@ describe('one waiting heartbeat per loop', () => {
 })
 
 describe('admitting a step', () => {
-  const beat = (id: string) =>
-    createUserMessage({
-      content: [{ type: 'text', text: heartbeat(id, id) }],
-      source: { kind: 'plugin', plugin: 'loop' },
-    })
+  const beat = (id: string) => heartbeatMessage(id, id)
   const user = createUserMessage({ content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } })
 
   it('drops only heartbeats of loops that are not active, keeps the decision when nothing is dropped, and passes a rejection', async () => {
     const { bare, agent } = await bareAgent('ses-admit')
-    agent.agent.session.append(
-      'loop/change',
-      createChange({ id: 'loop_live', prompt: 'loop_live', time_in_seconds: 60, next_at: Date.now() + 60_000 }),
-    )
+    appendCreate(agent.agent.session, 'loop_live', 'loop_live', 60)
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     const live = beat('loop_live')
     const kept = { kind: 'enter' as const, messages: [user, live] }
@@ -985,14 +982,8 @@ describe('reading the log', () => {
     const { bare, agent } = await bareAgent('ses-read-once')
     const session = agent.agent.session
     // Appended before the runtime existed: the first read finds them.
-    session.append(
-      'loop/change',
-      createChange({ id: 'loop_one', prompt: 'one', time_in_seconds: 60, next_at: Date.now() + 60_000 }),
-    )
-    session.append(
-      'loop/change',
-      createChange({ id: 'loop_two', prompt: 'two', time_in_seconds: 1, next_at: Date.now() + 1000 }),
-    )
+    appendCreate(session, 'loop_one', 'one', 60)
+    appendCreate(session, 'loop_two', 'two', 1)
     const reads = vi.spyOn(session, 'events', 'get')
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     expect(await runtime.transact('loop_list', signal(), (state) => ({ result: Object.keys(state.loops) }))).toEqual([
@@ -1024,19 +1015,9 @@ describe('catching up with a log the runtime did not follow', () => {
   it('knows which loops the open turn already took, and only the open turn', async () => {
     const { bare, agent } = await bareAgent('ses-catch-up')
     const session = agent.agent.session
-    const beat = (id: string) =>
-      createUserMessage({
-        content: [{ type: 'text', text: heartbeat(id, id) }],
-        source: { kind: 'plugin', plugin: 'loop' },
-      })
-    session.append(
-      'loop/change',
-      createChange({ id: 'loop_taken', prompt: 'loop_taken', time_in_seconds: 1, next_at: Date.now() + 1000 }),
-    )
-    session.append(
-      'loop/change',
-      createChange({ id: 'loop_earlier', prompt: 'loop_earlier', time_in_seconds: 1, next_at: Date.now() + 1000 }),
-    )
+    const beat = (id: string) => heartbeatMessage(id, id)
+    appendCreate(session, 'loop_taken', 'loop_taken', 1)
+    appendCreate(session, 'loop_earlier', 'loop_earlier', 1)
     // A closed turn took loop_earlier; the open turn took loop_taken.
     session.append('turn/start', { turn: 1 })
     session.append('step/start', { turn: 1, step: 1 })

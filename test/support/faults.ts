@@ -95,6 +95,34 @@ export function holdFlushes(host: Host): HeldFlushes {
   }
 }
 
+/** One flush the test releases by hand. */
+export interface HeldFlush {
+  /** Let the held call flush through the real persistence (nothing happens before it was made). */
+  release(): void
+  /** Stop intercepting flushes. */
+  restore(): void
+}
+
+/**
+ * Hold only flush call number `n` from now (1-based) until {@link HeldFlush.release}; every other call reaches the real persistence.
+ * @param host - the host whose session store flushes.
+ * @param n - which call to hold.
+ * @returns the handle.
+ */
+export function holdNthFlush(host: Host, n: number): HeldFlush {
+  const real = host.ctx.sessions.flush
+  let calls = 0
+  let release: () => void = () => undefined
+  const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
+    calls += 1
+    if (calls !== n) return real(session)
+    return new Promise<boolean>((resolve) => {
+      release = () => resolve(real(session))
+    })
+  })
+  return { release: () => release(), restore: () => spy.mockRestore() }
+}
+
 /**
  * Make the next `session.append` of a `loop/change` throw; every other append goes through.
  * @param session - the live session.
