@@ -41,6 +41,9 @@ describe('/loop through the real command runtime', () => {
   const NOW = TEST_NOW
   const rig = useFakeHost('ses-cmd')
 
+  /** The reply to a line the command refuses. */
+  const refused = (text: string) => ({ kind: 'error', text })
+
   it('creates with the complete remainder as the prompt, lists, and deletes', async () => {
     const created = await rig.command('/loop 90 check the build & report <failures>')
     const id = (loopChanges(rig.fake.agent)[0] as { loop: { id: string } }).loop.id
@@ -88,10 +91,11 @@ describe('/loop through the real command runtime', () => {
 
   it('refuses /loop 8700000000000 before appending (past the last date), and lists and deletes a far-future loop', async () => {
     const longest = Math.floor((8.64e15 - NOW) / 1000)
-    expect(await rig.command('/loop 8700000000000 far away')).toEqual({
-      kind: 'error',
-      text: `time_in_seconds is 8700000000000, so the first heartbeat would fall after +275760-09-13T00:00:00.000Z, the last date a timestamp can hold; the longest interval accepted now is ${longest} seconds.`,
-    })
+    expect(await rig.command('/loop 8700000000000 far away')).toEqual(
+      refused(
+        `time_in_seconds is 8700000000000, so the first heartbeat would fall after +275760-09-13T00:00:00.000Z, the last date a timestamp can hold; the longest interval accepted now is ${longest} seconds.`,
+      ),
+    )
     expect(loopChanges(rig.fake.agent)).toEqual([])
     // The longest interval accepted now is a loop like any other: it lists, with its date, and deletes.
     const created = await rig.command(`/loop ${longest} the longest`)
@@ -131,35 +135,32 @@ describe('/loop through the real command runtime', () => {
   })
 
   it('tells an id that breaks the id rule apart from an unknown one', async () => {
-    expect(await rig.command('/loop delete loop_<x>')).toEqual({
-      kind: 'error',
-      text: 'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.',
-    })
-    expect(await rig.command('/loop delete loop_zz')).toEqual({
-      kind: 'error',
-      text: 'No active loop "loop_zz" in this session; run loop_list (or /loop list) to see its loops.',
-    })
+    expect(await rig.command('/loop delete loop_<x>')).toEqual(
+      refused(
+        'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.',
+      ),
+    )
+    expect(await rig.command('/loop delete loop_zz')).toEqual(
+      refused('No active loop "loop_zz" in this session; run loop_list (or /loop list) to see its loops.'),
+    )
   })
 
   it('answers malformed lines with the exact usage and appends nothing', async () => {
     for (const line of ['/loop', '/loop 30', '/loop soon do it', '/loop delete', '/loop pause x']) {
-      expect(await rig.command(line)).toEqual({
-        kind: 'error',
-        text: 'Usage: /loop <seconds> <prompt> | /loop list | /loop delete <id>',
-      })
+      expect(await rig.command(line)).toEqual(
+        refused('Usage: /loop <seconds> <prompt> | /loop list | /loop delete <id>'),
+      )
     }
     expect(loopChanges(rig.fake.agent)).toEqual([])
   })
 
   it('passes the tool validation message through as the command error', async () => {
-    expect(await rig.command('/loop 0 check')).toEqual({
-      kind: 'error',
-      text: 'time_in_seconds must be a positive whole number of seconds, for example 30.',
-    })
-    expect(await rig.command('/loop delete loop_missing')).toEqual({
-      kind: 'error',
-      text: 'No active loop "loop_missing" in this session; run loop_list (or /loop list) to see its loops.',
-    })
+    expect(await rig.command('/loop 0 check')).toEqual(
+      refused('time_in_seconds must be a positive whole number of seconds, for example 30.'),
+    )
+    expect(await rig.command('/loop delete loop_missing')).toEqual(
+      refused('No active loop "loop_missing" in this session; run loop_list (or /loop list) to see its loops.'),
+    )
     expect(loopChanges(rig.fake.agent)).toEqual([])
   })
 

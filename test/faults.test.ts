@@ -28,6 +28,7 @@ import {
   failNextLoopAppend,
   holdFlushes,
   holdNthFlush,
+  observeAppends,
   recordTimers,
 } from './support/faults.ts'
 import { auditDeliveries, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
@@ -262,16 +263,11 @@ describe('loops due together: one drive each, each dispatch flushed before the n
 
   it('session.append throws for the second dispatch: the batch stops there, the first is saved; the retry repeats only the unrecorded heartbeat and sends the third once', async () => {
     const ids = await threeLoops()
-    const real = rig.fake.agent.session.append.bind(rig.fake.agent.session) as (
-      type: string,
-      data: unknown,
-    ) => ReturnType<typeof rig.fake.agent.session.append>
     let dispatches = 0
-    const spy = vi.spyOn(rig.fake.agent.session, 'append').mockImplementation(((type: string, data: unknown) => {
+    const spy = observeAppends(rig.fake.agent.session, (type, data) => {
       if (type === 'loop/change' && (data as { operation: string }).operation === 'dispatch' && ++dispatches === 2)
         throw new Error('session log sealed (injected)')
-      return real(type, data)
-    }) as typeof rig.fake.agent.session.append)
+    })
     await advance(1000)
     spy.mockRestore()
     expect(sent.map((heartbeat) => heartbeat.loopId)).toEqual([ids[0], ids[1]])
@@ -653,11 +649,9 @@ describe('the clock jumps', () => {
     const id = await rig.create('hourly', 3600)
     await advance(600_000, 60_000)
     const appendTimes: number[] = []
-    const append = rig.fake.agent.session.append.bind(rig.fake.agent.session)
-    vi.spyOn(rig.fake.agent.session, 'append').mockImplementation(((type: string, data: unknown) => {
+    observeAppends(rig.fake.agent.session, (type) => {
       if (type === 'loop/change') appendTimes.push(Date.now())
-      return (append as (type: string, data: unknown) => ReturnType<typeof append>)(type, data)
-    }) as typeof append)
+    })
     const jumpedTo = NOW + 600_000 - 2 * 86_400_000
     vi.setSystemTime(jumpedTo)
     await advance(60_000, 1000)

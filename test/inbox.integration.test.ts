@@ -72,6 +72,10 @@ async function slowAgentWithLoop(sessionId: string, prompt: string) {
   return { host, agent, id: await createLoopByCommand(host, agent, 1, prompt) }
 }
 
+/** Wait until one heartbeat of the loop waits in the inbox. */
+const untilOneWaiting = (agent: Agent, id: string) =>
+  until('a waiting heartbeat', () => waitingOf(agent, id).length === 1)
+
 /** Wait until a heartbeat of the loop waits for the agent's next turn. */
 const untilWaitingForNextTurn = (what: string, agent: Agent, id: string) =>
   until(what, () => agent.inbox.nextTurn.some((message) => readHeartbeat(message)?.loopId === id))
@@ -122,7 +126,7 @@ it('Stop keeping the inbox while a next-turn heartbeat waits behind a heartbeat 
 it('Stop clearing the inbox discards the waiting heartbeat: the next occurrence is sent as usual', async () => {
   const { host, agent, id } = await slowAgentWithLoop('ses-stop-clear', 'STOP_CLEAR')
   task(agent)
-  await until('a waiting heartbeat', () => waitingOf(agent, id).length === 1)
+  await untilOneWaiting(agent, id)
   agent.cancel({ kind: 'user' })
   expect(waitingOf(agent, id)).toEqual([])
   const stoppedAt = agent.session.events.length
@@ -171,7 +175,7 @@ it('a turn that ends in an error with a heartbeat waiting: the next occurrence r
 it('a crash while a heartbeat waits (the turn was interrupted): the resumed idle agent is woken by the next occurrence', async () => {
   const { host: first, agent: before, id } = await slowAgentWithLoop('ses-crash', 'CRASH')
   task(before)
-  await until('a waiting heartbeat', () => waitingOf(before, id).length === 1)
+  await untilOneWaiting(before, id)
   await first.ctx.sessions.flush(before.session)
   // SIGKILL: the next process finds the files exactly as they are now (a clean shutdown would cancel the inbox).
   const root = tempDir()
@@ -194,7 +198,7 @@ it('a crash while a heartbeat waits (the turn was interrupted): the resumed idle
 it('/loop delete while a next-step heartbeat waits: it never reaches the model', async () => {
   const { host, agent, id } = await slowAgentWithLoop('ses-delete-step', 'DELETE_STEP')
   task(agent)
-  await until('a waiting heartbeat', () => waitingOf(agent, id).length === 1)
+  await untilOneWaiting(agent, id)
   expect(await runCommand(host, agent, `/loop delete ${id}`)).toEqual({ kind: 'success', text: `Deleted ${id}.` })
   expect(waitingOf(agent, id)).toEqual([])
   await agent.whenIdle()

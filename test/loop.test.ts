@@ -15,7 +15,7 @@ import {
 } from '../src/loop.ts'
 import { renderHeartbeat } from '../src/shared/heartbeat.ts'
 import { registerLoopTools } from '../src/tools.ts'
-import { failFlush, holdFlushes, recordTimers } from './support/faults.ts'
+import { failFlush, holdFlushes, observeAppends, observeFlushes, recordTimers } from './support/faults.ts'
 import { ManualClock } from './support/manual-clock.ts'
 import {
   AGENT_OPTIONS,
@@ -125,25 +125,15 @@ describe('delivery', () => {
     const id = await rig.create('in order', 1)
     await settle()
     const steps: string[] = []
-    const realFlush = rig.host.ctx.sessions.flush
-    const flush = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementation((session) => {
-      steps.push(`flush ${session.id}`)
-      return realFlush(session)
-    })
+    const flush = observeFlushes(rig.host, (session) => steps.push(`flush ${session.id}`))
     rig.fake.send.mockImplementation((message, target) => {
       steps.push(
         `send ${(message.content[0] as { text: string }).text === heartbeat(id, 'in order') ? id : 'other'} ${target}`,
       )
     })
-    const session = rig.fake.agent.session
-    const realAppend = session.append.bind(session) as (
-      type: string,
-      data: unknown,
-    ) => ReturnType<typeof session.append>
-    const append = vi.spyOn(session, 'append').mockImplementation(((type: string, data: unknown) => {
-      steps.push(`append ${type} ${JSON.stringify(data)}`)
-      return realAppend(type, data)
-    }) as typeof session.append)
+    const append = observeAppends(rig.fake.agent.session, (type, data) =>
+      steps.push(`append ${type} ${JSON.stringify(data)}`),
+    )
     await advance(1000)
     flush.mockRestore()
     append.mockRestore()
@@ -165,23 +155,13 @@ describe('delivery', () => {
     await settle()
     vi.setSystemTime(NOW + 100_000) // asleep: all twenty are overdue
     const steps: string[] = []
-    const realFlush = rig.host.ctx.sessions.flush
-    const flush = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementation((session) => {
-      steps.push('flush')
-      return realFlush(session)
-    })
+    const flush = observeFlushes(rig.host, () => steps.push('flush'))
     rig.fake.send.mockImplementation((message) => {
       steps.push(`send ${/<prompt>(P\d+)<\/prompt>/.exec((message.content[0] as { text: string }).text)![1]}`)
     })
-    const session = rig.fake.agent.session
-    const realAppend = session.append.bind(session) as (
-      type: string,
-      data: unknown,
-    ) => ReturnType<typeof session.append>
-    const append = vi.spyOn(session, 'append').mockImplementation(((type: string, data: unknown) => {
-      steps.push(`append P${ids.indexOf((data as { id: string }).id)}`)
-      return realAppend(type, data)
-    }) as typeof session.append)
+    const append = observeAppends(rig.fake.agent.session, (_type, data) =>
+      steps.push(`append P${ids.indexOf((data as { id: string }).id)}`),
+    )
     // The timer waits for the 21 s loop (P19); when it fires, all twenty are due.
     await advance(21_000)
     flush.mockRestore()

@@ -72,6 +72,11 @@ const rows = () => [...document.querySelectorAll<HTMLLIElement>('[data-loop-row]
 const rowOf = (prompt: string) => rows().find((row) => row.querySelector(`[title="${CSS.escape(prompt)}"]`) !== null)!
 const cell = (row: HTMLElement, index: number) => row.children[index]!.textContent
 const toggle = () => document.querySelector<HTMLButtonElement>('[data-loop-summary] button')!
+/** Click Delete (in `row`, or the only one), then the one Confirm, and let the reply settle. */
+const deleteAndConfirm = async (row: HTMLElement = document.body) => {
+  fireEvent.click(within(row).getByRole('button', { name: 'Delete' }))
+  await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
+}
 const tick = (ms = REPAINT_MS) => act(() => void vi.advanceTimersByTime(ms))
 const settle = async (pending: Deferred, outcome: { value: unknown } | { error: unknown }) => {
   await act(async () => {
@@ -422,8 +427,7 @@ describe('delete', () => {
       [A, B],
       vi.fn(async () => SUCCESS),
     )
-    fireEvent.click(within(rowOf(A.prompt)).getByRole('button', { name: 'Delete' }))
-    await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
+    await deleteAndConfirm(rowOf(A.prompt))
     setLoops([B])
     expect(document.activeElement).toBe(screen.getByRole('button', { name: 'Delete' }))
     composer.focus()
@@ -453,8 +457,7 @@ describe('delete', () => {
       [A],
       vi.fn(async () => SUCCESS),
     )
-    fireEvent.click(screen.getByRole('button', { name: 'Delete' }))
-    await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
+    await deleteAndConfirm()
     setLoops([])
     expect(container.innerHTML).toBe('')
     expect(vi.getTimerCount()).toBe(0)
@@ -466,8 +469,7 @@ describe('delete', () => {
       [A, B],
       vi.fn(async () => SUCCESS),
     )
-    fireEvent.click(within(rowOf(A.prompt)).getByRole('button', { name: 'Delete' }))
-    await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
+    await deleteAndConfirm(rowOf(A.prompt))
     outside.focus()
     setLoops([B])
     expect(document.activeElement).toBe(outside)
@@ -590,8 +592,7 @@ describe('delete', () => {
   ])('keeps the row and confirmation on %s and lets the user cancel', async (_name, fails, message) => {
     const execute = vi.fn<(line: string) => Promise<unknown>>(fails)
     renderDock([A], execute)
-    fireEvent.click(screen.getByRole('button', { name: 'Delete' }))
-    await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
+    await deleteAndConfirm()
     expect(screen.getByRole('alert').textContent).toBe(message)
     expect(rows()).toHaveLength(1)
     fireEvent.click(screen.getByRole('button', { name: 'Cancel' }))
@@ -640,8 +641,7 @@ describe('side effects', () => {
     expect(setInterval).toHaveBeenCalledOnce()
     expect(execute).not.toHaveBeenCalled()
 
-    fireEvent.click(within(rowOf(A.prompt)).getByRole('button', { name: 'Delete' }))
-    await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
+    await deleteAndConfirm(rowOf(A.prompt))
     expect(execute.mock.calls).toEqual([['/loop delete loop_aaaa1111']])
     expect(vi.getTimerCount()).toBe(1)
 

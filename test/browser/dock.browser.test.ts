@@ -73,6 +73,15 @@ const MODEL_LOOP = { time_in_seconds: 300, prompt: 'Check whether CI is green' }
 /** Project instructions in the workspace: DSH injects them as a context row that is not a heartbeat. */
 const AGENTS_MD = 'Answer in one short sentence.\n'
 
+/** Copy screenshots that illustrate the docs into docs/: the missing ones, or all with UPDATE_DOCS_SCREENSHOTS=1. */
+function publishScreenshots(pairs: readonly (readonly [shot: string, doc: string])[]): void {
+  mkdirSync(DOCS, { recursive: true })
+  for (const [shot, doc] of pairs) {
+    if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' || !existsSync(join(DOCS, doc)))
+      copyFileSync(join(SHOTS, shot), join(DOCS, doc))
+  }
+}
+
 /** Wall-clock phases, printed at the end: the issue asks how long this test takes. */
 const timings: [string, number][] = []
 const suiteStarted = performance.now()
@@ -605,17 +614,13 @@ describe('loop dock in dsh web (Chromium)', () => {
     expect(await page.locator('[data-slot-error]').count()).toBe(0)
     expect(consoleErrors).toEqual([])
     // Five of the screenshots illustrate the docs; refreshed on request (their countdowns differ every run).
-    mkdirSync(DOCS, { recursive: true })
-    for (const [shot, doc] of [
+    publishScreenshots([
       ['4-three-loops-expanded-light.png', 'loop-dock-light.png'],
       ['5-delete-confirmation-dark.png', 'loop-dock-dark.png'],
       ['5-delete-confirmation-light.png', 'loop-dock-en.png'],
       ['zh-delete-confirmation-light.png', 'loop-dock-zh.png'],
       ['heartbeat-row-zh.png', 'loop-heartbeat-zh.png'],
-    ] as const) {
-      if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' || !existsSync(join(DOCS, doc)))
-        copyFileSync(join(SHOTS, shot), join(DOCS, doc))
-    }
+    ])
   })
   it('shows the model-made loop_create call as "Create loop · every 5m · <prompt>" in both languages', async () => {
     await selectSession(MODEL_SESSION_PROMPT)
@@ -747,15 +752,11 @@ describe('loop dock in dsh web (Chromium)', () => {
     await page.setViewportSize({ width: 1280, height: 800 })
     expect(await page.locator('[data-slot-error]').count()).toBe(0)
     expect(consoleErrors).toEqual([])
-    mkdirSync(DOCS, { recursive: true })
-    for (const [shot, doc] of [
+    publishScreenshots([
       ['settings-card-en.png', 'loop-settings-en.png'],
       ['settings-card-zh.png', 'loop-settings-zh.png'],
       ['tool-call-en.png', 'loop-tool-call-en.png'],
       ['tool-call-zh.png', 'loop-tool-call-zh.png'],
-    ] as const) {
-      if (process.env.UPDATE_DOCS_SCREENSHOTS === '1' || !existsSync(join(DOCS, doc)))
-        copyFileSync(join(SHOTS, shot), join(DOCS, doc))
-    }
+    ])
   })
 })

@@ -1,7 +1,7 @@
 /**
  * Fault injection at the real host boundary: a deliberately failing or held
- * `ctx.sessions.flush`, a failing `session.append`, and a record of the timers
- * armed, so a test can fire one after it was cleared.
+ * `ctx.sessions.flush`, a failing `session.append`, observers of both, and a
+ * record of the timers armed, so a test can fire one after it was cleared.
  */
 import type { Session } from '@deepseek-ai/dsh-session'
 import { vi, type MockInstance } from 'vitest'
@@ -124,20 +124,52 @@ export function holdNthFlush(host: Host, n: number): HeldFlush {
 }
 
 /**
+ * Tell `observe` of every flush before it reaches the real persistence.
+ * @param host - the host whose session store flushes.
+ * @param observe - sees each call's session first.
+ * @returns the spy (restore it to stop).
+ */
+export function observeFlushes(
+  host: Host,
+  observe: (session: Session) => void,
+): MockInstance<Host['ctx']['sessions']['flush']> {
+  const real = host.ctx.sessions.flush
+  return vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
+    observe(session)
+    return real(session)
+  })
+}
+
+/**
+ * Tell `observe` of every `session.append` before it is made; an `observe` that throws fails that append instead.
+ * @param session - the live session.
+ * @param observe - sees each append's type and data first.
+ * @returns the spy (restore it to stop).
+ */
+export function observeAppends(
+  session: Session,
+  observe: (type: string, data: unknown) => void,
+): MockInstance<Session['append']> {
+  const real = session.append.bind(session) as (type: string, data: unknown) => ReturnType<Session['append']>
+  return vi.spyOn(session, 'append').mockImplementation(((type: string, data: unknown) => {
+    observe(type, data)
+    return real(type, data)
+  }) as Session['append'])
+}
+
+/**
  * Make the next `session.append` of a `loop/change` throw; every other append goes through.
  * @param session - the live session.
  * @returns the spy.
  */
 export function failNextLoopAppend(session: Session): MockInstance<Session['append']> {
-  const real = session.append.bind(session)
   let failed = false
-  return vi.spyOn(session, 'append').mockImplementation(((type: string, data: unknown) => {
+  return observeAppends(session, (type) => {
     if (type === 'loop/change' && !failed) {
       failed = true
       throw new Error('session log sealed (injected)')
     }
-    return (real as (type: string, data: unknown) => ReturnType<Session['append']>)(type, data)
-  }) as Session['append'])
+  })
 }
 
 /** One `setTimeout` call seen by {@link recordTimers}. */
