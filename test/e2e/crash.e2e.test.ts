@@ -366,8 +366,7 @@ describe('crashes in a real process', () => {
           }
         }
         // Still firing in the last run (reopen, list, 4.5 s, no crash). Counted from the reopen: the resume catch-up of both
-        // loops is one drive that runs before the list's transaction, and after it the anti-burst rule may put the 2 s loop's
-        // next send up to two intervals later.
+        // loops runs before the list's transaction, and after it each loop's next grid point is at most one interval away.
         expect(
           loopDispatches.filter((dispatch) => dispatch.time >= reopenedAt).length,
           `${loop.id} in the final run`,
