@@ -1,5 +1,5 @@
 /**
- * Issue 8, "Crashes in a real process": SIGKILL `dsh web` at seeded random moments
+ * Crashes in a real process: SIGKILL `dsh web` at seeded random moments
  * while two loops fire, restart on the same home, at least 20 times. Per loop it
  * counts heartbeats sent, answered at the model, dispatches logged and loops lost,
  * and holds the durable log to the specification: nothing lost, nothing early, no
