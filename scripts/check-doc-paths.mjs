@@ -3,7 +3,7 @@
 // docs (both READMEs, SPEC.md, ui.md, docs/*.md), takes each backticked path whose
 // first segment is a top-level entry of the repository (`src/loop.ts`, `scripts/bench/`,
 // `test/support/*.ts`) and each relative Markdown link (`(docs/testing.md)`,
-// `(../ui.md#13-verification)`, resolved against the linking file), and fails listing
+// `(../ui.md#10-packaging)`, resolved against the linking file), and fails listing
 // file:line and the path for each one that does not exist, and for each link whose
 // `#anchor` names no heading of the target. URLs, `$DSH_HOME/...`, package names and
 // generated folders (`lib/`, `artifacts/`, node_modules) are not repository paths.

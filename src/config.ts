@@ -25,6 +25,7 @@ import {
   type LoopBoundSetting,
   type LoopConfig,
 } from './shared/limits.ts'
+import { LOOP_SETTING_TEXTS } from './shared/settings-text.ts'
 
 export { DEFAULT_LOOP_CONFIG, type LoopConfig }
 
@@ -46,7 +47,7 @@ function boundRule(field: LoopBoundSetting): SettingRule<number> {
 /**
  * One rule per setting: the single source of {@link Config}, the section
  * schema and the per-field check. A new setting is one entry here (plus its
- * field in {@link LoopConfig}, its default and its i18n line).
+ * field in {@link LoopConfig}, its default and its text in `shared/settings-text.ts`).
  */
 const SETTING_RULES: { readonly [Field in keyof LoopConfig]: SettingRule<LoopConfig[Field]> } = {
   maxLoopsPerSession: boundRule('maxLoopsPerSession'),
@@ -62,17 +63,7 @@ export const Config: z<LoopConfig> = z
     maxLoopsPerSession: SETTING_RULES.maxLoopsPerSession.schema,
     maxPromptLength: SETTING_RULES.maxPromptLength.schema,
   })
-  .i18n({
-    en: {
-      maxLoopsPerSession: 'Maximum active loops per session. Creating one more is refused until one is deleted.',
-      maxPromptLength:
-        'Maximum prompt length in characters. A longer prompt is refused; every heartbeat repeats the prompt.',
-    },
-    zh: {
-      maxLoopsPerSession: '每个会话最多可同时存在的循环数。达到上限后，需先删除一个才能再创建。',
-      maxPromptLength: '提示词的最大长度（字符）。超出的提示词会被拒绝；每次心跳都会重复发送提示词。',
-    },
-  }) as z<LoopConfig>
+  .i18n(LOOP_SETTING_TEXTS) as z<LoopConfig>
 
 /**
  * The schema the `loop` settings namespace is registered with: every field

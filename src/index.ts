@@ -77,7 +77,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
 
   ctx.effect(() => {
     // No `session/event` listener: the host runs every listener on every append of every session
-    // (about 8% of an append's cost for one that does nothing), and the runtime needs none of it.
+    // (a cost every append pays, even for a listener that does nothing), and the runtime needs none of it.
     // It folds the changes it appends itself, and the open turn comes from here: DSH takes a
     // message out of the inbox, naming the turn, before it logs it as the step's user message.
     const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message, turn }) =>

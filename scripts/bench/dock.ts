@@ -1,12 +1,9 @@
 /**
- * Row 7: the dock component from src/ui/ in jsdom with React 18 (production build). The component
- * is bundled on the fly with the project's own build pieces (tsdown + the CSS
- * modules plugin), React stays external and real. Render is timed from
- * `root.render` inside `flushSync` to the committed DOM; the countdown repaint is the
- * dock's own once-a-second interval callback, captured and run inside `flushSync`
- * one (simulated) second after the render, so every countdown text changes.
- * Every timer and document listener created while mounted is tracked to check
- * that nothing is left running after unmount.
+ * Row 5: `LoopDock` from src/ui/, bundled with the project's own build pieces (tsdown, CSS modules; React external),
+ * rendered in jsdom by React 18's production build (what DSH web ships). The repaint is the dock's own once-a-second
+ * interval callback, captured and run inside `flushSync` with the clock one second later, so every countdown changes.
+ * jsdom's DOM is slower than a browser's: the times are upper bounds. Every interval, timeout, animation frame and
+ * document listener registered while mounted is tracked, to check nothing is left running after unmount.
  * @module scripts/bench/dock
  */
 import { mkdirSync } from 'node:fs'
@@ -16,33 +13,16 @@ import { JSDOM } from 'jsdom'
 import { build } from 'tsdown'
 import { LOOP_DICTIONARIES, type LoopTranslate } from '../../src/ui/locales.ts'
 import { dshCssModules } from '../dsh-client-build.ts'
-import { median, timeSync } from './stats.ts'
+import { timeSync } from './stats.ts'
 
-/** One layout's timings, ms. */
-export interface DockPoint {
-  readonly label: string
-  readonly loops: number
-  readonly render: number
-  readonly repaint: number
-  readonly renderSamples: readonly number[]
-  readonly repaintSamples: readonly number[]
-}
-
-/** Row 7's result. */
 export interface DockResult {
-  readonly points: readonly DockPoint[]
+  /** Per layout with 100 loops: one countdown repaint per mount, ms. */
+  readonly layouts: readonly { readonly label: string; readonly repaints: readonly number[] }[]
   /** Intervals, timeouts, animation frames and document listeners still registered after every unmount. */
-  readonly leftAfterUnmount: {
-    readonly intervals: number
-    readonly timeouts: number
-    readonly frames: number
-    readonly documentListeners: number
-  }
-  /** Intervals the dock armed over all mounts (it arms one per visible mount). */
-  readonly intervalsArmed: number
+  readonly left: { intervals: number; timeouts: number; frames: number; documentListeners: number }
 }
 
-const ROUNDS = 31
+const MOUNTS = 31
 const WARMUP = 5
 
 /** Bundle LoopDock.tsx to an ESM file inside the project (so `react` resolves), CSS modules included. */
@@ -69,17 +49,13 @@ async function bundleDock(root: string): Promise<string> {
   return join(outDir, 'dock.mjs')
 }
 
-/** The `t` seat as DSH's locale runtime fills it for English: the template with `{name}` placeholders filled in. */
-const translate: LoopTranslate = (key, params) => {
-  const template = LOOP_DICTIONARIES.en[key]
-  return params === undefined
-    ? template
-    : template.replace(/\{(\w+)\}/g, (match, name: string) => (name in params ? String(params[name]) : match))
-}
+/** The `t` seat as DSH's locale runtime fills it for English. */
+const translate: LoopTranslate = (key, params) =>
+  LOOP_DICTIONARIES.en[key].replace(/\{(\w+)\}/g, (match, name: string) =>
+    params !== undefined && name in params ? String(params[name]) : match,
+  )
 
-type Loop = { id: string; prompt: string; time_in_seconds: number; next_at: number }
-
-function loops(count: number): Loop[] {
+function loops(count: number) {
   const now = Date.now()
   return Array.from({ length: count }, (_, index) => ({
     id: `loop_${index.toString(16).padStart(8, '0')}`,
@@ -89,51 +65,31 @@ function loops(count: number): Loop[] {
   }))
 }
 
-/**
- * Run row 7.
- * @param root - the project root.
- * @param log - progress output.
- * @returns the measurements.
- */
 export async function runDock(root: string, log: (line: string) => void): Promise<DockResult> {
-  const dom = new JSDOM('<!doctype html><html><head></head><body></body></html>', {
+  const { window } = new JSDOM('<!doctype html><html><head></head><body></body></html>', {
     pretendToBeVisual: true,
     url: 'http://localhost/',
   })
-  const window = dom.window
+  const document = window.document
   // Only what React DOM and the component touch; Node's own timers stay the timers.
-  const globals: Record<string, unknown> = {
-    window,
-    document: window.document,
-    navigator: window.navigator,
-    HTMLElement: window.HTMLElement,
-    Node: window.Node,
-    Element: window.Element,
-    MouseEvent: window.MouseEvent,
-    KeyboardEvent: window.KeyboardEvent,
-  }
+  const { navigator, HTMLElement, Node, Element, MouseEvent, KeyboardEvent } = window
+  const globals = { window, document, navigator, HTMLElement, Node, Element, MouseEvent, KeyboardEvent }
   for (const [key, value] of Object.entries(globals))
     Object.defineProperty(globalThis, key, { value, configurable: true, writable: true })
 
-  // Track every interval, timeout, frame and document listener registered while the dock is mounted.
+  // Intervals are captured, never run by the clock: the bench runs the dock's repaint itself.
   const intervals = new Map<number, () => void>()
-  const timeouts = new Set<ReturnType<typeof setTimeout>>()
-  let intervalsArmed = 0
   let nextInterval = 1
-  const realSetTimeout = globalThis.setTimeout
-  const realClearTimeout = globalThis.clearTimeout
-  let tracking = false
-  const fakeSetInterval = ((callback: () => void) => {
-    intervalsArmed += 1
-    const id = nextInterval++
-    intervals.set(id, callback)
-    return id
-  }) as unknown as typeof setInterval
-  const fakeClearInterval = ((id: number) => void intervals.delete(id)) as unknown as typeof clearInterval
-  for (const target of [globalThis, window] as { setInterval: unknown; clearInterval: unknown }[]) {
-    target.setInterval = fakeSetInterval
-    target.clearInterval = fakeClearInterval
+  const fakeSetInterval = (callback: () => void) => {
+    intervals.set(nextInterval, callback)
+    return nextInterval++
   }
+  const fakeClearInterval = (id: number) => void intervals.delete(id)
+  for (const target of [globalThis, window] as { setInterval: unknown; clearInterval: unknown }[])
+    Object.assign(target, { setInterval: fakeSetInterval, clearInterval: fakeClearInterval })
+  const timeouts = new Set<ReturnType<typeof setTimeout>>()
+  const [realSetTimeout, realClearTimeout] = [globalThis.setTimeout, globalThis.clearTimeout]
+  let tracking = false
   globalThis.setTimeout = ((callback: () => void, ms?: number) => {
     const timer = realSetTimeout(() => {
       timeouts.delete(timer)
@@ -147,113 +103,83 @@ export async function runDock(root: string, log: (line: string) => void): Promis
     realClearTimeout(timer)
   }) as typeof clearTimeout
   let frames = 0
-  window.requestAnimationFrame = () => {
-    frames += 1
-    return frames
-  }
+  window.requestAnimationFrame = () => ++frames
   window.cancelAnimationFrame = () => {
     frames -= 1
   }
   let documentListeners = 0
-  const addListener = window.document.addEventListener.bind(window.document)
-  const removeListener = window.document.removeEventListener.bind(window.document)
-  window.document.addEventListener = ((...args: Parameters<typeof addListener>) => {
+  const [addListener, removeListener] = [
+    document.addEventListener.bind(document),
+    document.removeEventListener.bind(document),
+  ]
+  document.addEventListener = (...args) => {
     documentListeners += 1
     addListener(...args)
-  }) as typeof addListener
-  window.document.removeEventListener = ((...args: Parameters<typeof removeListener>) => {
+  }
+  document.removeEventListener = (...args) => {
     documentListeners -= 1
     removeListener(...args)
-  }) as typeof removeListener
-
-  // The dock reads Date.now() on every render; a repaint happens one second after the last one, so the
-  // clock is moved one second forward before each timed repaint and every countdown text really changes.
+  }
+  // The dock reads Date.now() on every render; moved one second on before each timed repaint.
   const realNow = Date.now.bind(Date)
   let clockOffset = 0
   Date.now = () => realNow() + clockOffset
 
   const file = await bundleDock(root)
-  // DSH web ships React's production build (its bundle carries react.production.min.js); measure that one.
   process.env.NODE_ENV = 'production'
   const React = await import('react')
   const { createRoot } = await import('react-dom/client')
-  const { LoopDock } = (await import(pathToFileURL(file).href)) as { LoopDock: (props: object) => unknown }
   const { flushSync } = await import('react-dom')
-  // The production build has no `act`; flushSync commits synchronously, and React 18 runs the passive
-  // effects of a synchronous render before returning, so the repaint interval is armed on return.
+  const { LoopDock } = (await import(pathToFileURL(file).href)) as { LoopDock: (props: object) => unknown }
+  // The production build has no `act`; flushSync commits synchronously, and React 18 runs the passive effects of a
+  // synchronous render before returning, so the repaint interval is armed on return.
   const act = (body: () => void) => flushSync(body)
   const executeCommand = async () => ({ ok: true, value: { commandId: 'c', result: { kind: 'success', text: 'ok' } } })
-
   // React DOM adds one `selectionchange` listener to the document on its first root, for good: count from after it.
-  const warm = createRoot(window.document.createElement('div'))
+  const warm = createRoot(document.createElement('div'))
   act(() => warm.render(null))
   act(() => warm.unmount())
   const listenersBefore = documentListeners
-  const measure = (label: string, count: number, expand: boolean): DockPoint => {
-    const projection = { loops: loops(count) }
+
+  const measure = (label: string, expand: boolean) => {
+    const projection = { loops: loops(100) }
     const props = { useProjection: () => projection, executeCommand, t: translate }
-    const renderSamples: number[] = []
-    const repaintSamples: number[] = []
-    for (let round = 0; round < WARMUP + ROUNDS; round += 1) {
+    const repaints: number[] = []
+    for (let mount = 0; mount < WARMUP + MOUNTS; mount += 1) {
       clockOffset = 0
-      const container = window.document.createElement('div')
-      window.document.body.appendChild(container)
+      const container = document.createElement('div')
+      document.body.appendChild(container)
       tracking = true
-      const root = createRoot(container)
-      let render = timeSync(() =>
-        act(() => {
-          root.render(React.createElement(LoopDock as never, props))
-        }),
-      )
-      if (expand) {
-        // Expanded: the render includes the click that opens the list (every row mounts then).
-        const toggle = container.querySelector('[data-loop-summary] button') as { click(): void } | null
-        render += timeSync(() => act(() => toggle!.click()))
-      }
+      const reactRoot = createRoot(container)
+      act(() => reactRoot.render(React.createElement(LoopDock as never, props)))
+      if (expand) act(() => container.querySelector('[data-loop-summary] button')!.click())
       const rows = container.querySelectorAll('[data-loop-row]').length
-      if (rows !== (expand || count < 3 ? count : 0)) throw new Error(`${label}: expected ${count} rows, got ${rows}`)
+      if (rows !== (expand ? 100 : 0)) throw new Error(`${label}: ${rows} rows`)
       const [repaint] = [...intervals.values()]
       if (repaint === undefined) throw new Error(`${label}: the dock armed no repaint interval`)
       clockOffset += 1_000
       const before = container.textContent
-      const repaintMs = timeSync(() => act(() => repaint()))
+      const ms = timeSync(() => act(() => repaint()))
       if (container.textContent === before) throw new Error(`${label}: the repaint changed no countdown`)
-      act(() => root.unmount())
+      act(() => reactRoot.unmount())
       tracking = false
       container.remove()
-      if (round >= WARMUP) {
-        renderSamples.push(render)
-        repaintSamples.push(repaintMs)
-      }
+      if (mount >= WARMUP) repaints.push(ms)
     }
-    const point = {
-      label,
-      loops: count,
-      render: median(renderSamples),
-      repaint: median(repaintSamples),
-      renderSamples,
-      repaintSamples,
-    }
-    log(`  ${label}: render ${point.render.toFixed(3)} ms, one countdown repaint ${point.repaint.toFixed(3)} ms`)
-    return point
+    log(`  ${label}: repaint fastest ${Math.min(...repaints).toFixed(3)} ms`)
+    return { label, repaints }
   }
-  const points = [
-    measure('1 loop (row)', 1, false),
-    measure('3 loops (collapsed summary)', 3, false),
-    measure('3 loops (expanded)', 3, true),
-    measure('100 loops (collapsed summary)', 100, false),
-    measure('100 loops (expanded, 100 rows)', 100, true),
-  ]
-  // Give anything React or the dock deferred a chance to show up before counting.
+  const layouts = [measure('collapsed summary', false), measure('expanded, 100 rows', true)]
+  // Anything React or the dock deferred gets a chance to show up before counting.
   await new Promise((resolve) => realSetTimeout(resolve, 50))
-  const leftAfterUnmount = {
+  const left = {
     intervals: intervals.size,
     timeouts: timeouts.size,
     frames,
     documentListeners: documentListeners - listenersBefore,
   }
-  log(`  after unmount: ${JSON.stringify(leftAfterUnmount)}; intervals armed ${intervalsArmed}`)
+  log(`  after unmount: ${JSON.stringify(left)}`)
   Date.now = realNow
   window.close()
-  return { points, leftAfterUnmount, intervalsArmed }
+  return { layouts, left }
 }

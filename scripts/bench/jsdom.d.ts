@@ -1,11 +1,6 @@
-/**
- * The part of jsdom's API the dock benchmark touches. jsdom ships no types and
- * the scripts are typechecked without the DOM lib, so the shapes are declared
- * here, narrowly.
- */
+/** The part of jsdom's API the dock bench touches (jsdom ships no types; the scripts typecheck without the DOM lib). */
 declare module 'jsdom' {
-  /** A DOM element as the benchmark uses it. */
-  export interface BenchElement {
+  interface BenchElement {
     appendChild(child: BenchElement): BenchElement
     remove(): void
     querySelector(selector: string): BenchElement | null
@@ -13,17 +8,13 @@ declare module 'jsdom' {
     click(): void
     readonly textContent: string | null
   }
-
-  /** The document as the benchmark uses it. */
-  export interface BenchDocument {
+  interface BenchDocument {
     readonly body: BenchElement
     createElement(tag: string): BenchElement
     addEventListener(type: string, listener: unknown, options?: unknown): void
     removeEventListener(type: string, listener: unknown, options?: unknown): void
   }
-
-  /** The window as the benchmark uses it. */
-  export interface BenchWindow {
+  interface BenchWindow {
     readonly document: BenchDocument
     readonly navigator: unknown
     readonly HTMLElement: unknown
@@ -31,14 +22,10 @@ declare module 'jsdom' {
     readonly Element: unknown
     readonly MouseEvent: unknown
     readonly KeyboardEvent: unknown
-    setInterval: unknown
-    clearInterval: unknown
     requestAnimationFrame: (callback: unknown) => number
     cancelAnimationFrame: (handle: number) => void
     close(): void
   }
-
-  /** A jsdom instance. */
   export class JSDOM {
     constructor(html: string, options?: { readonly pretendToBeVisual?: boolean; readonly url?: string })
     readonly window: BenchWindow

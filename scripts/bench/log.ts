@@ -1,33 +1,21 @@
 /**
- * The synthetic session log every size-dependent row uses, appended through the
- * real `Session.append` of a live session (so every `session/event` listener,
- * the plugin's included, sees each event) and flushed through real JSONL
- * persistence. One cycle is ten events shaped like a short model turn next to
- * loop traffic: a `loop/change` create of a fresh id and its delete, then
- * turn/start, step/start, four assistant chunks, step/end and turn/end. Loop
- * events are 20% of the log and the used-id set grows by one per cycle, which
- * is the load that made the old projection quadratic.
+ * The synthetic log every size-dependent row uses, appended with the real `Session.append` of a live session (every
+ * `session/event` listener and the plugin's projection see each event) and flushed through real JSONL persistence.
+ * One cycle is ten events shaped like a short turn next to loop traffic: a `loop/change` create of a fresh id and its
+ * delete, then turn/start, step/start, four assistant chunks, step/end, turn/end. So loop events are a fifth of the
+ * log and the used-id set grows by one per cycle.
  * @module scripts/bench/log
  */
-import type { Session } from '@deepseek-ai/dsh-session'
+import type { Session, SessionEvent } from '@deepseek-ai/dsh-session'
+import { SessionView } from '../../src/loop.ts'
 import type { Host } from './host.ts'
 
-/** Events per cycle. */
 export const CYCLE = 10
 
-/** Loop events per cycle (create + delete). */
-export const LOOP_EVENTS_PER_CYCLE = 2
-
-/** Interval of every synthetic loop: a day, so none falls due while the bench runs. */
+/** A day: no synthetic loop falls due while the bench runs. */
 export const SYNTHETIC_INTERVAL_SECONDS = 86_400
 
-/**
- * A synthetic loop's change as the tools would write it now: next_at one interval ahead
- * (a next_at further ahead than one interval would be corrected by the runtime, a dispatch).
- * @param id - loop id.
- * @param prompt - prompt.
- * @returns the v1 create change.
- */
+/** A create as the tools write it (next_at one interval ahead, so the runtime never corrects it). */
 export function syntheticCreate(id: string, prompt: string) {
   return {
     version: 1,
@@ -41,96 +29,68 @@ export function syntheticCreate(id: string, prompt: string) {
   } as const
 }
 
-/** Loops that stay active in every synthetic log (created first). */
-export const STANDING_LOOPS = 3
-
-/** A generated, never reused loop id. */
 export function loopId(index: number): string {
   return `loop_${index.toString(16).padStart(8, '0')}`
 }
 
-/** Appends one synthetic cycle at a time; remembers its counters across calls. */
-export class LogWriter {
-  private cycle: number
-  private turn: number
+/**
+ * The plugin's own catch-up fold of a whole log from empty (what its runtime does once when it first reads a session).
+ * @returns the active loops, so the work cannot be optimised away.
+ */
+export function foldFromScratch(events: readonly SessionEvent[]): number {
+  const view = new SessionView(0)
+  view.catchUp(events)
+  return Object.keys(view.fold.loops).length
+}
 
+/** Appends synthetic cycles to one live session. */
+export class LogWriter {
   /**
-   * @param session - the live session to append to.
-   * @param firstCycle - the first cycle's number; a writer on a resumed log starts past every id the log already used.
+   * @param firstCycle - a writer continuing a reopened log starts past every id the log already used.
    */
   constructor(
     private readonly session: Session,
-    firstCycle = 0,
-  ) {
-    this.cycle = firstCycle
-    this.turn = firstCycle
-  }
+    private cycle = 0,
+  ) {}
 
-  /** The next cycle's number: a writer that continues this log on a reopened session starts here. */
   get nextCycle(): number {
     return this.cycle
   }
 
-  /** Create the standing loops (once, first). */
+  /** Three loops that stay active (once, first). */
   seedStandingLoops(): void {
-    for (let index = 0; index < STANDING_LOOPS; index += 1) {
+    for (let index = 0; index < 3; index += 1)
       this.session.append('loop/change', syntheticCreate(loopId(0xf0000000 + index), `standing loop ${index}`))
-    }
   }
 
-  /**
-   * Append whole cycles until the log holds at least `events` events.
-   * @param events - target log length.
-   */
-  appendUntil(events: number): void {
-    while (this.session.seq < events) this.appendCycle()
-  }
-
-  /** Append exactly `count` events' worth of cycles (count must be a multiple of {@link CYCLE}). */
+  /** Exactly `count` events (a multiple of {@link CYCLE}). */
   appendEvents(count: number): void {
     for (let done = 0; done < count; done += CYCLE) this.appendCycle()
   }
 
-  /** One ten-event cycle. */
   appendCycle(): void {
     const session = this.session
     const id = loopId(this.cycle)
     this.cycle += 1
     session.append('loop/change', syntheticCreate(id, `check build ${this.cycle}`))
     session.append('loop/change', { version: 1, operation: 'delete', id })
-    const turn = ++this.turn
+    const turn = this.cycle
     session.append('turn/start', { turn })
     session.append('step/start', { turn, step: 0 })
     for (let chunk = 0; chunk < 4; chunk += 1) {
-      session.append('assistant/chunk', {
-        turn,
-        step: 0,
-        chunk: { type: 'text-delta', index: 0, text: `partial answer ${chunk} ` },
-      })
+      const text = `partial answer ${chunk} `
+      session.append('assistant/chunk', { turn, step: 0, chunk: { type: 'text-delta', index: 0, text } })
     }
     session.append('step/end', { turn, step: 0 })
     session.append('turn/end', { turn, reason: { kind: 'completed' } })
   }
 }
 
-/**
- * Grow a live session to `events` events, flushing to disk every `flushEvery`
- * events so the persistence buffer stays bounded.
- * @param host - the host owning the session.
- * @param writer - the session's writer.
- * @param session - the session.
- * @param events - target length.
- * @param flushEvery - flush interval in events.
- */
-export async function growTo(
-  host: Host,
-  writer: LogWriter,
-  session: Session,
-  events: number,
-  flushEvery = 50_000,
-): Promise<void> {
+/** Grow a live session to at least `events`, flushing every 50k events so the persistence buffer stays bounded. */
+export async function growTo(host: Host, writer: LogWriter, session: Session, events: number): Promise<void> {
   while (session.seq < events) {
-    writer.appendUntil(Math.min(events, session.seq + flushEvery))
+    const until = Math.min(events, session.seq + 50_000)
+    while (session.seq < until) writer.appendCycle()
     await host.ctx.sessions.flush(session)
   }
 }

@@ -1,33 +1,26 @@
 /**
- * Row 6: memory, after full GCs (node --expose-gc). Two real hosts, one with
- * the plugin and one without, get the same `loop/change` events appended to a
- * session, which each then reopens (see `reopen`); the plugin's share is the with-plugin heap growth minus the
- * host-only growth (the log itself). Active loops are appended as creates (1,000:
- * the most `maxLoopsPerSession` allows; every change makes the host validate the
- * whole view, so far larger counts only slow the row down quadratically);
- * cycles as create + delete of fresh ids, exactly what the tools append.
+ * Row 4: heap after full GCs. Two real hosts, with the plugin and without, get the same `loop/change` events appended to
+ * a session, which each then closes and resumes (the plugin's runtime reads a log the bench wrote past it as any stored
+ * log); the plugin's share is the with-plugin growth minus the host-only growth (the log itself). Active loops are
+ * appended as creates (as many as `maxLoopsPerSession` allows); cycles as a create and delete of a fresh id each.
  * @module scripts/bench/memory
  */
 import type { Session } from '@deepseek-ai/dsh-session'
 import { bootHost, createAgent, resumeAgent, runTool, type FakeAgent, type Host } from './host.ts'
 import { SYNTHETIC_INTERVAL_SECONDS, loopId, syntheticCreate } from './log.ts'
-import { collectGarbage, median } from './stats.ts'
+import { collectGarbage } from './stats.ts'
 
-/** Row 6's result, bytes. */
 export interface MemoryResult {
-  readonly activeLoops: number
-  /** Plugin heap per active loop (with-plugin growth minus host-only growth, per loop). */
-  readonly perLoop: number
-  /** Heap of one decoded loop record alone (same shape and prompt length), for comparison. */
-  readonly recordBytes: number
+  /** Per trial: plugin heap per active loop minus the heap of one plain record of the same shape, bytes. */
+  readonly perLoopBeyondRecord: readonly number[]
   readonly cycles: number
-  /** Plugin heap growth over all cycles (with-plugin growth minus host-only growth). */
+  /** Plugin heap growth over all cycles, bytes. */
   readonly cycleGrowth: number
-  /** Host-only growth over the same cycles (the log). */
-  readonly hostCycleGrowth: number
-  /** Heap of a Set with one entry per cycle over id strings that already exist: the least that remembering used ids costs (ids are never reused, by contract). */
+  /**
+   * A `Set` with one entry per cycle over id strings that already exist: the least that remembering used ids costs
+   * (an id is never reused in a session, by contract), bytes.
+   */
   readonly usedIdSetBytes: number
-  readonly perLoopSamples: readonly number[]
 }
 
 function heap(): number {
@@ -35,139 +28,99 @@ function heap(): number {
   return process.memoryUsage().heapUsed
 }
 
-/**
- * Flush a session the bench appended to past its runtime, then close and resume it, so the plugin's
- * runtime reads those events as it reads any stored log (it folds only what it appends itself), and
- * settle. Both sides do the same, so the resumed agent's own objects cancel out.
- */
-async function reopen(host: Host, fake: FakeAgent, plugin: boolean): Promise<void> {
-  const id = fake.agent.session.id
-  await host.ctx.sessions.flush(fake.agent.session)
-  await fake.dispose()
-  await settle(host, await resumeAgent(host, id), plugin)
-}
-
-/** Make the plugin settle its view of the session: the runtime folds (a list call) and the projection is read. */
+/** The runtime folds (a list call) and the projection is read, so the plugin's view of the session is settled. */
 async function settle(host: Host, fake: FakeAgent, plugin: boolean): Promise<void> {
   await host.ctx.sessions.flush(fake.agent.session)
   if (plugin) await runTool(host, fake.agent, 'loop_list', {})
   host.ctx.sessionProjections.snapshot(fake.agent.session)
 }
 
-let nextId = 0
-
-function appendCreates(session: Session, count: number, ids: string[]): void {
-  for (let index = 0; index < count; index += 1) {
-    const id = loopId(0x10000000 + nextId++)
-    ids.push(id)
-    session.append('loop/change', syntheticCreate(id, `Check whether CI is green, round ${index}`))
-  }
+async function reopen(host: Host, fake: FakeAgent, plugin: boolean): Promise<void> {
+  await host.ctx.sessions.flush(fake.agent.session)
+  await fake.dispose()
+  await settle(host, await resumeAgent(host, fake.agent.session.id), plugin)
 }
 
-async function appendCycles(host: Host, session: Session, count: number): Promise<void> {
+let nextId = 0
+const prompt = (index: number) => `Check whether CI is green, round ${index}`
+
+async function appendLoops(host: Host, session: Session, count: number, deleteEach: boolean): Promise<void> {
   for (let index = 0; index < count; index += 1) {
-    const id = loopId(0x20000000 + nextId++)
-    session.append('loop/change', syntheticCreate(id, `Check whether CI is green, round ${index}`))
-    session.append('loop/change', { version: 1, operation: 'delete', id })
+    const id = loopId(0x10000000 + nextId++)
+    session.append('loop/change', syntheticCreate(id, prompt(index)))
+    if (deleteEach) session.append('loop/change', { version: 1, operation: 'delete', id })
     if (index % 10_000 === 9_999) await host.ctx.sessions.flush(session)
   }
 }
 
-/** Heap of `count` records shaped like decoded loop records. */
-function recordHeap(count: number): number {
+/** Heap growth of the same events on the host alone, then with the plugin: the plugin's share, bytes. */
+async function pluginGrowth(
+  hosts: { with: Host; without: Host },
+  agents: { with: FakeAgent; without: FakeAgent },
+  append: (host: Host, session: Session) => Promise<void>,
+): Promise<number> {
+  await settle(hosts.with, agents.with, true)
+  await settle(hosts.without, agents.without, false)
+  const start = heap()
+  await append(hosts.without, agents.without.agent.session)
+  await reopen(hosts.without, agents.without, false)
+  const middle = heap()
+  await append(hosts.with, agents.with.agent.session)
+  await reopen(hosts.with, agents.with, true)
+  return heap() - middle - (middle - start)
+}
+
+/** Heap of one plain record shaped like a decoded loop record, with its own id and prompt strings. */
+function recordBytes(count: number): number {
   const before = heap()
   const records: object[] = []
   for (let index = 0; index < count; index += 1) {
-    records.push({
-      id: loopId(0x30000000 + index),
-      prompt: `Check whether CI is green, round ${index}`,
-      time_in_seconds: SYNTHETIC_INTERVAL_SECONDS,
-      next_at: Date.now(),
-    })
+    const id = loopId(0x30000000 + index)
+    records.push({ id, prompt: prompt(index), time_in_seconds: SYNTHETIC_INTERVAL_SECONDS, next_at: Date.now() })
   }
-  const after = heap()
+  const bytes = (heap() - before) / count
   if (records.length !== count) throw new Error('unreachable')
-  return (after - before) / count
+  return bytes
 }
 
-/** Heap of a Set over `count` id strings that already exist (the log holds them), i.e. the entries alone. */
-function idSetHeap(count: number): number {
-  const strings: string[] = []
-  for (let index = 0; index < count; index += 1) strings.push(loopId(0x40000000 + index))
+function idSetBytes(count: number): number {
+  const strings = Array.from({ length: count }, (_, index) => loopId(0x40000000 + index))
   const before = heap()
-  const ids = new Set<string>(strings)
-  const after = heap()
-  if (ids.size !== strings.length) throw new Error('unreachable')
-  return after - before
+  const ids = new Set(strings)
+  const bytes = heap() - before
+  if (ids.size !== count) throw new Error('unreachable')
+  return bytes
 }
 
-/**
- * Run row 6.
- * @param activeLoops - loops per active-loop trial.
- * @param cycles - create/delete cycles.
- * @param log - progress output.
- * @returns the measurements.
- */
 export async function runMemory(
-  activeLoops: number,
-  cycles: number,
+  options: { readonly activeLoops: number; readonly cycles: number; readonly trials: number },
   log: (line: string) => void,
 ): Promise<MemoryResult> {
-  const withHost = await bootHost()
-  const withoutHost = await bootHost({ loop: false })
-  const perLoopSamples: number[] = []
-  for (let round = 0; round < 5; round += 1) {
-    const withAgent = await createAgent(withHost, `memory-with-${round}`)
-    const withoutAgent = await createAgent(withoutHost, `memory-without-${round}`)
-    await settle(withHost, withAgent, true)
-    await settle(withoutHost, withoutAgent, false)
-    const ids: string[] = []
-    const start = heap()
-    appendCreates(withoutAgent.agent.session, activeLoops, ids)
-    await reopen(withoutHost, withoutAgent, false)
-    const middle = heap()
-    appendCreates(withAgent.agent.session, activeLoops, ids)
-    await reopen(withHost, withAgent, true)
-    const end = heap()
-    const perLoop = (end - middle - (middle - start)) / activeLoops
-    perLoopSamples.push(perLoop)
-    log(
-      `  ${activeLoops} active loops: ${(perLoop / 1024).toFixed(2)} KB per loop in the plugin (host log ${((middle - start) / activeLoops / 1024).toFixed(2)} KB per event)`,
-    )
-  }
-  const recordBytes = recordHeap(activeLoops)
-
-  const withAgent = await createAgent(withHost, 'memory-cycles-with')
-  const withoutAgent = await createAgent(withoutHost, 'memory-cycles-without')
-  await runTool(withHost, withAgent.agent, 'loop_create', {
-    prompt: 'One loop that stays',
-    time_in_seconds: SYNTHETIC_INTERVAL_SECONDS,
+  const { activeLoops, cycles } = options
+  const hosts = { with: await bootHost(), without: await bootHost({ loop: false }) }
+  const agents = async (name: string) => ({
+    with: await createAgent(hosts.with, `memory-with-${name}`),
+    without: await createAgent(hosts.without, `memory-without-${name}`),
   })
-  await settle(withHost, withAgent, true)
-  await settle(withoutHost, withoutAgent, false)
-  const start = heap()
-  await appendCycles(withoutHost, withoutAgent.agent.session, cycles)
-  await reopen(withoutHost, withoutAgent, false)
-  const middle = heap()
-  await appendCycles(withHost, withAgent.agent.session, cycles)
-  await reopen(withHost, withAgent, true)
-  const end = heap()
-  const hostCycleGrowth = middle - start
-  const cycleGrowth = end - middle - hostCycleGrowth
-  const usedIdSetBytes = idSetHeap(cycles)
-  log(
-    `  ${cycles} create/delete cycles: plugin +${(cycleGrowth / 1024 / 1024).toFixed(2)} MB (used-id Set floor ${(usedIdSetBytes / 1024 / 1024).toFixed(2)} MB), host log +${(hostCycleGrowth / 1024 / 1024).toFixed(2)} MB`,
-  )
-  await withHost.dispose()
-  await withoutHost.dispose()
-  return {
-    activeLoops,
-    perLoop: median(perLoopSamples),
-    recordBytes,
-    cycles,
-    cycleGrowth,
-    hostCycleGrowth,
-    usedIdSetBytes,
-    perLoopSamples,
+  const perLoop: number[] = []
+  for (let trial = 0; trial < options.trials; trial += 1) {
+    const growth = await pluginGrowth(hosts, await agents(`${trial}`), (host, session) =>
+      appendLoops(host, session, activeLoops, false),
+    )
+    perLoop.push(growth / activeLoops)
+    log(`  ${activeLoops} active loops: ${(growth / activeLoops).toFixed(0)} B per loop`)
   }
+  const record = recordBytes(activeLoops)
+  const perLoopBeyondRecord = perLoop.map((bytes) => bytes - record)
+  const cycling = await agents('cycles')
+  const args = { prompt: 'One loop that stays', time_in_seconds: SYNTHETIC_INTERVAL_SECONDS }
+  await runTool(hosts.with, cycling.with.agent, 'loop_create', args)
+  const cycleGrowth = await pluginGrowth(hosts, cycling, (host, session) => appendLoops(host, session, cycles, true))
+  const usedIdSetBytes = idSetBytes(cycles)
+  log(
+    `  ${cycles} cycles: plugin +${(cycleGrowth / 2 ** 20).toFixed(2)} MiB (id set ${(usedIdSetBytes / 2 ** 20).toFixed(2)} MiB)`,
+  )
+  await hosts.with.dispose()
+  await hosts.without.dispose()
+  return { perLoopBeyondRecord, cycles, cycleGrowth, usedIdSetBytes }
 }

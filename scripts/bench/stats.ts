@@ -1,34 +1,33 @@
 /**
- * Small statistics and timing helpers shared by the benchmark rows.
+ * Statistics, timing and the pair barrier shared by the bench jobs.
  * @module scripts/bench/stats
  */
+import { once } from 'node:events'
 
-/** Median of a non-empty list. */
-export function median(values: readonly number[]): number {
-  return quantile(values, 0.5)
-}
-
-/**
- * Quantile by linear interpolation between closest ranks.
- * @param values - samples (not modified).
- * @param q - 0..1.
- * @returns the quantile.
- */
+/** Quantile of a non-empty list by linear interpolation between closest ranks. */
 export function quantile(values: readonly number[], q: number): number {
   if (values.length === 0) return Number.NaN
   const sorted = [...values].sort((left, right) => left - right)
   const position = (sorted.length - 1) * q
   const lower = Math.floor(position)
-  const upper = Math.ceil(position)
-  return sorted[lower]! + (sorted[upper]! - sorted[lower]!) * (position - lower)
+  return sorted[lower]! + (sorted[Math.ceil(position)]! - sorted[lower]!) * (position - lower)
 }
 
-/** Largest sample. */
-export function max(values: readonly number[]): number {
-  return values.reduce((left, right) => Math.max(left, right), Number.NEGATIVE_INFINITY)
+export const median = (values: readonly number[]): number => quantile(values, 0.5)
+
+/** A quantity measured in independent repeats: the median a target is judged on, and its spread. */
+export interface Spread {
+  readonly median: number
+  readonly min: number
+  readonly max: number
+  readonly count: number
 }
 
-/** Collect garbage when node runs with --expose-gc (every bench worker does). */
+export function spread(samples: readonly number[]): Spread {
+  return { median: median(samples), min: Math.min(...samples), max: Math.max(...samples), count: samples.length }
+}
+
+/** Full GCs (every bench worker runs with --expose-gc). */
 export function collectGarbage(): void {
   const gc = (globalThis as { gc?: () => void }).gc
   if (gc === undefined) throw new Error('run the bench workers with --expose-gc')
@@ -36,55 +35,42 @@ export function collectGarbage(): void {
   gc()
 }
 
-/**
- * Time a synchronous or asynchronous body in milliseconds.
- * @param body - work to time.
- * @returns elapsed ms.
- */
+/** Wall ms of a body. */
 export async function time(body: () => unknown): Promise<number> {
   const start = performance.now()
   await body()
   return performance.now() - start
 }
 
-/** Time a synchronous body in milliseconds. */
+/** Wall ms of a synchronous body. */
 export function timeSync(body: () => unknown): number {
   const start = performance.now()
   body()
   return performance.now() - start
 }
 
-/** Process CPU time (user + system, all threads) of a synchronous body, in milliseconds. */
-export function cpuTimeSync(body: () => unknown): number {
-  const start = process.cpuUsage()
-  body()
+/** Process CPU ms (user + system, every thread, so GC helpers count) since `start`. */
+export function cpuSince(start: NodeJS.CpuUsage): number {
   const used = process.cpuUsage(start)
   return (used.user + used.system) / 1000
 }
 
-/** Wall-clock now in epoch milliseconds with sub-millisecond resolution. */
-export function preciseNow(): number {
-  return performance.timeOrigin + performance.now()
+/** Epoch ms with sub-millisecond resolution. */
+export const preciseNow = (): number => performance.timeOrigin + performance.now()
+
+/** The line a paired child (row 6's cold opens) prints when prepared; main.ts answers with one line on stdin. */
+export const READY_LINE = 'bench-ready'
+
+/** In a paired child: say it is ready, and wait for the go. */
+export async function signalReady(): Promise<void> {
+  process.stdout.write(`${READY_LINE}\n`)
+  await once(process.stdin, 'data')
+  process.stdin.pause()
 }
 
-/** A quantity measured in independent repeats: its median (what a target is judged on) and its spread. */
-export interface Spread {
-  readonly median: number
-  readonly min: number
-  readonly max: number
-  /** Every repeat's value, in run order. */
-  readonly samples: readonly number[]
-}
-
-/** The {@link Spread} of a non-empty list of repeats. */
-export function spread(samples: readonly number[]): Spread {
-  return { median: median(samples), min: Math.min(...samples), max: Math.max(...samples), samples: [...samples] }
-}
-
-/** Process CPU time (user + system, all threads) of an asynchronous body, in milliseconds. */
-export async function cpuTime(body: () => unknown): Promise<number> {
-  const start = process.cpuUsage()
-  await body()
-  const used = process.cpuUsage(start)
-  return (used.user + used.system) / 1000
+/** Run `first` then `second`, or the other way round when `swap`; resolve with their results in argument order. */
+export async function alternate<T>(swap: boolean, first: () => Promise<T>, second: () => Promise<T>): Promise<[T, T]> {
+  if (!swap) return [await first(), await second()]
+  const later = await second()
+  return [await first(), later]
 }

@@ -137,7 +137,7 @@ interface SettingFieldProps extends Pick<LoopSettingsCardProps, 't' | 'edit' | '
 
 /** One bound: label, override badge and reset, the text input (digits keypad), and the hint or the range error. */
 function SettingField({ id, field, state, disabled, t, edit, resetField }: SettingFieldProps) {
-  const range = LOOP_SETTING_RANGES[field]
+  const { min, max } = LOOP_SETTING_RANGES[field]
   const hintId = `${id}-hint`
   return (
     <div className={styles.field}>
@@ -166,10 +166,11 @@ function SettingField({ id, field, state, disabled, t, edit, resetField }: Setti
         onChange={(event) => edit(field, event.target.value)}
       />
       <p id={hintId} className={state.invalid ? styles.invalid : styles.hint}>
-        {t(
-          state.invalidStored ? 'settings.invalidStored' : state.invalid ? 'settings.invalid' : FIELD_WORDS[field].hint,
-          { min: range.min, max: range.max },
-        )}
+        {state.invalidStored
+          ? t('settings.invalidStored', { min, max })
+          : state.invalid
+            ? t('settings.invalid', { min, max })
+            : t('settings.hint', { min, max, text: t(FIELD_WORDS[field].hint) })}
       </p>
     </div>
   )

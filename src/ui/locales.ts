@@ -9,6 +9,7 @@
  * @module dsh-plugin-loop/ui/locales
  */
 import { durationParts, dueIn, type DurationPart } from '../shared/format.ts'
+import { LOOP_SETTING_TEXTS } from '../shared/settings-text.ts'
 
 /** Dictionary namespace owned by this plugin (`ctx.locale.register(LOCALE_NS, …)`, `locale: LOCALE_NS` on its slot entries). */
 export const LOCALE_NS = 'loop'
@@ -45,9 +46,11 @@ const zh = {
   'settings.title': '定时循环',
   'settings.description': '通过 /loop 或由模型创建的定时重复提示。',
   'settings.maxLoopsPerSession': '每个会话的循环上限',
-  'settings.maxLoopsPerSessionHint': '{min} 到 {max}。达到上限后，需先删除一个循环才能再创建。',
+  // What a setting does: the text `Config` describes it with (src/shared/settings-text.ts), after its range.
+  'settings.maxLoopsPerSessionHint': LOOP_SETTING_TEXTS.zh.maxLoopsPerSession,
   'settings.maxPromptLength': '提示词长度上限（字符）',
-  'settings.maxPromptLengthHint': '{min} 到 {max}。超长的提示词会被拒绝而不是截断；每次触发都会重复发送提示词。',
+  'settings.maxPromptLengthHint': LOOP_SETTING_TEXTS.zh.maxPromptLength,
+  'settings.hint': '{min} 到 {max}。{text}',
   'settings.invalid': '请填写 {min} 到 {max} 之间的整数；留空表示使用默认值。',
   'settings.invalidStored':
     '设置文件中的这个值无效，正在沿用上一个有效值。请填写 {min} 到 {max} 之间的整数；留空表示使用默认值。',
@@ -107,10 +110,10 @@ const en: LoopDictionary = {
   'settings.title': 'Loops',
   'settings.description': 'Recurring prompts created with /loop or by the model.',
   'settings.maxLoopsPerSession': 'Active loops per session',
-  'settings.maxLoopsPerSessionHint': 'From {min} to {max}. Creating one more is refused until a loop is deleted.',
+  'settings.maxLoopsPerSessionHint': LOOP_SETTING_TEXTS.en.maxLoopsPerSession,
   'settings.maxPromptLength': 'Prompt length (characters)',
-  'settings.maxPromptLengthHint':
-    'From {min} to {max}. A longer prompt is refused, not cut; every heartbeat repeats the prompt.',
+  'settings.maxPromptLengthHint': LOOP_SETTING_TEXTS.en.maxPromptLength,
+  'settings.hint': 'From {min} to {max}. {text}',
   'settings.invalid': 'Enter a whole number from {min} to {max}, or leave blank to use the default.',
   'settings.invalidStored':
     'The settings file holds an invalid value here; the last valid one applies until you fix it. Enter a whole number from {min} to {max}, or leave blank to use the default.',

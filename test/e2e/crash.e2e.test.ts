@@ -1,5 +1,5 @@
 /**
- * Issue 8, "Crashes in a real process": SIGKILL `dsh web` at seeded random moments
+ * Crashes in a real process: SIGKILL `dsh web` at seeded random moments
  * while two loops fire, restart on the same home, at least 20 times. Per loop it
  * counts heartbeats sent, answered at the model, dispatches logged and loops lost,
  * and holds the durable log to the specification: nothing lost, nothing early, no
@@ -366,8 +366,7 @@ describe('crashes in a real process', () => {
           }
         }
         // Still firing in the last run (reopen, list, 4.5 s, no crash). Counted from the reopen: the resume catch-up of both
-        // loops is one drive that runs before the list's transaction, and after it the anti-burst rule may put the 2 s loop's
-        // next send up to two intervals later.
+        // loops runs before the list's transaction, and after it each loop's next grid point is at most one interval away.
         expect(
           loopDispatches.filter((dispatch) => dispatch.time >= reopenedAt).length,
           `${loop.id} in the final run`,

@@ -1,5 +1,5 @@
 /**
- * Issue 7, item 1, in real processes: a one-shot `dsh --profile headless "task"`
+ * One-shot hosts in real processes: a one-shot `dsh --profile headless "task"`
  * whose model creates a 2 s loop while its steps take about 3 s each must still
  * end with the task's answer; the loop is saved, dispatched nowhere in that run,
  * and fires once the same session is opened in a long-lived `dsh web`.

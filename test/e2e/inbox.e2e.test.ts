@@ -1,5 +1,5 @@
 /**
- * Issue 13 in a real `dsh web`: Stop (the HTTP API's `session.cancel`, which keeps
+ * Waiting heartbeats in a real `dsh web`: Stop (the HTTP API's `session.cancel`, which keeps
  * the inbox) while a heartbeat waits, and `/loop delete` while one waits, with a
  * model whose every step streams for about 3 s and a 2 s loop.
  */
