@@ -1,3 +1,8 @@
+/**
+ * The runtime (src/loop.ts) on a real host: delivery and its rule (chooseDelivery), the timer
+ * and the injected clock, lifecycle, failures and retries, the queue of drives and transactions,
+ * cancellation, one waiting heartbeat per loop, the pre-step filter, and the SessionView fold.
+ */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { CallId, createUserMessage, MessageId } from '@deepseek-ai/dsh-llm'
 import { SessionId, type Session, type SessionEvent } from '@deepseek-ai/dsh-session'

@@ -1,3 +1,7 @@
+/**
+ * The loop tools (src/tools.ts) through the real tool runtime: registration and its rollback,
+ * schemas, validation, isolation, persistence failures, and how each call reads (presentCall).
+ */
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import { describe, expect, it, vi } from 'vitest'

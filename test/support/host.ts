@@ -4,6 +4,11 @@
  * projection registry. The model boundary is the only fake: agents are real,
  * but `send`, `steer` and `followup` are spies and `status` is controllable.
  * The composition itself is test/support/compose-host.ts (shared with the bench).
+ *
+ * A file's set-up is one call: {@link useFakeHost} (a fresh fake-clock host and
+ * agent per test, with `create`/`tool`/`command` on them), {@link useHosts} (hosts
+ * a test boots itself, disposed after it), {@link useMockModel} (hosts against the
+ * mock LLM on loopback) or, for one host per file, {@link startFakeHost}.
  */
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent, AgentHandle, AgentStatus } from '@deepseek-ai/dsh-agent'
