@@ -325,8 +325,6 @@ export interface Hosts {
   boot(options?: HostOptions): Promise<Host>
   /** Boot a host on whatever timers are in place (real ones unless the test faked them), disposed after the test. */
   bootKeepingTimers(options?: HostOptions): Promise<Host>
-  /** Adopt a host booted elsewhere: it is disposed after the test. */
-  track(host: Host): Host
   /** Dispose a host now (a process that ends mid-test) and forget it. */
   dispose(host: Host): Promise<void>
 }
@@ -334,7 +332,7 @@ export interface Hosts {
 /**
  * Per-file host bookkeeping (registers an `afterEach`): every host it saw is
  * disposed after each test and real timers come back.
- * @returns ways to boot, adopt and dispose hosts.
+ * @returns ways to boot and dispose hosts.
  */
 export function useHosts(): Hosts {
   const hosts: Host[] = []
@@ -342,20 +340,20 @@ export function useHosts(): Hosts {
     for (const host of hosts.splice(0)) await host.dispose()
     vi.useRealTimers()
   })
-  const track = (host: Host): Host => {
+  const bootKeepingTimers = async (options: HostOptions = {}): Promise<Host> => {
+    const host = await bootHost(options)
     hosts.push(host)
     return host
   }
-  const bootKeepingTimers = async (options: HostOptions = {}): Promise<Host> => track(await bootHost(options))
   return {
     boot: (options) => {
       useFakeClock()
       return bootKeepingTimers(options)
     },
     bootKeepingTimers,
-    track,
     dispose: async (host) => {
-      hosts.splice(hosts.indexOf(host), 1)
+      const index = hosts.indexOf(host)
+      if (index !== -1) hosts.splice(index, 1)
       await host.dispose()
     },
   }
