@@ -123,7 +123,11 @@ export function resolveLoopSettings(section: unknown, lastValid: LoopConfig): Re
  * @returns one line for the host log.
  */
 export function describeInvalidSetting(problem: InvalidSetting): string {
-  return `settings: ${LOOP_SETTINGS_NAMESPACE}.${problem.field} is ${JSON.stringify(problem.value)}, but it accepts ${problem.accepts}; keeping ${JSON.stringify(problem.kept)} (its last valid value) until the settings document holds a valid one`
+  const { field, value, accepts, kept } = problem
+  return (
+    `settings: ${LOOP_SETTINGS_NAMESPACE}.${field} is ${JSON.stringify(value)}, but it accepts ${accepts}; ` +
+    `keeping ${JSON.stringify(kept)} (its last valid value) until the settings document holds a valid one`
+  )
 }
 
 /**

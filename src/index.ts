@@ -39,7 +39,9 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   const registration = await registerLoopEventType(process.argv[1])
   if (!registration.hostResolved) {
     report.warn(
-      `could not resolve the host's @deepseek-ai/dsh-session from its entry point (${String(process.argv[1])}); only the plugin's own copy knows "loop/change", so sessions holding loops may fail to reopen after a restart if the host uses another copy`,
+      `could not resolve the host's @deepseek-ai/dsh-session from its entry point (${String(process.argv[1])}); ` +
+        `only the plugin's own copy knows "loop/change", so sessions holding loops may fail to reopen after a restart ` +
+        `if the host uses another copy`,
     )
   }
   const currentConfig = watchLoopConfig(ctx, config, report)

@@ -49,12 +49,19 @@ const DELETE_SCHEMA = {
 } as const
 
 /** What the model sees for `loop_create` in a long-lived host. */
-const CREATE_DESCRIPTION =
-  'Schedule a recurring prompt in this session. Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message: at the next step if you are working, as a new turn if idle (at most one heartbeat per loop in a turn; occurrences while one is still waiting are skipped). Returns the loop with its id; use loop_delete to stop it.'
+const CREATE_DESCRIPTION = [
+  'Schedule a recurring prompt in this session.',
+  'Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message:',
+  'at the next step if you are working, as a new turn if idle',
+  '(at most one heartbeat per loop in a turn; occurrences while one is still waiting are skipped).',
+  'Returns the loop with its id; use loop_delete to stop it.',
+].join(' ')
 
 /** Why nothing fires in a one-shot run; appended to what the model reads there. */
-const ONE_SHOT_NOTE =
-  'This is a one-shot run (dsh --profile headless): loops are saved in this session but nothing fires in this run; they start when the session is opened in a long-lived DSH (dsh web).'
+const ONE_SHOT_NOTE = [
+  'This is a one-shot run (dsh --profile headless): loops are saved in this session but nothing fires in this run;',
+  'they start when the session is opened in a long-lived DSH (dsh web).',
+].join(' ')
 
 /** What the model sees for `loop_list`. */
 const LIST_DESCRIPTION =
