@@ -152,8 +152,22 @@ function validatePrompt(value: unknown, limits: LoopCreateLimits): string {
 }
 
 /**
- * Check an interval (§3.1: a positive safe integer), and that the first
- * occurrence it gives a loop created at `now` is still a representable date.
+ * Refuse an interval whose first occurrence, for a loop created at `now`, would not be a representable date.
+ * @param seconds - a positive whole number of seconds.
+ * @param now - creation time in epoch milliseconds.
+ * @throws LoopError `invalid_interval`.
+ */
+export function assertIntervalFits(seconds: number, now: number): void {
+  const longest = longestIntervalSeconds(now)
+  if (seconds <= longest) return
+  throw new LoopError(
+    'invalid_interval',
+    `time_in_seconds is ${seconds}, so the first heartbeat would fall after ${new Date(LATEST_DATE_MS).toISOString()}, the last date a timestamp can hold; the longest interval accepted now is ${longest} seconds.`,
+  )
+}
+
+/**
+ * Check an interval (§3.1: a positive safe integer) whose first occurrence is a representable date.
  * @param value - the raw `time_in_seconds` argument.
  * @param now - creation time in epoch milliseconds.
  * @returns the interval in seconds.
@@ -166,13 +180,7 @@ function validateInterval(value: unknown, now: number): number {
       'time_in_seconds must be a positive whole number of seconds, for example 30.',
     )
   }
-  const longest = longestIntervalSeconds(now)
-  if (value > longest) {
-    throw new LoopError(
-      'invalid_interval',
-      `time_in_seconds is ${value}, so the first heartbeat would fall after ${new Date(LATEST_DATE_MS).toISOString()}, the last date a timestamp can hold; the longest interval accepted now is ${longest} seconds.`,
-    )
-  }
+  assertIntervalFits(value, now)
   return value
 }
 

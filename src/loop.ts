@@ -32,14 +32,14 @@ import {
 } from './shared/timing.ts'
 import type { LoopChange, LoopRecord } from './types.ts'
 
+/** An armed timer (§6: the handle Node's `setTimeout` returns); only {@link LoopClock.clearTimer} reads it. */
+export type TimerHandle = ReturnType<typeof setTimeout>
+
 /**
  * Wall-clock time and one-shot timers: the one place the runtime, the tools and
  * the command read the time and arm timers, so a test can drive them with a
  * manual clock instead of patching globals.
  */
-/** An armed timer (§6: the handle Node's `setTimeout` returns); only {@link LoopClock.clearTimer} reads it. */
-export type TimerHandle = ReturnType<typeof setTimeout>
-
 export interface LoopClock {
   /** Epoch milliseconds now. */
   now(): number
@@ -60,13 +60,11 @@ export const realClock: LoopClock = {
   clearTimer: (handle) => clearTimeout(handle),
 }
 
-/** Node's longest timer delay (a signed 32-bit count of milliseconds, §7.1); a longer one fires at once. */
-const MAX_TIMER_DELAY_MS = 2_147_483_647
-
 /**
  * Longest single timer wait. Node's timers do not count time the machine is
  * suspended, and the wall clock can move under them, so every wait re-reads
  * the clock at least this often: an overdue loop fires within a minute of waking.
+ * Far below Node's 2,147,483,647 ms limit (§7.1), so no arm overflows.
  */
 export const MAX_TIMER_WAIT_MS = 60_000
 
@@ -523,7 +521,7 @@ export class LoopRuntime {
   /** Arm the one timer for `target`, waking at most {@link MAX_TIMER_WAIT_MS} later to re-read the clock. */
   private arm(target: number, now: number): void {
     this.clearTimer()
-    const delay = Math.min(Math.max(target - now, 0), MAX_TIMER_WAIT_MS, MAX_TIMER_DELAY_MS)
+    const delay = Math.min(Math.max(target - now, 0), MAX_TIMER_WAIT_MS)
     this.timer = this.clock.setTimer(() => {
       this.timer = undefined
       this.requestDrive()

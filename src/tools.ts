@@ -11,6 +11,7 @@ import type { LoopConfig } from './config.ts'
 import {
   activeLoops,
   allocateLoopId,
+  assertIntervalFits,
   assertRoomForLoop,
   createChange,
   createLoopRecord,
@@ -138,12 +139,12 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
       async execute(args, exec): Promise<LoopView> {
         assertOwner(agent, exec.agent)
         // Bad input is refused before the call waits in the queue.
-        validateCreateInput(args, config(), runtime.clock.now())
+        const input = validateCreateInput(args, config(), runtime.clock.now())
         return runtime.transact('loop_create', exec.signal, (state) => {
           assertRoomForLoop(state, config().maxLoopsPerSession)
           const now = runtime.clock.now()
-          // Again at the instant the record is made: the settings or the date range may have moved while it queued.
-          const input = validateCreateInput(args, config(), now)
+          // The call may have waited in the queue: the first occurrence must still be a date at this instant.
+          assertIntervalFits(input.time_in_seconds, now)
           const loop = createLoopRecord(input, allocateLoopId(state, randomHex), now)
           return { result: toLoopView(loop, now), change: createChange(loop) }
         })

@@ -19,6 +19,7 @@ import {
   TEST_NOW,
   useFakeHost,
 } from './support/host.ts'
+import { holdFlushes } from './support/faults.ts'
 
 const NOW = TEST_NOW
 const rig = useFakeHost('ses-tools')
@@ -167,6 +168,24 @@ describe('loop_create', () => {
     expect(result.isError).toBe(true)
     if (!result.isError) return
     expect(result.error.message).toBe(message)
+    expect(loopChanges(rig.fake.agent)).toEqual([])
+  })
+
+  it('refuses, at the instant the record is made, an interval the clock moved past the last date while the call queued', async () => {
+    // Valid for ten more seconds when called; the transaction's pre-flush is held while a minute passes.
+    const seconds = Math.floor((8.64e15 - Date.now()) / 1000) - 10
+    const held = holdFlushes(rig.host)
+    const call = rig.tool('loop_create', { prompt: 'p', time_in_seconds: seconds })
+    await vi.waitFor(() => expect(held.waiting()).toBe(1))
+    vi.setSystemTime(Date.now() + 60_000)
+    await held.release()
+    const result = await call
+    const longestNow = Math.floor((8.64e15 - Date.now()) / 1000)
+    expect(longestNow).toBeLessThan(seconds)
+    expect(result.isError ? result.error : undefined).toEqual({
+      message: `time_in_seconds is ${seconds}, so the first heartbeat would fall after +275760-09-13T00:00:00.000Z, the last date a timestamp can hold; the longest interval accepted now is ${longestNow} seconds.`,
+      info: { name: 'LoopError', code: 'invalid_interval' },
+    })
     expect(loopChanges(rig.fake.agent)).toEqual([])
   })
 
