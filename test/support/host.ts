@@ -283,7 +283,7 @@ export async function runCommand(host: Host, agent: Agent, line: string) {
 export const TEST_NOW = Date.parse('2026-11-30T00:00:00Z')
 
 /** Fake timers and Date only: persistence I/O stays real. */
-export function useFakeClock(now: number = TEST_NOW): void {
+function useFakeClock(now: number = TEST_NOW): void {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now })
 }
 

@@ -16,7 +16,7 @@
 const LATEST_DATE_MS = 8.64e15
 
 /** The longest interval accepted at `now`: its first occurrence must still be a date. */
-export function longestInterval(now: number): number {
+function longestInterval(now: number): number {
   return Math.floor((LATEST_DATE_MS - now) / 1000)
 }
 
