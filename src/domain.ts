@@ -36,22 +36,231 @@ export function isLoopId(value: unknown): value is string {
   return typeof value === 'string' && LOOP_ID_PATTERN.test(value)
 }
 
+/** Up to this many active loops a table finds an id by scanning; beyond it, by an index it builds then. */
+const SCAN_LIMIT = 32
+
 /**
- * Active loops by id, in creation order (insertion order of string keys), and
- * every id the session ever used. {@link applyLoopChange} updates both in
- * place, so one change costs O(1) whatever the history. `loops` is plain JSON
- * (the projection caches it); `usedIds` is kept only where ids are allocated
- * (the runtime): the projection, which only displays, leaves it out, so a long
- * create/delete history costs it nothing.
+ * Active loops in creation order. {@link records} is the plain array the
+ * projection state holds (plain JSON, as projection caches require). An id is
+ * found by scanning the few records a session has (a loop limit of 20 by
+ * default), or, past {@link SCAN_LIMIT}, through a `Map` index. Never an object
+ * keyed by id: V8 interns every property key, so an object table interned one
+ * string per loop ever created, and even a `Map` hashes every id it is given:
+ * on a long log's cold fold, with one id per loop ever created, that was most
+ * of the fold.
+ */
+export class LoopTable {
+  /** The active records in creation order; only this table writes it. */
+  readonly records: LoopRecord[]
+  /** Each active id's position, kept while the table is past {@link SCAN_LIMIT}. */
+  private positions: Map<string, number> | undefined
+
+  /**
+   * @param records - active records in creation order, taken over (not copied).
+   */
+  constructor(records: LoopRecord[] = []) {
+    this.records = records
+    if (records.length > SCAN_LIMIT) this.index()
+  }
+
+  /** How many loops are active. */
+  get size(): number {
+    return this.records.length
+  }
+
+  /**
+   * The active record with this id.
+   * @param id - any string.
+   * @returns the record, or undefined when no active loop has the id.
+   */
+  get(id: string): LoopRecord | undefined {
+    const position = this.positionOf(id)
+    return position < 0 ? undefined : this.records[position]
+  }
+
+  /** Append a new record (its id is not active). */
+  add(record: LoopRecord): void {
+    this.positions?.set(record.id, this.records.length)
+    this.records.push(record)
+    if (this.positions === undefined && this.records.length > SCAN_LIMIT) this.index()
+  }
+
+  /** Replace the active record with the same id, keeping its place. */
+  replace(record: LoopRecord): void {
+    this.records[this.positionOf(record.id)] = record
+  }
+
+  /** Remove an active record; the later ones move up (O(active), and only on a delete). */
+  remove(id: string): void {
+    const position = this.positionOf(id)
+    const records = this.records
+    // A shift by hand: `splice` is a generic builtin, slow for the one element a delete removes.
+    for (let later = position + 1; later < records.length; later += 1) records[later - 1] = records[later]!
+    records.pop()
+    const positions = this.positions
+    if (positions === undefined) return
+    // Dropped well below the limit, so a table at the limit does not build and drop it on every change.
+    if (this.records.length <= SCAN_LIMIT / 2) {
+      this.positions = undefined
+      return
+    }
+    positions.delete(id)
+    for (let later = position; later < this.records.length; later += 1) positions.set(this.records[later]!.id, later)
+  }
+
+  /**
+   * A table no one else holds, with the same records.
+   * @returns the copy.
+   */
+  copy(): LoopTable {
+    return new LoopTable(this.records.slice())
+  }
+
+  /** The position of an active id, or -1. */
+  private positionOf(id: string): number {
+    if (this.positions !== undefined) return this.positions.get(id) ?? -1
+    const records = this.records
+    for (let position = 0; position < records.length; position += 1) if (records[position]!.id === id) return position
+    return -1
+  }
+
+  /** Build the id index. */
+  private index(): void {
+    const positions = new Map<string, number>()
+    for (let position = 0; position < this.records.length; position += 1) positions.set(this.records[position]!.id, position)
+    this.positions = positions
+  }
+}
+
+/** The number a generated id (`loop_` and 8 lowercase hex digits) stands for, or -1 for any other string. */
+function generatedIdValue(id: string): number {
+  if (id.length !== LOOP_ID_PREFIX.length + 8 || !id.startsWith(LOOP_ID_PREFIX)) return -1
+  let value = 0
+  for (let index = LOOP_ID_PREFIX.length; index < id.length; index += 1) {
+    const code = id.charCodeAt(index)
+    const digit = code >= 48 && code <= 57 ? code - 48 : code >= 97 && code <= 102 ? code - 87 : -1
+    if (digit < 0) return -1
+    value = value * 16 + digit
+  }
+  return value
+}
+
+/** Smallest table of {@link LoopIdSet}; a power of two. */
+const FIRST_ID_SLOTS = 64
+
+/**
+ * Every id a session used. The ids this plugin generates are held as 32-bit
+ * numbers in an open-addressing table, any other id in a `Set` of strings. A
+ * long session used one id per loop it ever created, and a cold open adds every
+ * one of them: hashing and storing a string each was a third of the fold.
+ */
+export class LoopIdSet {
+  /** Generated ids' numbers; 0 marks an empty slot, so the number 0 is {@link hasZero}. */
+  private slots = new Uint32Array(FIRST_ID_SLOTS)
+  private filled = 0
+  private hasZero = false
+  private readonly others = new Set<string>()
+
+  /** How many ids the set holds. */
+  get size(): number {
+    return this.filled + (this.hasZero ? 1 : 0) + this.others.size
+  }
+
+  /**
+   * Whether the set holds this id.
+   * @param id - any string.
+   * @returns true when it was added.
+   */
+  has(id: string): boolean {
+    const value = generatedIdValue(id)
+    if (value < 0) return this.others.has(id)
+    if (value === 0) return this.hasZero
+    const slots = this.slots
+    const mask = slots.length - 1
+    for (let slot = slotOf(value, mask); ; slot = (slot + 1) & mask) {
+      if (slots[slot] === value) return true
+      if (slots[slot] === 0) return false
+    }
+  }
+
+  /**
+   * Add an id, in one pass over it (a fold checks and adds every id it meets).
+   * @param id - any string.
+   * @returns false, changing nothing, when the set held it already.
+   */
+  add(id: string): boolean {
+    const value = generatedIdValue(id)
+    if (value < 0) {
+      if (this.others.has(id)) return false
+      this.others.add(id)
+      return true
+    }
+    if (value === 0) {
+      if (this.hasZero) return false
+      this.hasZero = true
+      return true
+    }
+    if (!this.insert(value)) return false
+    this.filled += 1
+    // At most half full, so a probe stays short.
+    if (this.filled * 2 > this.slots.length) this.grow()
+    return true
+  }
+
+  /**
+   * A set no one else holds, with the same ids.
+   * @returns the copy.
+   */
+  copy(): LoopIdSet {
+    const copy = new LoopIdSet()
+    copy.slots = this.slots.slice()
+    copy.filled = this.filled
+    copy.hasZero = this.hasZero
+    for (const id of this.others) copy.others.add(id)
+    return copy
+  }
+
+  /** Put a number in its slot; returns false when it was there already. */
+  private insert(value: number): boolean {
+    const slots = this.slots
+    const mask = slots.length - 1
+    let slot = slotOf(value, mask)
+    while (slots[slot] !== 0) {
+      if (slots[slot] === value) return false
+      slot = (slot + 1) & mask
+    }
+    slots[slot] = value
+    return true
+  }
+
+  /** Double the table and put every number back. */
+  private grow(): void {
+    const old = this.slots
+    this.slots = new Uint32Array(old.length * 2)
+    for (const value of old) if (value !== 0) this.insert(value)
+  }
+}
+
+/** The first slot to probe for a number: Fibonacci hashing, so sequential numbers spread out. */
+function slotOf(value: number, mask: number): number {
+  return (Math.imul(value, 0x9e3779b1) >>> 0) & mask
+}
+
+/**
+ * The fold of a session's `loop/change` records: its active loops, and every
+ * id the session ever used. {@link applyLoopChange} updates both in place, so
+ * one change costs O(1) whatever the history. `usedIds` is kept only where ids
+ * are allocated or handed to the runtime: a projection state restored from a
+ * cache row, which only displays, has none.
  */
 export interface LoopFoldState {
-  readonly loops: Record<string, LoopRecord>
-  readonly usedIds?: Set<string>
+  readonly active: LoopTable
+  readonly usedIds?: LoopIdSet | undefined
 }
 
 /** The runtime's fold: it allocates ids, so it keeps every id the session used. */
 export interface TrackedLoopFold extends LoopFoldState {
-  readonly usedIds: Set<string>
+  readonly usedIds: LoopIdSet
 }
 
 /**
@@ -59,17 +268,7 @@ export interface TrackedLoopFold extends LoopFoldState {
  * @returns a state no one else holds.
  */
 export function emptyLoopFold(): TrackedLoopFold {
-  return { loops: emptyLoopTable(), usedIds: new Set() }
-}
-
-/**
- * An empty table of active loops by id. Null-prototype, which V8 keeps as a hash table from the
- * start: a plain `{}` takes a new hidden class for every new key, and a long session adds a key
- * per loop ever created, which makes a cold fold of a long log slow.
- * @returns a fresh table.
- */
-export function emptyLoopTable(): Record<string, LoopRecord> {
-  return Object.create(null) as Record<string, LoopRecord>
+  return { active: new LoopTable(), usedIds: new LoopIdSet() }
 }
 
 /**
@@ -78,7 +277,7 @@ export function emptyLoopTable(): Record<string, LoopRecord> {
  * @returns a new array of the active records.
  */
 export function activeLoops(state: LoopFoldState): LoopRecord[] {
-  return Object.values(state.loops)
+  return state.active.records.slice()
 }
 
 /** Limits a create is checked against; the plugin config supplies them. */
@@ -210,7 +409,7 @@ export function validateCreateInput(args: unknown, limits: LoopCreateLimits, now
  * @throws LoopError `too_many_loops`.
  */
 export function assertRoomForLoop(state: LoopFoldState, maxLoopsPerSession: number): void {
-  const active = activeLoops(state).length
+  const active = state.active.size
   if (active < maxLoopsPerSession) return
   throw new LoopError(
     'too_many_loops',
@@ -254,7 +453,7 @@ export function validateListInput(args: unknown): void {
  * @returns the active record.
  */
 export function requireActiveLoop(state: LoopFoldState, id: string): LoopRecord {
-  const record = Object.hasOwn(state.loops, id) ? state.loops[id] : undefined
+  const record = state.active.get(id)
   if (record === undefined) {
     throw new LoopError(
       'loop_not_found',
@@ -394,7 +593,7 @@ export function decodeLoopChange(data: unknown): StoredLoopChange {
 
 /** The active record a transition targets, failing closed when it is not active. */
 function activeTarget(state: LoopFoldState, id: string, operation: string): LoopRecord {
-  const record = Object.hasOwn(state.loops, id) ? state.loops[id] : undefined
+  const record = state.active.get(id)
   if (record === undefined) corrupt(`${operation} targets inactive loop ${id}`)
   return record
 }
@@ -409,24 +608,24 @@ function activeTarget(state: LoopFoldState, id: string, operation: string): Loop
  * @throws LoopError `corrupt_loop_log` for a reused id (an active one always; a deleted one where `usedIds` is kept) or a transition on an inactive loop.
  */
 export function applyLoopChange(state: LoopFoldState, change: StoredLoopChange): void {
-  const loops = state.loops as Record<string, LoopRecord>
+  const active = state.active
   switch (change.operation) {
     case 'create':
-      if (Object.hasOwn(loops, change.loop.id) || state.usedIds?.has(change.loop.id))
+      // The used-id check is the last one and adds the id only when it passes.
+      if (active.get(change.loop.id) !== undefined || state.usedIds?.add(change.loop.id) === false)
         corrupt(`loop id ${change.loop.id} was reused`)
-      loops[change.loop.id] = change.loop
-      state.usedIds?.add(change.loop.id)
+      active.add(change.loop)
       return
     case 'update':
       activeTarget(state, change.loop.id, 'update')
-      loops[change.loop.id] = change.loop
+      active.replace(change.loop)
       return
     case 'delete':
       activeTarget(state, change.id, 'delete')
-      delete loops[change.id]
+      active.remove(change.id)
       return
     case 'dispatch':
-      loops[change.id] = { ...activeTarget(state, change.id, 'dispatch'), next_at: change.next_at }
+      active.replace({ ...activeTarget(state, change.id, 'dispatch'), next_at: change.next_at })
       return
   }
 }

@@ -16,12 +16,14 @@ import {
   decodeLoopChange,
   dispatchChange,
   emptyLoopFold,
+  type LoopTable,
   type TrackedLoopFold,
 } from './domain.ts'
 import { LoopError } from './errors.ts'
 import { HEARTBEAT_SOURCE, readHeartbeat, renderHeartbeat } from './shared/heartbeat.ts'
 import { describeError } from './shared/format.ts'
 import { flushSession } from './persistence.ts'
+import { takeProjectedFold } from './projection.ts'
 import { createReport, type LoopReport } from './report.ts'
 import {
   earliestDueLoop,
@@ -160,8 +162,7 @@ export function waitingHeartbeats(messages: Iterable<InboxMessage>): Map<string,
  * leaves the view at that record.
  */
 export class SessionView {
-  /** The loops folded so far. */
-  readonly fold: TrackedLoopFold = emptyLoopFold()
+  private state: TrackedLoopFold = emptyLoopFold()
   private next: number
   private read = false
   /** The turn {@link openTurn} belongs to; undefined when no turn is known to be open. */
@@ -176,6 +177,11 @@ export class SessionView {
     this.next = from
   }
 
+  /** The loops folded so far. */
+  get fold(): TrackedLoopFold {
+    return this.state
+  }
+
   /** Whether the log has been read: from then on, only appended changes are folded. */
   get caughtUp(): boolean {
     return this.read
@@ -188,17 +194,22 @@ export class SessionView {
 
   /**
    * Read the log once, in two passes, as cheap as a resumed log of a million
-   * events allows: every loop change forward, then only the events after the
-   * last turn boundary for the open turn's heartbeats. Indexing, not slicing,
-   * so the log is never copied. A corrupt record throws and the next call
-   * resumes at it.
+   * events allows: every loop change forward (from `start` when the projection
+   * has already folded a prefix), then only the events after the last turn
+   * boundary for the open turn's heartbeats. Indexing, not slicing, so the log
+   * is never copied. A corrupt record throws and the next call resumes at it.
    * @param events - the whole log (its index is its position).
+   * @param start - a fold of the log's own events before `start.next`, taken before anything was folded here.
    */
-  catchUp(events: readonly SessionEvent[]): void {
+  catchUp(events: readonly SessionEvent[], start?: { readonly fold: TrackedLoopFold; readonly next: number }): void {
     const from = this.next
-    for (let index = from; index < events.length; index += 1) {
+    if (start !== undefined) {
+      this.state = start.fold
+      this.next = start.next
+    }
+    for (let index = this.next; index < events.length; index += 1) {
       const event = events[index]!
-      if (event.type === LOOP_CHANGE_EVENT) applyLoopChange(this.fold, decodeLoopChange(event.data))
+      if (event.type === LOOP_CHANGE_EVENT) applyLoopChange(this.state, decodeLoopChange(event.data))
       this.next = index + 1
     }
     this.read = true
@@ -222,7 +233,7 @@ export class SessionView {
    * @param event - the event exactly as recorded.
    */
   foldAppended(event: SessionEvent): void {
-    applyLoopChange(this.fold, decodeLoopChange(event.data))
+    applyLoopChange(this.state, decodeLoopChange(event.data))
   }
 
   /**
@@ -326,15 +337,15 @@ export class LoopRuntime {
    */
   admitStep(claimed: readonly unknown[], decision: PreStepDecision): PreStepDecision {
     if (decision.kind === 'reject') return decision
-    let loops: TrackedLoopFold['loops']
+    let active: LoopTable
     try {
-      loops = this.sync().loops
+      active = this.sync().active
     } catch {
       return decision
     }
     const dropped = (message: unknown): boolean => {
       const heartbeat = readHeartbeat(message)
-      return heartbeat !== undefined && !Object.hasOwn(loops, heartbeat.loopId)
+      return heartbeat !== undefined && active.get(heartbeat.loopId) === undefined
     }
     const messages = decision.messages.filter((message) => !dropped(message))
     if (messages.length === decision.messages.length) return decision
@@ -462,12 +473,28 @@ export class LoopRuntime {
     if (this.fault !== undefined) throw this.fault
     if (!this.view.caughtUp) {
       try {
-        this.view.catchUp(this.agent.session.events)
+        const session = this.agent.session
+        this.buildProjections()
+        const events = session.events
+        this.view.catchUp(events, takeProjectedFold(events, session.header.seedLength ?? 0))
       } catch (error) {
         throw this.stop(this.corruption(error))
       }
     }
     return this.view.fold
+  }
+
+  /**
+   * Have the host build this session's projection cells now, as it does anyway at
+   * the first read (DSH web reads them when a session opens) or append, so the
+   * catch-up can take the `loop` projection's fold instead of reading the log twice.
+   */
+  private buildProjections(): void {
+    try {
+      this.ctx.get('sessionProjections')?.snapshot(this.agent.session)
+    } catch {
+      // Another unit's failure is the host's to report; the runtime then folds the log itself.
+    }
   }
 
   /**

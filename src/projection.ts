@@ -8,19 +8,20 @@ import type {} from '@deepseek-ai/dsh-session-projection'
 import { z } from 'zod'
 import {
   LOOP_CHANGE_EVENT,
-  activeLoops,
+  LoopIdSet,
+  LoopTable,
   applyLoopChange,
   decodeLoopChange,
-  emptyLoopTable,
   type LoopFoldState,
+  type TrackedLoopFold,
 } from './domain.ts'
-import type { LoopProjection } from './types.ts'
+import type { LoopProjection, LoopRecord } from './types.ts'
 
 /** Projection key, also the dock's `useProjection` key. */
 export const LOOP_PROJECTION_KEY = 'loop'
 
 /** Bump when {@link LoopProjectionState} changes shape, so cached cells refold. */
-const LOOP_PROJECTION_STATE_VERSION = 3
+const LOOP_PROJECTION_STATE_VERSION = 4
 
 /** Wire schema of the `loop` projection value. */
 export const loopProjectionSchema = z
@@ -38,12 +39,59 @@ export const loopProjectionSchema = z
   })
   .strict()
 
-/** Internal projection state: plain JSON, as projection caches require (no used-id set: see {@link LoopFoldState}). */
+/**
+ * Internal projection state: plain JSON, as projection caches require. The
+ * fold's id index and used ids live beside it ({@link ProjectedFold}), never in it.
+ */
 export interface LoopProjectionState {
-  /** Active loops by id, in creation order. */
-  readonly loops: LoopFoldState['loops']
+  /** Active loops in creation order; the fold updates this array in place. */
+  readonly loops: LoopRecord[]
   /** Set once a malformed record was met: the projection fails closed to no loops. */
   readonly corrupt: boolean
+  /** The seq of the last event applied (-1 before the first); updated in place for every event. */
+  seq: number
+}
+
+/**
+ * What the projection knows about one state's fold beyond its JSON: the table
+ * over `state.loops`, and, for a fold that has applied every event of its log
+ * from the first (a registry cell built over the live log, not a cache row), the
+ * ids the session used, so the runtime can take the fold instead of reading the
+ * log a second time ({@link takeProjectedFold}).
+ */
+interface ProjectedFold extends LoopFoldState {
+  /** Kept until the fold misses an event or starts from a cache row: then only the projection can use it. */
+  usedIds: LoopIdSet | undefined
+  /** The state the fold last produced, whose `seq` says how far it has read. */
+  state: LoopProjectionState
+  /** The lowest seq of a change applied, so a fold that took a fork's inherited change is never handed on. */
+  firstChangeSeq: number
+}
+
+/** Each state's fold, by its `loops` array (which every state of one fold shares). */
+const foldsByLoops = new WeakMap<LoopRecord[], ProjectedFold>()
+
+/** Folds that began at a log's first event, by that event: a session's events are its own objects. */
+const foldsByFirstEvent = new WeakMap<SessionEvent, ProjectedFold>()
+
+/** The fold {@link foldOf} returned last: a cold build meets one fold's changes one after another. */
+let lastFold: ProjectedFold | undefined
+
+/** The fold of a state, made on first use from its JSON (a state that has read nothing has used no ids). */
+function foldOf(state: LoopProjectionState): ProjectedFold {
+  if (lastFold?.active.records === state.loops) return lastFold
+  let fold = foldsByLoops.get(state.loops)
+  if (fold === undefined) {
+    fold = {
+      active: new LoopTable(state.loops),
+      usedIds: state.seq === -1 ? new LoopIdSet() : undefined,
+      state,
+      firstChangeSeq: Number.POSITIVE_INFINITY,
+    }
+    foldsByLoops.set(state.loops, fold)
+  }
+  lastFold = fold
+  return fold
 }
 
 /**
@@ -68,30 +116,63 @@ function markInheritedLoopEvents(session: Session): void {
 
 /** The state of a session with no loops. */
 export function initLoopProjection(): LoopProjectionState {
-  return { loops: emptyLoopTable(), corrupt: false }
+  return { loops: [], corrupt: false, seq: -1 }
 }
 
 /**
- * Reducer: the same object for every event it ignores (O(1) for unrelated
- * events); for a loop change, a new wrapper around the active loops, which
- * {@link applyLoopChange} updates in place. In-place updates are safe because
- * the registry keeps only the latest state of a cell (`cell.state = next`) and
- * checkpoints a structured clone; copying on every change is what made a long
- * session's projection quadratic. Reusing an id that is still active fails
- * closed here; reusing a deleted one is the runtime's to detect (it keeps the
- * used ids), so the projection's state stays the size of the active loops.
+ * Reducer. Every event moves `seq` on in place; an event at or below it was
+ * applied already (a replay over a state that is ahead, as the registry's cold
+ * restore can make from a cache row) and changes nothing. For an ignored event
+ * the same object comes back (O(1)); for a loop change, a new wrapper around the
+ * active loops, which {@link applyLoopChange} updates in place. In-place updates
+ * are safe because the registry keeps only the latest state of a cell
+ * (`cell.state = next`) and checkpoints a structured clone; copying on every
+ * change is what made a long session's projection quadratic.
  * @param state - current state.
  * @param event - committed session event.
  * @returns the next state.
  */
 export function applyLoopProjection(state: LoopProjectionState, event: SessionEvent): LoopProjectionState {
-  if (event.type !== LOOP_CHANGE_EVENT || state.corrupt || inheritedLoopEvents.has(event)) return state
-  try {
-    applyLoopChange(state, decodeLoopChange(event.data))
-    return { loops: state.loops, corrupt: false }
-  } catch {
-    return { loops: emptyLoopTable(), corrupt: true }
+  const seq = event.seq
+  if (seq !== state.seq + 1) {
+    if (seq <= state.seq) return state
+    // A gap: the fold missed events, so it no longer stands for the whole log.
+    foldOf(state).usedIds = undefined
   }
+  // Before `seq` moves: a state that has read nothing has used no ids.
+  if (seq === 0 && !state.corrupt) foldsByFirstEvent.set(event, foldOf(state))
+  state.seq = seq
+  if (event.type !== LOOP_CHANGE_EVENT || state.corrupt || inheritedLoopEvents.has(event)) return state
+  const fold = foldOf(state)
+  try {
+    applyLoopChange(fold, decodeLoopChange(event.data))
+  } catch {
+    // The runtime then reads the log itself, and meets the record with its own diagnostic.
+    fold.usedIds = undefined
+    return { loops: [], corrupt: true, seq }
+  }
+  if (fold.firstChangeSeq > seq) fold.firstChangeSeq = seq
+  fold.state = { loops: state.loops, corrupt: false, seq }
+  return fold.state
+}
+
+/**
+ * The fold the `loop` projection already made of a session's log, as a copy the
+ * runtime owns, so a resumed session's log is read once for both. Only a fold
+ * that began at this log's first event, applied every event since and none of
+ * the fork's inherited changes qualifies; the caller folds the events after it.
+ * @param events - the session's whole log.
+ * @param from - the seed boundary: the fold must hold no change before it.
+ * @returns the fold and the position to continue at, or undefined when there is none to take.
+ */
+export function takeProjectedFold(
+  events: readonly SessionEvent[],
+  from: number,
+): { readonly fold: TrackedLoopFold; readonly next: number } | undefined {
+  const first = events[0]
+  const fold = first === undefined ? undefined : foldsByFirstEvent.get(first)
+  if (fold?.usedIds === undefined || fold.firstChangeSeq < from || fold.state.seq >= events.length) return undefined
+  return { fold: { active: fold.active.copy(), usedIds: fold.usedIds.copy() }, next: fold.state.seq + 1 }
 }
 
 /**
@@ -100,7 +181,7 @@ export function applyLoopProjection(state: LoopProjectionState, event: SessionEv
  * @returns `{ loops }`.
  */
 export function viewLoopProjection(state: LoopProjectionState): LoopProjection {
-  return { loops: activeLoops(state) }
+  return { loops: state.loops.slice() }
 }
 
 /**

@@ -18,7 +18,10 @@ import {
   validateDeleteInput,
   validateListInput,
   emptyLoopFold,
+  LoopIdSet,
+  LoopTable,
 } from '../src/domain.ts'
+import type { LoopRecord } from '../src/types.ts'
 import { NOW, caught, event, foldOf, loopA, loopB } from './support/loop-fixtures.ts'
 
 const LIMITS = { maxPromptLength: 4000 }
@@ -288,11 +291,8 @@ describe('fold', () => {
       event(dispatchChange('loop_b', NOW + 60_500)),
       event(deleteChange('loop_a')),
     ])
-    expect(state).toEqual({
-      loops: { loop_b: { ...loopB, next_at: NOW + 60_500 } },
-      usedIds: new Set(['loop_a', 'loop_b']),
-    })
     expect(activeLoops(state)).toEqual([{ ...loopB, next_at: NOW + 60_500 }])
+    expect([state.usedIds.size, state.usedIds.has('loop_a'), state.usedIds.has('loop_b')]).toEqual([2, true, true])
   })
 
   it('keeps creation order across dispatches and reads legacy far-future records', () => {
@@ -312,7 +312,8 @@ describe('fold', () => {
     expect(() => applyLoopChange(state, { version: 1, operation: 'dispatch', id: 'loop_zz', next_at: NOW })).toThrow()
     expect(() => applyLoopChange(state, { version: 1, operation: 'create', loop: loopA })).toThrow()
     expect(state).toEqual(snapshot)
-    expect(emptyLoopFold()).toEqual({ loops: {}, usedIds: new Set() })
+    expect(activeLoops(emptyLoopFold())).toEqual([])
+    expect(emptyLoopFold().usedIds.size).toBe(0)
     expect(emptyLoopFold()).not.toBe(emptyLoopFold())
   })
 
@@ -330,6 +331,84 @@ describe('fold', () => {
   ])('fails closed on an invalid transition %#', (changes, detail) => {
     const error = caught(() => foldOf(...changes))
     expect(error.message).toBe(`corrupt loop/change record: ${detail}`)
+  })
+})
+
+describe('the table of active loops', () => {
+  const record = (index: number): LoopRecord => ({ ...loopA, id: `loop_${index}`, prompt: `p${index}` })
+  const ids = (table: LoopTable) => table.records.map((loop) => loop.id)
+
+  it.each([
+    ['a few loops, found by scanning', 5],
+    ['more than 32 loops, found through the index', 40],
+  ])('adds in order, finds, replaces in place and removes, the later ones moving up: %s', (_name, count) => {
+    const table = new LoopTable()
+    for (let index = 0; index < count; index += 1) table.add(record(index))
+    expect(table.size).toBe(count)
+    expect(table.get('loop_2')).toEqual(record(2))
+    expect(table.get('loop_missing')).toBeUndefined()
+    table.replace({ ...record(1), next_at: 1 })
+    expect(table.records[1]).toEqual({ ...record(1), next_at: 1 })
+    table.remove('loop_1')
+    expect(ids(table).slice(0, 3)).toEqual(['loop_0', 'loop_2', 'loop_3'])
+    expect([table.size, table.get('loop_1'), table.get(`loop_${count - 1}`)]).toEqual([
+      count - 1,
+      undefined,
+      record(count - 1),
+    ])
+  })
+
+  it('keeps finding every loop while it shrinks from past the index limit to a few', () => {
+    const table = new LoopTable()
+    for (let index = 0; index < 40; index += 1) table.add(record(index))
+    for (let index = 0; index < 37; index += 1) {
+      table.remove(`loop_${index}`)
+      for (let later = index + 1; later < 40; later += 1) expect(table.get(`loop_${later}`)).toEqual(record(later))
+    }
+    expect(ids(table)).toEqual(['loop_37', 'loop_38', 'loop_39'])
+  })
+
+  it('takes over a stored array, large or small, and copies into an array of its own', () => {
+    const stored = Array.from({ length: 40 }, (_, index) => record(index))
+    const table = new LoopTable(stored)
+    expect(table.records).toBe(stored)
+    expect(table.get('loop_39')).toEqual(record(39))
+    const copy = table.copy()
+    copy.remove('loop_0')
+    expect([table.size, copy.size, table.get('loop_0')]).toEqual([40, 39, record(0)])
+    expect(new LoopTable([record(7)]).get('loop_7')).toEqual(record(7))
+  })
+})
+
+describe('the used ids', () => {
+  const generated = Array.from(
+    { length: 1000 },
+    (_, index) => `loop_${((index * 2_654_435_761) >>> 0).toString(16).padStart(8, '0')}`,
+  )
+
+  it.each([
+    ['generated ids (loop_ and 8 lowercase hex digits)', generated],
+    ['the number 0 among them', ['loop_00000000', 'loop_ffffffff', 'loop_00000001']],
+    [
+      'every other id, kept as strings',
+      ['loop_a', 'loop_0000000A', 'loop_0000000g', 'loop_000000001', 'loop_0000001', 'loop-00000001', 'LOOP_00000001'],
+    ],
+  ])('adds each id once and holds exactly what it added: %s', (_name, added) => {
+    const set = new LoopIdSet()
+    expect(added.map((id) => set.add(id))).toEqual(added.map(() => true))
+    expect(added.map((id) => set.add(id))).toEqual(added.map(() => false))
+    expect(set.size).toBe(added.length)
+    expect(added.every((id) => set.has(id))).toBe(true)
+    expect(['loop_12345678', 'loop_b', 'loop_0000000B'].some((id) => set.has(id))).toBe(false)
+  })
+
+  it('copies into a set of its own', () => {
+    const set = new LoopIdSet()
+    for (const id of ['loop_00000000', 'loop_00000001', 'loop_a']) set.add(id)
+    const copy = set.copy()
+    for (const id of ['loop_00000002', 'loop_b']) copy.add(id)
+    expect([set.size, copy.size, set.has('loop_00000002'), set.has('loop_b')]).toEqual([3, 5, false, false])
+    expect(['loop_00000000', 'loop_00000001', 'loop_a'].every((id) => copy.has(id))).toBe(true)
   })
 })
 

@@ -8,7 +8,7 @@ import { CallId, createUserMessage, MessageId } from '@deepseek-ai/dsh-llm'
 import { SessionId, type Session, type SessionEvent } from '@deepseek-ai/dsh-session'
 import { registerLoopCommand } from '../src/commands.ts'
 import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
-import { createChange, deleteChange, dispatchChange } from '../src/domain.ts'
+import { activeLoops, createChange, deleteChange, dispatchChange } from '../src/domain.ts'
 import * as loopPlugin from '../src/index.ts'
 import {
   FIRST_RETRY_DELAY_MS,
@@ -18,6 +18,7 @@ import {
   chooseDelivery,
   waitingHeartbeats,
 } from '../src/loop.ts'
+import { loopProjectionSchema } from '../src/projection.ts'
 import { renderHeartbeat } from '../src/shared/heartbeat.ts'
 import { registerLoopTools } from '../src/tools.ts'
 import { failFlush, holdFlushes, observeAppends, observeFlushes, recordTimers } from './support/faults.ts'
@@ -648,7 +649,7 @@ describe('the queue, driven directly', () => {
   it('orders a tool transaction behind the running drive: a loop deleted meanwhile is still sent once, then never again', async () => {
     const { runtime, flushes } = await driveHeldAtFlush('loop_due')
     const deletion = runtime.transact('loop_delete', signal(), (state) => ({
-      result: Object.keys(state.loops),
+      result: activeLoops(state).map((loop) => loop.id),
       change: { version: 1, operation: 'delete', id: 'loop_due' },
     }))
     await vi.advanceTimersByTimeAsync(0)
@@ -673,7 +674,7 @@ describe('the queue, driven directly', () => {
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     await settle()
     const flushes = holdFlushes()
-    const listing = runtime.transact('loop_list', signal(), (state) => ({ result: Object.keys(state.loops).length }))
+    const listing = runtime.transact('loop_list', signal(), (state) => ({ result: activeLoops(state).length }))
     await vi.advanceTimersByTimeAsync(0)
     let disposed = false
     const disposal = runtime.dispose().then(() => {
@@ -971,28 +972,85 @@ describe('reading the log', () => {
     appendCreate(session, 'loop_two', 'two', 1)
     const reads = vi.spyOn(session, 'events', 'get')
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
-    expect(await runtime.transact('loop_list', signal(), (state) => ({ result: Object.keys(state.loops) }))).toEqual([
-      'loop_one',
-      'loop_two',
-    ])
+    expect(
+      await runtime.transact('loop_list', signal(), (state) => ({ result: activeLoops(state).map((loop) => loop.id) })),
+    ).toEqual(['loop_one', 'loop_two'])
     expect(reads).toHaveBeenCalledTimes(1)
     runtime.start()
     // Three occurrences of loop_two: three heartbeats and three dispatches, folded as they are appended.
     await advance(3000)
     expect(agent.send).toHaveBeenCalledTimes(3)
     const deleted = await runtime.transact('loop_delete', signal(), (state) => ({
-      result: Object.values(state.loops).map((loop) => loop.next_at),
+      result: activeLoops(state).map((loop) => loop.next_at),
       change: { version: 1, operation: 'delete', id: 'loop_two' },
     }))
     expect(deleted).toEqual([Date.now() + 60_000 - 3000, Date.now() + 1000])
-    expect(await runtime.transact('loop_list', signal(), (state) => ({ result: Object.keys(state.loops) }))).toEqual([
-      'loop_one',
-    ])
+    expect(
+      await runtime.transact('loop_list', signal(), (state) => ({ result: activeLoops(state).map((loop) => loop.id) })),
+    ).toEqual(['loop_one'])
     await advance(3000)
     expect(agent.send).toHaveBeenCalledTimes(3)
     expect(reads).toHaveBeenCalledTimes(1)
     reads.mockRestore()
     await runtime.dispose()
+  })
+})
+
+describe('reading a resumed log once for both folds', () => {
+  /** Two loops created and one deleted through the tools, then the session reopened by a new agent. */
+  async function reopened(host: Host, id: string): Promise<FakeAgent> {
+    const first = await createFakeAgent(host, id)
+    const kept = await createLoop(host, first.agent, 'kept', 60)
+    const gone = await createLoop(host, first.agent, 'gone', 60)
+    await runTool(host, first.agent, 'loop_delete', { id: gone })
+    await first.handle.dispose()
+    const catchUp = vi.spyOn(SessionView.prototype, 'catchUp')
+    const resumed = await resumeFakeAgent(host, id)
+    const listed = await runTool(host, resumed.agent, 'loop_list', {})
+    expect((listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([kept])
+    expect(catchUp).toHaveBeenCalledTimes(1)
+    return resumed
+  }
+  const catchUpCall = () => vi.mocked(SessionView.prototype.catchUp).mock.calls[0]!
+
+  afterEach(() => {
+    vi.restoreAllMocks()
+  })
+
+  it("takes the projection's fold, built by the host first, and reads none of the log itself", async () => {
+    const snapshot = vi.spyOn(rig.host.ctx.sessionProjections, 'snapshot')
+    const resumed = await reopened(rig.host, 'ses-take')
+    const [events, start] = catchUpCall()
+    expect(events).toBe(resumed.agent.session.events)
+    expect(start?.next).toBe(events.length)
+    expect(activeLoops(start!.fold).map((loop) => loop.prompt)).toEqual(['kept'])
+    expect(start!.fold.usedIds.size).toBe(2)
+    // Nothing had read the reopened session's projection: the runtime had the host build it before its catch-up.
+    const built = snapshot.mock.calls.findIndex(([session]) => session === resumed.agent.session)
+    expect(snapshot.mock.invocationCallOrder[built]).toBeLessThan(
+      vi.mocked(SessionView.prototype.catchUp).mock.invocationCallOrder[0]!,
+    )
+  })
+
+  it('reads the log itself on a host without a projection registry', async () => {
+    const host = await rig.boot({ projections: false })
+    await reopened(host, 'ses-no-registry')
+    expect(catchUpCall()[1]).toBeUndefined()
+  })
+
+  it("still takes the fold when another plugin's projection fails the host's snapshot, and the failure stays the host's", async () => {
+    rig.host.ctx.sessionProjections.register({
+      key: 'broken',
+      schema: loopProjectionSchema,
+      init: () => ({}),
+      apply: (state: object) => state,
+      view: () => {
+        throw new Error('broken view')
+      },
+      stateVersion: 0,
+    } as never)
+    await reopened(rig.host, 'ses-broken-unit')
+    expect(catchUpCall()[1]?.next).toBeGreaterThan(0)
   })
 })
 
@@ -1254,12 +1312,12 @@ describe('the session view over plain events', () => {
     expect(view.caughtUp).toBe(false)
     view.catchUp(events)
     expect(view.caughtUp).toBe(true)
-    expect(view.fold.loops).toEqual({ loop_00000001: { ...LOOP, next_at: 61_000 } })
-    expect(view.fold.usedIds).toEqual(new Set(['loop_00000001']))
+    expect(activeLoops(view.fold)).toEqual([{ ...LOOP, next_at: 61_000 }])
+    expect([view.fold.usedIds.size, view.fold.usedIds.has('loop_00000001')]).toEqual([1, true])
     view.foldAppended(plainLog(['loop/change', dispatchChange('loop_00000001', 121_000)])[0]!)
-    expect(view.fold.loops).toEqual({ loop_00000001: { ...LOOP, next_at: 121_000 } })
+    expect(activeLoops(view.fold)).toEqual([{ ...LOOP, next_at: 121_000 }])
     view.foldAppended(plainLog(['loop/change', deleteChange('loop_00000001')])[0]!)
-    expect(view.fold.loops).toEqual({})
+    expect(activeLoops(view.fold)).toEqual([])
     expect(() => view.foldAppended(plainLog(['loop/change', deleteChange('loop_00000001')])[0]!)).toThrow(
       'delete targets inactive loop loop_00000001',
     )
@@ -1308,7 +1366,7 @@ describe('the session view over plain events', () => {
         ['loop/change', deleteChange('loop_00000002')],
       ),
     )
-    expect(view.fold.loops).toEqual({})
+    expect(activeLoops(view.fold)).toEqual([])
     // Deleting the inherited loop would be corrupt here: it is not this session's.
     const seeded = new SessionView(1)
     expect(() =>
@@ -1323,7 +1381,7 @@ describe('the session view over plain events', () => {
     const corrupt = plainLog(['loop/change', createChange(LOOP)], ['loop/change', { version: 9 }])
     expect(() => view.catchUp(corrupt)).toThrow('corrupt loop/change record: unsupported version 9')
     expect(view.caughtUp).toBe(false)
-    expect(view.fold.loops).toEqual({ [LOOP.id]: LOOP })
+    expect(activeLoops(view.fold)).toEqual([LOOP])
     // Not from the start again: the create before it is not folded twice (that would be a reuse).
     expect(() => view.catchUp(corrupt)).toThrow('corrupt loop/change record: unsupported version 9')
   })
@@ -1366,6 +1424,6 @@ describe('the session view over a real session', () => {
     const caught = new SessionView(0)
     caught.catchUp(session.events)
     expect(caught.fold).toEqual(appended.fold)
-    expect(caught.fold.loops).toEqual({ [LOOP.id]: { ...LOOP, next_at: 61_000 } })
+    expect(activeLoops(caught.fold)).toEqual([{ ...LOOP, next_at: 61_000 }])
   })
 })

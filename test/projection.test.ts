@@ -1,11 +1,12 @@
 import { SessionId, type Session, type SessionEvent } from '@deepseek-ai/dsh-session'
-import { describe, expect, it } from 'vitest'
-import { createChange, deleteChange, dispatchChange } from '../src/domain.ts'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { activeLoops, createChange, deleteChange, dispatchChange } from '../src/domain.ts'
 import {
   LOOP_PROJECTION_KEY,
   applyLoopProjection,
   initLoopProjection,
   loopProjectionSchema,
+  takeProjectedFold,
   viewLoopProjection,
 } from '../src/projection.ts'
 import * as loopPlugin from '../src/index.ts'
@@ -36,9 +37,13 @@ const event = (data: unknown, type = 'loop/change') =>
   ({ type, seq: seq++, time: NOW, data }) as unknown as SessionEvent
 
 describe('reducer', () => {
+  beforeEach(() => {
+    seq = 0
+  })
+
   it('starts empty and returns the same object for events it ignores', () => {
     const state = initLoopProjection()
-    expect(state).toEqual({ loops: {}, corrupt: false })
+    expect(state).toEqual({ loops: [], corrupt: false, seq: -1 })
     expect(applyLoopProjection(state, event({ content: [] }, 'user/message'))).toBe(state)
   })
 
@@ -68,7 +73,7 @@ describe('reducer', () => {
   it('fails closed to no loops on a malformed record and stays there', () => {
     const created = applyLoopProjection(initLoopProjection(), event(createChange(loopA)))
     const corrupt = applyLoopProjection(created, event({ version: 1, operation: 'delete', id: 'loop_zz' }))
-    expect(corrupt).toEqual({ loops: {}, corrupt: true })
+    expect(corrupt).toEqual({ loops: [], corrupt: true, seq: 1 })
     expect(applyLoopProjection(corrupt, event(createChange({ ...loopA, id: 'loop_b' })))).toBe(corrupt)
   })
 
@@ -77,6 +82,106 @@ describe('reducer', () => {
     expect(() => loopProjectionSchema.parse({ loops: [{ ...loopA, title: 'x' }] })).toThrow()
     expect(() => loopProjectionSchema.parse({ loops: [loopA], countdown: '5s' })).toThrow()
     expect(() => loopProjectionSchema.parse({ loops: [{ ...loopA, time_in_seconds: 0 }] })).toThrow()
+  })
+})
+
+describe('reading each event once', () => {
+  beforeEach(() => {
+    seq = 0
+  })
+
+  it('moves seq on for every event and applies nothing twice: a replay over a state that is ahead changes nothing', () => {
+    const created = event(createChange(loopA))
+    const other = event({ content: [] }, 'user/message')
+    const deleted = event(deleteChange('loop_a'))
+    let state = [created, other].reduce(applyLoopProjection, initLoopProjection())
+    expect(state).toEqual({ loops: [loopA], corrupt: false, seq: 1 })
+    // The registry's cold restore can fold from a cache row whose state the last fold moved past its watermark.
+    expect(applyLoopProjection(state, created)).toBe(state)
+    state = applyLoopProjection(state, deleted)
+    expect(state).toEqual({ loops: [], corrupt: false, seq: 2 })
+  })
+
+  it('folds on from a cache row, which holds no used ids, and past a gap', () => {
+    const row = structuredClone([event(createChange(loopA))].reduce(applyLoopProjection, initLoopProjection()))
+    seq = 5
+    const state = applyLoopProjection(row, event(dispatchChange('loop_a', NOW + 9000)))
+    expect(state).toEqual({ loops: [{ ...loopA, next_at: NOW + 9000 }], corrupt: false, seq: 5 })
+  })
+
+  it('fails closed on an id reused after its delete when it has read the log from its first event', () => {
+    const events = [event(createChange(loopA)), event(deleteChange('loop_a')), event(createChange(loopA))]
+    expect(events.reduce(applyLoopProjection, initLoopProjection())).toEqual({ loops: [], corrupt: true, seq: 2 })
+  })
+})
+
+describe('the fold the runtime takes', () => {
+  beforeEach(() => {
+    seq = 0
+  })
+
+  /** A log whose every event is a new object, with seq from 0, folded by the projection as the registry does. */
+  const foldedLog = (...items: SessionEvent[]) => {
+    const state = items.reduce(applyLoopProjection, initLoopProjection())
+    return { events: items, state }
+  }
+  const loopB: LoopRecord = { ...loopA, id: 'loop_b', prompt: 'B' }
+
+  it('is a copy of the projection fold of the whole log, and says where to go on', () => {
+    const { events, state } = foldedLog(
+      event({ content: [] }, 'user/message'),
+      event(createChange(loopA)),
+      event(createChange(loopB)),
+      event(deleteChange('loop_a')),
+      event({ turn: 1 }, 'turn/start'),
+    )
+    const taken = takeProjectedFold(events, 0)!
+    expect(taken.next).toBe(5)
+    expect(activeLoops(taken.fold)).toEqual([loopB])
+    expect([taken.fold.usedIds.size, taken.fold.usedIds.has('loop_a'), taken.fold.usedIds.has('loop_b')]).toEqual([
+      2,
+      true,
+      true,
+    ])
+    taken.fold.active.remove('loop_b')
+    taken.fold.usedIds.add('loop_c')
+    expect(viewLoopProjection(state)).toEqual({ loops: [loopB] })
+    expect(takeProjectedFold(events, 0)!.fold.usedIds.has('loop_c')).toBe(false)
+  })
+
+  it('says where to go on when the log grew past what the projection read', () => {
+    const { events } = foldedLog(event(createChange(loopA)))
+    const grown = [...events, event(deleteChange('loop_a'))]
+    expect(takeProjectedFold(grown, 0)!.next).toBe(1)
+  })
+
+  it.each([
+    ['no fold began at the first event of this log', () => [event(createChange(loopA))]],
+    [
+      'the fold missed an event',
+      () => {
+        const first = event(createChange(loopA))
+        seq += 1
+        return foldedLog(first, event(createChange(loopB))).events
+      },
+    ],
+    [
+      'the fold met a corrupt record',
+      () => foldedLog(event(createChange(loopA)), event(deleteChange('loop_zz')), event(createChange(loopB))).events,
+    ],
+    [
+      'the fold read further than the log it is asked for',
+      () => foldedLog(event(createChange(loopA)), event(createChange(loopB))).events.slice(0, 1),
+    ],
+  ])('is not there when %s: the runtime reads the log itself', (_name, log) => {
+    expect(takeProjectedFold(log(), 0)).toBeUndefined()
+  })
+
+  it('is not there for a fork whose fold holds a change from before the seed boundary', () => {
+    const { events } = foldedLog(event(createChange(loopA)), event({}, 'session/end-seed'), event(createChange(loopB)))
+    expect(takeProjectedFold(events, 2)).toBeUndefined()
+    expect(takeProjectedFold(events, 1)).toBeUndefined()
+    expect(takeProjectedFold(events, 0)?.next).toBe(3)
   })
 })
 

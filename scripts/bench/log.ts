@@ -40,7 +40,7 @@ export function loopId(index: number): string {
 export function foldFromScratch(events: readonly SessionEvent[]): number {
   const view = new SessionView(0)
   view.catchUp(events)
-  return Object.keys(view.fold.loops).length
+  return view.fold.active.size
 }
 
 /** Appends synthetic cycles to one live session. */
