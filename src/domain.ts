@@ -127,7 +127,8 @@ export class LoopTable {
   /** Build the id index. */
   private index(): void {
     const positions = new Map<string, number>()
-    for (let position = 0; position < this.records.length; position += 1) positions.set(this.records[position]!.id, position)
+    for (let position = 0; position < this.records.length; position += 1)
+      positions.set(this.records[position]!.id, position)
     this.positions = positions
   }
 }
