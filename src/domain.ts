@@ -20,20 +20,29 @@ const LOOP_CHANGE_VERSION = 1
 /** Prefix of every loop id. */
 const LOOP_ID_PREFIX = 'loop_'
 
-/**
- * The one loop-id rule, shared by decoding, `loop_delete`, `/loop delete` and the dock:
- * the prefix and 1–64 ASCII letters, digits, `_` or `-` (generated ids add 8 hex digits).
- * No whitespace, so the command's one-token id is always the whole id.
- */
-const LOOP_ID_PATTERN = /^loop_[A-Za-z0-9_-]{1,64}$/
+/** Longest part of an id after its prefix. */
+const LONGEST_ID_SUFFIX = 64
 
 /**
- * Whether a value is a loop id under the one rule.
+ * Whether a value is a loop id under the one rule, shared by decoding,
+ * `loop_delete`, `/loop delete` and the dock: the prefix and 1–64 ASCII
+ * letters, digits, `_` or `-` (generated ids add 8 hex digits). No whitespace,
+ * so the command's one-token id is always the whole id. Checked by hand, not by
+ * a regular expression: a cold open checks every id of a long log.
  * @param value - candidate.
  * @returns true for `loop_` plus 1–64 of `[A-Za-z0-9_-]`.
  */
 export function isLoopId(value: unknown): value is string {
-  return typeof value === 'string' && LOOP_ID_PATTERN.test(value)
+  if (typeof value !== 'string' || !value.startsWith(LOOP_ID_PREFIX)) return false
+  const length = value.length - LOOP_ID_PREFIX.length
+  if (length < 1 || length > LONGEST_ID_SUFFIX) return false
+  for (let index = LOOP_ID_PREFIX.length; index < value.length; index += 1) {
+    const code = value.charCodeAt(index)
+    const letter = (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a)
+    const digit = code >= 0x30 && code <= 0x39
+    if (!letter && !digit && code !== 0x5f && code !== 0x2d) return false
+  }
+  return true
 }
 
 /** Up to this many active loops a table finds an id by scanning; beyond it, by an index it builds then. */

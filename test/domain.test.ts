@@ -186,21 +186,21 @@ describe('delete and list validation', () => {
 
 describe('ids', () => {
   it('follow one rule: loop_ and 1-64 letters, digits, _ or -', () => {
-    expect(['loop_1a2b3c4d', 'loop_a', 'loop_A-b_9', `loop_${'x'.repeat(64)}`].map(isLoopId)).toEqual([
+    expect(['loop_1a2b3c4d', 'loop_a', 'loop_A-b_9', 'loop_AZaz09_-', `loop_${'x'.repeat(64)}`].map(isLoopId)).toEqual([
+      true,
       true,
       true,
       true,
       true,
     ])
-    expect(['loop_', 'loop_a b', 'loop_a\n', `loop_${'x'.repeat(65)}`, 'loop_<x>', 'Loop_a', 7].map(isLoopId)).toEqual([
-      false,
-      false,
-      false,
-      false,
-      false,
-      false,
-      false,
-    ])
+    const refused = ['loop_', 'loop_a b', 'loop_a\n', `loop_${'x'.repeat(65)}`, 'loop_<x>', 'Loop_a', 'loopa', 'loo']
+    // Each neighbour of an accepted range: '/' ':' '@' '[' '^' '`' '{' ',' '.' and DEL, a CR, an accented letter.
+    const neighbours = ['/', ':', '@', '[', '^', '`', '{', ',', '.', '\u007f', '\r', 'é'].map(
+      (character) => `loop_a${character}`,
+    )
+    expect([...refused, ...neighbours, 7, undefined].map(isLoopId)).toEqual(
+      [...refused, ...neighbours, 7, undefined].map(() => false),
+    )
   })
 
   it('are prefixed and skip every id the session used, deleted ones included', () => {
