@@ -7,6 +7,7 @@
  */
 import { rmSync } from 'node:fs'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
+import { LOOP_CHANGE_EVENT } from '../../src/domain.ts'
 import { applyLoopProjection, initLoopProjection } from '../../src/projection.ts'
 import type { Snapshot } from './growth.ts'
 import { FLOOR_TOOL, bootHost, copyRoot, registerFloorTool, resumeAgent, runTool } from './host.ts'
@@ -19,10 +20,19 @@ export interface ColdOpen {
   readonly wall: number
   /** Process CPU ms of the open. */
   readonly cpu: number
-  /** With the plugin, timed again after the open: the runtime's catch-up fold of the whole log, ms. */
+  /** With the plugin, timed again after the open: the runtime's own fold of the whole log (its fallback), ms. */
   readonly runtimeFold: number
-  /** ... and the projection's first build (`init` + `apply` per event, what the registry does on the first read), ms. */
+  /** ... the projection's first build (`init` + `apply` per event, what the registry does on the first read), ms. */
   readonly projectionBuild: number
+  /** ... and one pass reading each event's type: what the registry's build costs any projection, ms. */
+  readonly bareFold: number
+}
+
+/** One pass over the log reading each event's type, nothing else. */
+function countLoopChanges(events: readonly SessionEvent[]): number {
+  let count = 0
+  for (const event of events) if (event.type === LOOP_CHANGE_EVENT) count += 1
+  return count
 }
 
 export async function runColdOpen(
@@ -48,8 +58,9 @@ export async function runColdOpen(
   const cpu = cpuSince(cpuStart)
   const runtimeFold = loop ? timeSync(() => foldFromScratch(events)) : 0
   const projectionBuild = loop ? timeSync(() => events.reduce(applyLoopProjection, initLoopProjection())) : 0
+  const bareFold = loop ? timeSync(() => countLoopChanges(events)) : 0
   log(`  ${loop ? 'with the plugin' : 'host alone'}: cold open ${wall.toFixed(0)} ms (CPU ${cpu.toFixed(0)} ms)`)
   await host.dispose()
   rmSync(root, { recursive: true, force: true })
-  return { at: snapshot.at, wall, cpu, runtimeFold, projectionBuild }
+  return { at: snapshot.at, wall, cpu, runtimeFold, projectionBuild, bareFold }
 }

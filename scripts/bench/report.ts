@@ -248,23 +248,30 @@ function coldOpenRows(pairs: NonNullable<BenchResults['coldOpen']>): Row[] {
   return [
     judge({
       row: 6,
-      target: `cold open of the ${size(FULL.largest)}-event log: the plugin adds < 10% CPU time (fresh process per open, concurrent pairs)`,
+      target: `cold open of the ${size(FULL.largest)}-event log: the plugin adds at most 5% CPU time (fresh process per open, concurrent pairs)`,
       samples: pairs.map((pair) => pair.with.cpu / pair.without.cpu - 1),
       format: signedPercent,
       noun: 'pair',
-      holds: (value) => value < 0.1,
+      holds: (value) => value <= 0.05,
       note: ` (${signedMs(added, 0)} CPU; wall ${signedPercent(wall)}${judged ? '' : `; at ${size(at)}`})`,
       judged,
     }),
     judge({
       ...folds,
-      target: 'cold open, timed again after it: the runtime’s catch-up fold of the whole log',
-      samples: pairs.map((pair) => pair.with.runtimeFold),
+      target:
+        'cold open, timed again after it: the projection’s first build (the one fold of the log, which the runtime takes)',
+      samples: pairs.map((pair) => pair.with.projectionBuild),
     }),
     judge({
       ...folds,
-      target: 'cold open, timed again after it: the projection’s first build',
-      samples: pairs.map((pair) => pair.with.projectionBuild),
+      target: 'cold open, timed again after it: the floor of any projection, one pass reading each event’s type',
+      samples: pairs.map((pair) => pair.with.bareFold),
+    }),
+    judge({
+      ...folds,
+      target:
+        'cold open, timed again after it: the runtime’s own fold of the whole log, made only when it cannot take the projection’s',
+      samples: pairs.map((pair) => pair.with.runtimeFold),
     }),
   ]
 }
@@ -306,8 +313,9 @@ Verdicts hold only on an otherwise idle machine (compare the load averages above
 - **Cold open (6)**: pairs of processes, one with the plugin and one host alone, each preparing its copy of the log and its
   host and then released together, since one process after another meets a different machine. Each process's first work is
   \`ctx.agents.resume\`, the projection snapshot DSH web reads, and a tool call that waits for the runtime's first fold (the
-  host alone makes the same call to the floor tool). The ratio is taken within a pair; the two folds are timed again after
-  the open in the plugin's process.
+  host alone makes the same call to the floor tool); the runtime takes the projection's fold instead of reading the log
+  again. The ratio is taken within a pair. After the open, in the plugin's process, the projection's build, a bare pass
+  over the log (what the host's registry costs any projection) and the runtime's own fold are timed again.
 
 A quick run (\`--quick\`) has smaller sizes, shorter windows and fewer repeats; a target defined at a size it does not
 reach is not judged.
