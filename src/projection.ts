@@ -41,7 +41,7 @@ export const loopProjectionSchema = z
 
 /**
  * Internal projection state: plain JSON, as projection caches require. The
- * fold's id index and used ids live beside it ({@link ProjectedFold}), never in it.
+ * fold's table and used ids live beside it ({@link ProjectedFold}), never in it.
  */
 export interface LoopProjectionState {
   /** Active loops in creation order; the fold updates this array in place. */
@@ -53,45 +53,59 @@ export interface LoopProjectionState {
 }
 
 /**
- * What the projection knows about one state's fold beyond its JSON: the table
- * over `state.loops`, and, for a fold that has applied every event of its log
- * from the first (a registry cell built over the live log, not a cache row), the
- * ids the session used, so the runtime can take the fold instead of reading the
- * log a second time ({@link takeProjectedFold}).
+ * What the projection knows about one fold beyond its JSON state: the table over
+ * `state.loops`, and, for a fold that has applied every event of its log from the
+ * first (a registry cell built over the live log, not a cache row), the ids the
+ * session used, so the runtime can take the fold instead of reading the log a
+ * second time ({@link takeProjectedFold}).
  */
 interface ProjectedFold extends LoopFoldState {
-  /** Kept until the fold misses an event or starts from a cache row: then only the projection can use it. */
+  /** Kept until the fold misses an event, meets a corrupt record or starts from a cache row. */
   usedIds: LoopIdSet | undefined
-  /** The state the fold last produced, whose `seq` says how far it has read. */
+  /** The state the fold produced last, whose `seq` says how far it has read. */
   state: LoopProjectionState
   /** The lowest seq of a change applied, so a fold that took a fork's inherited change is never handed on. */
   firstChangeSeq: number
 }
 
-/** Each state's fold, by its `loops` array (which every state of one fold shares). */
-const foldsByLoops = new WeakMap<LoopRecord[], ProjectedFold>()
-
 /** Folds that began at a log's first event, by that event: a session's events are its own objects. */
 const foldsByFirstEvent = new WeakMap<SessionEvent, ProjectedFold>()
 
-/** The fold {@link foldOf} returned last: a cold build meets one fold's changes one after another. */
-let lastFold: ProjectedFold | undefined
+/** Each fold, by the `loops` array that all its states share: what {@link adopt} looks up. */
+const foldsByLoops = new WeakMap<LoopRecord[], ProjectedFold>()
 
-/** The fold of a state, made on first use from its JSON (a state that has read nothing has used no ids). */
-function foldOf(state: LoopProjectionState): ProjectedFold {
-  if (lastFold?.active.records === state.loops) return lastFold
-  let fold = foldsByLoops.get(state.loops)
-  if (fold === undefined) {
-    fold = {
-      active: new LoopTable(state.loops),
-      usedIds: state.seq === -1 ? new LoopIdSet() : undefined,
-      state,
-      firstChangeSeq: Number.POSITIVE_INFINITY,
-    }
-    foldsByLoops.set(state.loops, fold)
+/**
+ * The state this module made or returned last, and its fold: the registry hands
+ * it straight back for the next event, so the fold is found without a lookup.
+ * Holds one fold alive after its session is gone, until the next fold is used.
+ */
+let currentState: LoopProjectionState | undefined
+let currentFold: ProjectedFold | undefined
+
+/** A fold of its own for a state, which becomes {@link currentState}. */
+function startFold(state: LoopProjectionState, usedIds: LoopIdSet | undefined): LoopProjectionState {
+  const fold = { active: new LoopTable(state.loops), usedIds, state, firstChangeSeq: Number.POSITIVE_INFINITY }
+  foldsByLoops.set(state.loops, fold)
+  currentState = state
+  currentFold = fold
+  return state
+}
+
+/**
+ * Make a state handed back that is not {@link currentState} the current one:
+ * another cell's latest state, or a cache row the host restores from, which is
+ * copied so that nothing the projection cache holds is ever changed in place.
+ */
+function adopt(state: LoopProjectionState): LoopProjectionState {
+  const fold = foldsByLoops.get(state.loops)
+  if (fold?.state === state) {
+    currentState = state
+    currentFold = fold
+    return state
   }
-  lastFold = fold
-  return fold
+  // A row of a fold that had read nothing has used no ids; any other row cannot know them.
+  const used = state.seq === -1 && state.loops.length === 0 ? new LoopIdSet() : undefined
+  return startFold({ loops: state.loops.slice(), corrupt: false, seq: state.seq }, used)
 }
 
 /**
@@ -116,34 +130,35 @@ function markInheritedLoopEvents(session: Session): void {
 
 /** The state of a session with no loops. */
 export function initLoopProjection(): LoopProjectionState {
-  return { loops: [], corrupt: false, seq: -1 }
+  return startFold({ loops: [], corrupt: false, seq: -1 }, new LoopIdSet())
 }
 
 /**
- * Reducer. Every event moves `seq` on in place; an event at or below it was
- * applied already (a replay over a state that is ahead, as the registry's cold
- * restore can make from a cache row) and changes nothing. For an ignored event
- * the same object comes back (O(1)); for a loop change, a new wrapper around the
- * active loops, which {@link applyLoopChange} updates in place. In-place updates
- * are safe because the registry keeps only the latest state of a cell
- * (`cell.state = next`) and checkpoints a structured clone; copying on every
- * change is what made a long session's projection quadratic.
+ * Reducer. Every event moves `seq` on in place; an event at or below it was read
+ * already and changes nothing. For an ignored event the same object comes back
+ * (O(1)); for a loop change, a new wrapper around the active loops, which
+ * {@link applyLoopChange} updates in place. In-place updates are safe because the
+ * registry keeps only the latest state of a cell (`cell.state = next`) and
+ * checkpoints a structured clone, and a cache row is copied before its first
+ * change ({@link adopt}); copying on every change is what made a long session's
+ * projection quadratic. A corrupt state is final.
  * @param state - current state.
  * @param event - committed session event.
  * @returns the next state.
  */
 export function applyLoopProjection(state: LoopProjectionState, event: SessionEvent): LoopProjectionState {
+  if (state.corrupt) return state
+  if (state !== currentState) state = adopt(state)
+  const fold = currentFold!
   const seq = event.seq
   if (seq !== state.seq + 1) {
     if (seq <= state.seq) return state
     // A gap: the fold missed events, so it no longer stands for the whole log.
-    foldOf(state).usedIds = undefined
+    fold.usedIds = undefined
   }
-  // Before `seq` moves: a state that has read nothing has used no ids.
-  if (seq === 0 && !state.corrupt) foldsByFirstEvent.set(event, foldOf(state))
+  if (seq === 0) foldsByFirstEvent.set(event, fold)
   state.seq = seq
-  if (event.type !== LOOP_CHANGE_EVENT || state.corrupt || inheritedLoopEvents.has(event)) return state
-  const fold = foldOf(state)
+  if (event.type !== LOOP_CHANGE_EVENT || inheritedLoopEvents.has(event)) return state
   try {
     applyLoopChange(fold, decodeLoopChange(event.data))
   } catch {
@@ -152,8 +167,10 @@ export function applyLoopProjection(state: LoopProjectionState, event: SessionEv
     return { loops: [], corrupt: true, seq }
   }
   if (fold.firstChangeSeq > seq) fold.firstChangeSeq = seq
-  fold.state = { loops: state.loops, corrupt: false, seq }
-  return fold.state
+  const next = { loops: state.loops, corrupt: false, seq }
+  fold.state = next
+  currentState = next
+  return next
 }
 
 /**

@@ -102,11 +102,12 @@ describe('reading each event once', () => {
     expect(state).toEqual({ loops: [], corrupt: false, seq: 2 })
   })
 
-  it('folds on from a cache row, which holds no used ids, and past a gap', () => {
+  it('folds on from a copy of a cache row, never the row itself, and past a gap', () => {
     const row = structuredClone([event(createChange(loopA))].reduce(applyLoopProjection, initLoopProjection()))
     seq = 5
     const state = applyLoopProjection(row, event(dispatchChange('loop_a', NOW + 9000)))
     expect(state).toEqual({ loops: [{ ...loopA, next_at: NOW + 9000 }], corrupt: false, seq: 5 })
+    expect(row).toEqual({ loops: [loopA], corrupt: false, seq: 0 })
   })
 
   it('fails closed on an id reused after its delete when it has read the log from its first event', () => {
@@ -147,6 +148,12 @@ describe('the fold the runtime takes', () => {
     taken.fold.usedIds.add('loop_c')
     expect(viewLoopProjection(state)).toEqual({ loops: [loopB] })
     expect(takeProjectedFold(events, 0)!.fold.usedIds.has('loop_c')).toBe(false)
+  })
+
+  it('is there for a log folded from a cache row of a fold that had read nothing', () => {
+    const events = [event(createChange(loopA)), event(createChange(loopB))]
+    events.reduce(applyLoopProjection, structuredClone(initLoopProjection()))
+    expect(activeLoops(takeProjectedFold(events, 0)!.fold)).toEqual([loopA, loopB])
   })
 
   it('says where to go on when the log grew past what the projection read', () => {
@@ -197,6 +204,23 @@ describe('in the real projection registry', () => {
     expect(projected()).toEqual({ loops: [{ id, prompt: 'watch', time_in_seconds: 1, next_at: NOW + 2000 }] })
     await rig.tool('loop_delete', { id })
     expect(projected()).toEqual({ loops: [] })
+  })
+
+  it('restores from a cache row as often as the host asks, never changing the row (a failed cache write keeps it)', async () => {
+    const registry = rig.host.ctx.sessionProjections
+    const session = rig.fake.agent.session
+    const gone = await rig.create('gone', 60)
+    const rows = registry.checkpoint(session)
+    const stored = structuredClone(rows)
+    const kept = await rig.create('kept', 60)
+    await rig.tool('loop_delete', { id: gone })
+    const floor = registry.restoreFloor(rows)!
+    const restore = () =>
+      registry.restore(rows, session.events.slice(floor), floor).snapshot.values[LOOP_PROJECTION_KEY]
+    const first = restore()
+    expect(first).toMatchObject({ loops: [{ id: kept, prompt: 'kept' }] })
+    expect(restore()).toEqual(first)
+    expect(rows).toEqual(stored)
   })
 
   it('keeps sessions apart', async () => {
