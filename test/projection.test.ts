@@ -235,6 +235,9 @@ describe('in the real projection registry', () => {
     await settle()
     const child = rig.host.ctx.sessions.fork(rig.fake.agent.session, undefined, SessionId('ses-proj-fork'))
     expect(child.header.seedLength).toBeGreaterThan(0)
+    // The fold the runtime takes is found by the log's first event: a fork's seed is a copy, not the parent's events.
+    expect(child.events[0]).not.toBe(rig.fake.agent.session.events[0])
+    expect(child.events[0]).toEqual(rig.fake.agent.session.events[0])
     expect(projected(child)).toEqual({ loops: [] })
     expect(projected()).toMatchObject({ loops: [{ prompt: 'parent only' }] })
   })
