@@ -550,6 +550,11 @@ function decodeRecord(value: unknown): LoopRecord {
   return { id, prompt, time_in_seconds: seconds, next_at: nextAt }
 }
 
+/** The keys of each change envelope, made once (a decode runs once per logged change). */
+const RECORD_CHANGE_KEYS: readonly string[] = ['version', 'operation', 'loop']
+const DELETE_CHANGE_KEYS: readonly string[] = ['version', 'operation', 'id']
+const DISPATCH_CHANGE_KEYS: readonly string[] = ['version', 'operation', 'id', 'next_at']
+
 /** Require exactly these keys on a change envelope, without allocating (this runs once per logged change). */
 function assertChangeKeys(value: Record<string, unknown>, keys: readonly string[]): void {
   let count = 0
@@ -580,7 +585,7 @@ export function decodeLoopChange(data: unknown): StoredLoopChange {
   switch (data.operation) {
     case 'create':
     case 'update': {
-      assertChangeKeys(data, ['version', 'operation', 'loop'])
+      assertChangeKeys(data, RECORD_CHANGE_KEYS)
       const loop = decodeRecord(data.loop)
       // A valid change is its own decoding (see decodeRecord); only a stripped legacy record needs a new envelope.
       return loop === data.loop
@@ -588,11 +593,11 @@ export function decodeLoopChange(data: unknown): StoredLoopChange {
         : { version: 1, operation: data.operation, loop }
     }
     case 'delete':
-      assertChangeKeys(data, ['version', 'operation', 'id'])
+      assertChangeKeys(data, DELETE_CHANGE_KEYS)
       assertStoredId(data.id)
       return data as unknown as StoredLoopChange
     case 'dispatch':
-      assertChangeKeys(data, ['version', 'operation', 'id', 'next_at'])
+      assertChangeKeys(data, DISPATCH_CHANGE_KEYS)
       if (!isStoredInstant(data.next_at)) corrupt('invalid dispatch next_at')
       assertStoredId(data.id)
       return data as unknown as StoredLoopChange

@@ -115,6 +115,9 @@ function adopt(state: LoopProjectionState): LoopProjectionState {
  */
 const inheritedLoopEvents = new WeakSet<SessionEvent>()
 
+/** Whether any event was ever marked inherited: until then `apply` skips the lookup. */
+let anyInherited = false
+
 /**
  * Remember the loop events before a session's seed boundary so its projection skips them.
  * @param session - a session being published (fresh fork, resumed fork, or plain).
@@ -124,7 +127,9 @@ function markInheritedLoopEvents(session: Session): void {
   // Only forks inherit; reading `events` would copy a long resumed log for nothing.
   if (seedLength === 0) return
   for (const event of session.events.slice(0, seedLength)) {
-    if (event.type === LOOP_CHANGE_EVENT) inheritedLoopEvents.add(event)
+    if (event.type !== LOOP_CHANGE_EVENT) continue
+    inheritedLoopEvents.add(event)
+    anyInherited = true
   }
 }
 
@@ -158,7 +163,7 @@ export function applyLoopProjection(state: LoopProjectionState, event: SessionEv
   }
   if (seq === 0) foldsByFirstEvent.set(event, fold)
   state.seq = seq
-  if (event.type !== LOOP_CHANGE_EVENT || inheritedLoopEvents.has(event)) return state
+  if (event.type !== LOOP_CHANGE_EVENT || (anyInherited && inheritedLoopEvents.has(event))) return state
   try {
     applyLoopChange(fold, decodeLoopChange(event.data))
   } catch {
