@@ -522,9 +522,6 @@ const RECORD_FIELDS: ReadonlySet<string> = new Set([
   'allow_steer',
 ])
 
-/** Leading or trailing whitespace, by the same definition as `String.prototype.trim`. */
-const PADDED = /^\s|\s$/
-
 /**
  * Decode one stored record, also stripping the previous build's `title` and `allow_steer`.
  * A record without them is returned as it is, not copied: the host deep-freezes every
@@ -539,7 +536,9 @@ function decodeRecord(value: unknown): LoopRecord {
   }
   const { id, prompt, time_in_seconds: seconds, next_at: nextAt, title, allow_steer: allowSteer } = value
   if (!isLoopId(id)) corrupt('invalid id')
-  if (typeof prompt !== 'string' || prompt === '' || PADDED.test(prompt)) corrupt(`invalid prompt for ${id}`)
+  // Stored trimmed: `trim` looks only at the ends, where a regular expression for a trailing space scans the whole prompt.
+  if (typeof prompt !== 'string' || prompt === '' || prompt.trim().length !== prompt.length)
+    corrupt(`invalid prompt for ${id}`)
   // Any positive safe integer (§3.1), also one whose next occurrence no longer fits a date: it stays deletable.
   if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds <= 0)
     corrupt(`invalid time_in_seconds for ${id}`)

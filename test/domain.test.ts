@@ -265,6 +265,8 @@ describe('decoding', () => {
     [{ version: 1, operation: 'create', loop: { ...loopA, id: 'loop_' } }, 'invalid id'],
     [{ version: 1, operation: 'create', loop: { ...loopA, id: 9 } }, 'invalid id'],
     [{ version: 1, operation: 'create', loop: { ...loopA, prompt: ' padded' } }, 'invalid prompt for loop_a'],
+    [{ version: 1, operation: 'create', loop: { ...loopA, prompt: 'padded\n' } }, 'invalid prompt for loop_a'],
+    [{ version: 1, operation: 'create', loop: { ...loopA, prompt: '\u3000wide \u00a0' } }, 'invalid prompt for loop_a'],
     [{ version: 1, operation: 'create', loop: { ...loopA, prompt: '' } }, 'invalid prompt for loop_a'],
     [{ version: 1, operation: 'create', loop: { ...loopA, time_in_seconds: 0 } }, 'invalid time_in_seconds for loop_a'],
     [{ version: 1, operation: 'create', loop: { ...loopA, next_at: '1' } }, 'invalid next_at for loop_a'],
