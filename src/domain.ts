@@ -187,7 +187,7 @@ export class LoopIdSet {
     if (value === 0) return this.hasZero
     const slots = this.slots
     const mask = slots.length - 1
-    for (let slot = slotOf(value, mask); ; slot = (slot + 1) & mask) {
+    for (let slot = slotOf(value, slots.length); ; slot = (slot + 1) & mask) {
       if (slots[slot] === value) return true
       if (slots[slot] === 0) return false
     }
@@ -234,7 +234,7 @@ export class LoopIdSet {
   private insert(value: number): boolean {
     const slots = this.slots
     const mask = slots.length - 1
-    let slot = slotOf(value, mask)
+    let slot = slotOf(value, slots.length)
     while (slots[slot] !== 0) {
       if (slots[slot] === value) return false
       slot = (slot + 1) & mask
@@ -251,9 +251,15 @@ export class LoopIdSet {
   }
 }
 
-/** The first slot to probe for a number: Fibonacci hashing, so sequential numbers spread out. */
-function slotOf(value: number, mask: number): number {
-  return (Math.imul(value, 0x9e3779b1) >>> 0) & mask
+/**
+ * The first slot to probe for a number: Fibonacci hashing, the top bits of the
+ * product, which every bit of the number moves (the low bits depend only on the
+ * number's low bits, so ids alike there would share one probe run).
+ * @param value - a generated id's number, not 0.
+ * @param slots - the table's length, a power of two.
+ */
+function slotOf(value: number, slots: number): number {
+  return Math.imul(value, 0x9e3779b1) >>> (Math.clz32(slots) + 1)
 }
 
 /**

@@ -15,7 +15,7 @@ import {
   type LoopFoldState,
   type TrackedLoopFold,
 } from './domain.ts'
-import type { LoopProjection, LoopRecord } from './types.ts'
+import type { LoopCreateChange, LoopProjection, LoopRecord, StoredLoopChange } from './types.ts'
 
 /** Projection key, also the dock's `useProjection` key. */
 export const LOOP_PROJECTION_KEY = 'loop'
@@ -93,8 +93,11 @@ function startFold(state: LoopProjectionState, usedIds: LoopIdSet | undefined): 
 
 /**
  * Make a state handed back that is not {@link currentState} the current one:
- * another cell's latest state, or a cache row the host restores from, which is
- * copied so that nothing the projection cache holds is ever changed in place.
+ * another cell's latest state; an earlier state of one of this module's folds
+ * (the registry's `restore` returns its result as a checkpoint row, which a
+ * caller may restore from again), whose `loops` the fold has moved on since, so
+ * the fold's latest state is copied instead; or a cache row, which is copied so
+ * that nothing the projection cache holds is ever changed in place.
  */
 function adopt(state: LoopProjectionState): LoopProjectionState {
   const fold = foldsByLoops.get(state.loops)
@@ -103,9 +106,10 @@ function adopt(state: LoopProjectionState): LoopProjectionState {
     currentFold = fold
     return state
   }
+  const from = fold?.state ?? state
   // A row of a fold that had read nothing has used no ids; any other row cannot know them.
-  const used = state.seq === -1 && state.loops.length === 0 ? new LoopIdSet() : undefined
-  return startFold({ loops: state.loops.slice(), corrupt: false, seq: state.seq }, used)
+  const used = from.seq === -1 && from.loops.length === 0 ? new LoopIdSet() : undefined
+  return startFold({ loops: from.loops.slice(), corrupt: false, seq: from.seq }, used)
 }
 
 /**
@@ -164,18 +168,31 @@ export function applyLoopProjection(state: LoopProjectionState, event: SessionEv
   if (seq === 0) foldsByFirstEvent.set(event, fold)
   state.seq = seq
   if (event.type !== LOOP_CHANGE_EVENT || (anyInherited && inheritedLoopEvents.has(event))) return state
+  // The runtime reads the log itself for any record this fold refuses or cannot judge, and meets it with its own diagnostic.
+  let change: StoredLoopChange | undefined
   try {
-    applyLoopChange(fold, decodeLoopChange(event.data))
+    change = decodeLoopChange(event.data)
+    applyLoopChange(fold, change)
   } catch {
-    // The runtime then reads the log itself, and meets the record with its own diagnostic.
+    if (!createsDeletedId(fold, change)) {
+      fold.usedIds = undefined
+      return { loops: [], corrupt: true, seq }
+    }
+    // A deleted id created again: the runtime stops there, while the projection, which knows the used ids only
+    // when it read the log from the start, shows the log as it is, whatever its cell was built from.
     fold.usedIds = undefined
-    return { loops: [], corrupt: true, seq }
+    applyLoopChange(fold, change)
   }
   if (fold.firstChangeSeq > seq) fold.firstChangeSeq = seq
   const next = { loops: state.loops, corrupt: false, seq }
   fold.state = next
   currentState = next
   return next
+}
+
+/** Whether a change the fold refused is a create of an id that is not active but was used before. */
+function createsDeletedId(fold: ProjectedFold, change: StoredLoopChange | undefined): change is LoopCreateChange {
+  return change?.operation === 'create' && fold.active.get(change.loop.id) === undefined
 }
 
 /**
@@ -193,7 +210,9 @@ export function takeProjectedFold(
 ): { readonly fold: TrackedLoopFold; readonly next: number } | undefined {
   const first = events[0]
   const fold = first === undefined ? undefined : foldsByFirstEvent.get(first)
-  if (fold?.usedIds === undefined || fold.firstChangeSeq < from || fold.state.seq >= events.length) return undefined
+  // A fold that has not read up to the seed boundary would leave the runtime folding inherited changes.
+  if (fold?.usedIds === undefined || fold.firstChangeSeq < from || fold.state.seq + 1 < from) return undefined
+  if (fold.state.seq >= events.length) return undefined
   return { fold: { active: fold.active.copy(), usedIds: fold.usedIds.copy() }, next: fold.state.seq + 1 }
 }
 

@@ -392,6 +392,10 @@ describe('the used ids', () => {
     ['generated ids (loop_ and 8 lowercase hex digits)', generated],
     ['the number 0 among them', ['loop_00000000', 'loop_ffffffff', 'loop_00000001']],
     [
+      'generated ids alike in their low bits',
+      Array.from({ length: 2000 }, (_, index) => `loop_${((index << 16) >>> 0).toString(16).padStart(8, '0')}`),
+    ],
+    [
       'every other id, kept as strings',
       ['loop_a', 'loop_0000000A', 'loop_0000000g', 'loop_000000001', 'loop_0000001', 'loop-00000001', 'LOOP_00000001'],
     ],

@@ -1038,8 +1038,9 @@ describe('reading a resumed log once for both folds', () => {
     expect(catchUpCall()[1]).toBeUndefined()
   })
 
-  it("still takes the fold when another plugin's projection fails the host's snapshot, and the failure stays the host's", async () => {
-    rig.host.ctx.sessionProjections.register({
+  /** A projection unit of another plugin whose view always throws, so the host's snapshot fails when it reaches it. */
+  const registerBrokenUnit = (host: Host) =>
+    host.ctx.sessionProjections.register({
       key: 'broken',
       schema: loopProjectionSchema,
       init: () => ({}),
@@ -1049,8 +1050,36 @@ describe('reading a resumed log once for both folds', () => {
       },
       stateVersion: 0,
     } as never)
-    await reopened(rig.host, 'ses-broken-unit')
+
+  it("keeps the host's snapshot failing on another plugin's unit to itself: after `loop`'s cell the fold is taken", async () => {
+    registerBrokenUnit(rig.host)
+    await reopened(rig.host, 'ses-broken-after')
     expect(catchUpCall()[1]?.next).toBeGreaterThan(0)
+  })
+
+  it("keeps the host's snapshot failing on another plugin's unit to itself: before `loop`'s cell it reads the log", async () => {
+    const host = await rig.boot({ loop: false })
+    registerBrokenUnit(host)
+    await host.ctx.plugin(loopPlugin)
+    await reopened(host, 'ses-broken-before')
+    expect(catchUpCall()[1]).toBeUndefined()
+  })
+
+  it('stops at a deleted id created again, with its diagnostic, while the dock shows the log as it is', async () => {
+    const first = await createFakeAgent(rig.host, 'ses-reused')
+    const session = first.agent.session
+    appendCreate(session, 'loop_again', 'first life', 60)
+    session.append('loop/change', deleteChange('loop_again'))
+    appendCreate(session, 'loop_again', 'second life', 60)
+    await first.handle.dispose()
+    const resumed = await resumeFakeAgent(rig.host, 'ses-reused')
+    const listed = await runTool(rig.host, resumed.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error.message : listed.value).toBe(
+      'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: loop id loop_again was reused).',
+    )
+    expect(rig.host.ctx.sessionProjections.snapshot(resumed.agent.session).values['loop']).toMatchObject({
+      loops: [{ id: 'loop_again', prompt: 'second life' }],
+    })
   })
 })
 

@@ -110,9 +110,14 @@ describe('reading each event once', () => {
     expect(row).toEqual({ loops: [loopA], corrupt: false, seq: 0 })
   })
 
-  it('fails closed on an id reused after its delete when it has read the log from its first event', () => {
+  it('shows a deleted id created again as the log says, whatever its cell was built from, and hands the runtime no fold', () => {
     const events = [event(createChange(loopA)), event(deleteChange('loop_a')), event(createChange(loopA))]
-    expect(events.reduce(applyLoopProjection, initLoopProjection())).toEqual({ loops: [], corrupt: true, seq: 2 })
+    const fromStart = events.reduce(applyLoopProjection, initLoopProjection())
+    expect(fromStart).toEqual({ loops: [loopA], corrupt: false, seq: 2 })
+    // The runtime reads the log itself and stops at the reused id (test/domain.test.ts, the fold).
+    expect(takeProjectedFold(events, 0)).toBeUndefined()
+    const row = structuredClone(events.slice(0, 1).reduce(applyLoopProjection, initLoopProjection()))
+    expect(events.slice(1).reduce(applyLoopProjection, row)).toEqual(fromStart)
   })
 })
 
@@ -168,8 +173,10 @@ describe('the fold the runtime takes', () => {
       'the fold missed an event',
       () => {
         const first = event(createChange(loopA))
-        seq += 1
-        return foldedLog(first, event(createChange(loopB))).events
+        const missed = event(deleteChange('loop_a'))
+        const third = event(createChange(loopB))
+        foldedLog(first, third)
+        return [first, missed, third, event({ turn: 1 }, 'turn/start')]
       },
     ],
     [
@@ -182,6 +189,12 @@ describe('the fold the runtime takes', () => {
     ],
   ])('is not there when %s: the runtime reads the log itself', (_name, log) => {
     expect(takeProjectedFold(log(), 0)).toBeUndefined()
+  })
+
+  it('is not there for a fork whose fold has not read up to the seed boundary', () => {
+    const events = [event({ content: [] }, 'user/message'), event(createChange(loopA)), event({}, 'session/end-seed')]
+    foldedLog(events[0]!)
+    expect(takeProjectedFold(events, 3)).toBeUndefined()
   })
 
   it('is not there for a fork whose fold holds a change from before the seed boundary', () => {
@@ -214,13 +227,25 @@ describe('in the real projection registry', () => {
     const stored = structuredClone(rows)
     const kept = await rig.create('kept', 60)
     await rig.tool('loop_delete', { id: gone })
+    const later = await rig.create('later', 60)
     const floor = registry.restoreFloor(rows)!
     const restore = () =>
       registry.restore(rows, session.events.slice(floor), floor).snapshot.values[LOOP_PROJECTION_KEY]
     const first = restore()
-    expect(first).toMatchObject({ loops: [{ id: kept, prompt: 'kept' }] })
+    expect(first).toMatchObject({ loops: [{ id: kept }, { id: later }] })
     expect(restore()).toEqual(first)
     expect(rows).toEqual(stored)
+    // What a restore returns is a checkpoint row too, holding the projection's own state; restoring from one cut
+    // before the last changes again and again gives the same value.
+    const keptAt = session.events.findIndex(
+      (logged) => logged.type === 'loop/change' && (logged.data as { loop?: { id: string } }).loop?.id === kept,
+    )
+    const returned = registry.restore(rows, session.events.slice(floor, keptAt + 1), floor).checkpoint
+    expect(returned[LOOP_PROJECTION_KEY]!.seq).toBe(keptAt)
+    for (let again = 0; again < 3; again += 1) {
+      const restored = registry.restore(returned, session.events.slice(floor), floor)
+      expect(restored.snapshot.values[LOOP_PROJECTION_KEY]).toEqual(first)
+    }
   })
 
   it('keeps sessions apart', async () => {
