@@ -39,7 +39,7 @@ const wants = (...jobs: string[]) => only === undefined || jobs.some((job) => on
  */
 const REPEATS = quick
   ? { append: 1, appendBlocks: 3, coldOpen: 1, lateness: 1, memoryTrials: 3 }
-  : { append: 3, appendBlocks: 5, coldOpen: 25, lateness: 4, memoryTrials: 5 }
+  : { append: 3, appendBlocks: 5, coldOpen: 40, lateness: 4, memoryTrials: 5 }
 
 const WORKER_FLAGS = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc']
 
