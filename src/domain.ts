@@ -185,12 +185,7 @@ export class LoopIdSet {
     const value = generatedIdValue(id)
     if (value < 0) return this.others.has(id)
     if (value === 0) return this.hasZero
-    const slots = this.slots
-    const mask = slots.length - 1
-    for (let slot = slotOf(value, slots.length); ; slot = (slot + 1) & mask) {
-      if (slots[slot] === value) return true
-      if (slots[slot] === 0) return false
-    }
+    return this.slots[this.probe(value)] === value
   }
 
   /**
@@ -230,16 +225,20 @@ export class LoopIdSet {
     return copy
   }
 
-  /** Put a number in its slot; returns false when it was there already. */
-  private insert(value: number): boolean {
+  /** The slot that holds a number, or the empty slot where it would go. */
+  private probe(value: number): number {
     const slots = this.slots
     const mask = slots.length - 1
     let slot = slotOf(value, slots.length)
-    while (slots[slot] !== 0) {
-      if (slots[slot] === value) return false
-      slot = (slot + 1) & mask
-    }
-    slots[slot] = value
+    while (slots[slot] !== 0 && slots[slot] !== value) slot = (slot + 1) & mask
+    return slot
+  }
+
+  /** Put a number in its slot; returns false when it was there already. */
+  private insert(value: number): boolean {
+    const slot = this.probe(value)
+    if (this.slots[slot] === value) return false
+    this.slots[slot] = value
     return true
   }
 
