@@ -155,25 +155,38 @@ function generatedIdValue(id: string): number {
   return value
 }
 
-/** Smallest table of {@link LoopIdSet}; a power of two. */
+/** Smallest table of {@link LoopIdSet} and first capacity of {@link UsedIdLog}; a power of two. */
 const FIRST_ID_SLOTS = 64
+
+/** The base of a set not made from a {@link UsedIdLog}: no numbers. */
+const NO_BASE = new Uint32Array(0)
 
 /**
  * Every id a session used. The ids this plugin generates are held as 32-bit
- * numbers in an open-addressing table, any other id in a `Set` of strings. A
- * long session used one id per loop it ever created, and a cold open adds every
- * one of them: hashing and storing a string each was a third of the fold.
+ * numbers, any other id in a `Set` of strings. A long session used one id per
+ * loop it ever created: hashing and storing a string each was a third of a cold
+ * fold. The numbers a set was made with ({@link UsedIdLog.toSet}) stay in their
+ * sorted array, shared by every copy and found by bisection; the numbers added
+ * later go to an open-addressing table.
  */
 export class LoopIdSet {
-  /** Generated ids' numbers; 0 marks an empty slot, so the number 0 is {@link hasZero}. */
+  /** Numbers added after the base; 0 marks an empty slot, so the number 0 is {@link hasZero}. */
   private slots = new Uint32Array(FIRST_ID_SLOTS)
   private filled = 0
   private hasZero = false
-  private readonly others = new Set<string>()
+
+  /**
+   * @param base - generated ids' numbers, sorted and distinct; never written, so copies share it.
+   * @param others - every other id, taken over.
+   */
+  constructor(
+    private readonly base: Uint32Array = NO_BASE,
+    private readonly others = new Set<string>(),
+  ) {}
 
   /** How many ids the set holds. */
   get size(): number {
-    return this.filled + (this.hasZero ? 1 : 0) + this.others.size
+    return this.base.length + this.filled + (this.hasZero ? 1 : 0) + this.others.size
   }
 
   /**
@@ -184,6 +197,7 @@ export class LoopIdSet {
   has(id: string): boolean {
     const value = generatedIdValue(id)
     if (value < 0) return this.others.has(id)
+    if (this.inBase(value)) return true
     if (value === 0) return this.hasZero
     return this.slots[this.probe(value)] === value
   }
@@ -200,6 +214,7 @@ export class LoopIdSet {
       this.others.add(id)
       return true
     }
+    if (this.inBase(value)) return false
     if (value === 0) {
       if (this.hasZero) return false
       this.hasZero = true
@@ -217,12 +232,24 @@ export class LoopIdSet {
    * @returns the copy.
    */
   copy(): LoopIdSet {
-    const copy = new LoopIdSet()
+    const copy = new LoopIdSet(this.base, new Set(this.others))
     copy.slots = this.slots.slice()
     copy.filled = this.filled
     copy.hasZero = this.hasZero
-    for (const id of this.others) copy.others.add(id)
     return copy
+  }
+
+  /** Whether the base holds a number, by bisection. */
+  private inBase(value: number): boolean {
+    const base = this.base
+    let low = 0
+    let high = base.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      if (base[middle]! < value) low = middle + 1
+      else high = middle
+    }
+    return base[low] === value
   }
 
   /** The slot that holds a number, or the empty slot where it would go. */
@@ -247,6 +274,49 @@ export class LoopIdSet {
     const old = this.slots
     this.slots = new Uint32Array(old.length * 2)
     for (const value of old) if (value !== 0) this.insert(value)
+  }
+}
+
+/**
+ * The ids a fold met, in the order it met them, checked for a reuse only when a
+ * set is made of them ({@link toSet}). The projection's fold of a long log meets
+ * one id per loop ever created and never asks about one: appending a number is
+ * far cheaper than a probe into a table as large as the session's history, and
+ * one sort at the end finds a reuse as surely.
+ */
+export class UsedIdLog {
+  private generated = new Uint32Array(FIRST_ID_SLOTS)
+  private count = 0
+  private readonly others: string[] = []
+
+  /**
+   * Record an id a create used.
+   * @param id - the created loop's id.
+   */
+  record(id: string): void {
+    const value = generatedIdValue(id)
+    if (value < 0) {
+      this.others.push(id)
+      return
+    }
+    if (this.count === this.generated.length) {
+      const grown = new Uint32Array(this.count * 2)
+      grown.set(this.generated)
+      this.generated = grown
+    }
+    this.generated[this.count] = value
+    this.count += 1
+  }
+
+  /**
+   * The recorded ids as a set no one else holds.
+   * @returns the set, or undefined when an id was recorded twice (a deleted id created again).
+   */
+  toSet(): LoopIdSet | undefined {
+    const sorted = this.generated.slice(0, this.count).sort()
+    for (let index = 1; index < sorted.length; index += 1) if (sorted[index] === sorted[index - 1]) return undefined
+    const others = new Set(this.others)
+    return others.size === this.others.length ? new LoopIdSet(sorted, others) : undefined
   }
 }
 
@@ -517,6 +587,9 @@ function isStoredInstant(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
 }
 
+/** A record's fields in the order {@link createLoopRecord} writes them. */
+const RECORD_KEYS: readonly string[] = ['id', 'prompt', 'time_in_seconds', 'next_at']
+
 /** Fields a stored record may hold: today's four, and the previous build's `title` and `allow_steer`, which decoding strips. */
 const RECORD_FIELDS: ReadonlySet<string> = new Set([
   'id',
@@ -535,9 +608,14 @@ const RECORD_FIELDS: ReadonlySet<string> = new Set([
 function decodeRecord(value: unknown): LoopRecord {
   if (!isRecord(value)) corrupt('loop is not an object')
   let legacy = false
+  let position = 0
   for (const key in value) {
-    if (!RECORD_FIELDS.has(key)) corrupt(`unexpected field "${key}"`)
-    if (key === 'title' || key === 'allow_steer') legacy = true
+    // A key where this build writes it is the same string (property keys are interned); any other is looked up.
+    if (key !== RECORD_KEYS[position]) {
+      if (!RECORD_FIELDS.has(key)) corrupt(`unexpected field "${key}"`)
+      if (key === 'title' || key === 'allow_steer') legacy = true
+    }
+    position += 1
   }
   const { id, prompt, time_in_seconds: seconds, next_at: nextAt, title, allow_steer: allowSteer } = value
   if (!isLoopId(id)) corrupt('invalid id')
@@ -554,7 +632,7 @@ function decodeRecord(value: unknown): LoopRecord {
   return { id, prompt, time_in_seconds: seconds, next_at: nextAt }
 }
 
-/** The keys of each change envelope, made once (a decode runs once per logged change). */
+/** The keys of each change envelope in the order the change builders below write them, made once (a decode runs once per logged change). */
 const RECORD_CHANGE_KEYS: readonly string[] = ['version', 'operation', 'loop']
 const DELETE_CHANGE_KEYS: readonly string[] = ['version', 'operation', 'id']
 const DISPATCH_CHANGE_KEYS: readonly string[] = ['version', 'operation', 'id', 'next_at']
@@ -563,7 +641,8 @@ const DISPATCH_CHANGE_KEYS: readonly string[] = ['version', 'operation', 'id', '
 function assertChangeKeys(value: Record<string, unknown>, keys: readonly string[]): void {
   let count = 0
   for (const key in value) {
-    if (!keys.includes(key)) corrupt(`unexpected field "${key}" on ${String(value.operation)}`)
+    // As in decodeRecord: a key in its written place is the same string, and only another is searched for.
+    if (key !== keys[count] && !keys.includes(key)) corrupt(`unexpected field "${key}" on ${String(value.operation)}`)
     count += 1
   }
   if (count === keys.length) return

@@ -8,14 +8,13 @@ import type {} from '@deepseek-ai/dsh-session-projection'
 import { z } from 'zod'
 import {
   LOOP_CHANGE_EVENT,
-  LoopIdSet,
   LoopTable,
+  UsedIdLog,
   applyLoopChange,
   decodeLoopChange,
-  type LoopFoldState,
   type TrackedLoopFold,
 } from './domain.ts'
-import type { LoopCreateChange, LoopProjection, LoopRecord, StoredLoopChange } from './types.ts'
+import type { LoopProjection, LoopRecord, StoredLoopChange } from './types.ts'
 
 /** Projection key, also the dock's `useProjection` key. */
 export const LOOP_PROJECTION_KEY = 'loop'
@@ -57,11 +56,14 @@ export interface LoopProjectionState {
  * `state.loops`, and, for a fold that has applied every event of its log from the
  * first (a registry cell built over the live log, not a cache row), the ids the
  * session used, so the runtime can take the fold instead of reading the log a
- * second time ({@link takeProjectedFold}).
+ * second time ({@link takeProjectedFold}). The fold itself never checks an id
+ * against the used ones: it shows the log as it is, and a reuse is found when
+ * the runtime takes it.
  */
-interface ProjectedFold extends LoopFoldState {
+interface ProjectedFold {
+  readonly active: LoopTable
   /** Kept until the fold misses an event, meets a corrupt record or starts from a cache row. */
-  usedIds: LoopIdSet | undefined
+  usedIdLog: UsedIdLog | undefined
   /** The state the fold produced last, whose `seq` says how far it has read. */
   state: LoopProjectionState
   /** The lowest seq of a change applied, so a fold that took a fork's inherited change is never handed on. */
@@ -83,8 +85,8 @@ let currentState: LoopProjectionState | undefined
 let currentFold: ProjectedFold | undefined
 
 /** A fold of its own for a state, which becomes {@link currentState}. */
-function startFold(state: LoopProjectionState, usedIds: LoopIdSet | undefined): LoopProjectionState {
-  const fold = { active: new LoopTable(state.loops), usedIds, state, firstChangeSeq: Number.POSITIVE_INFINITY }
+function startFold(state: LoopProjectionState, usedIdLog: UsedIdLog | undefined): LoopProjectionState {
+  const fold = { active: new LoopTable(state.loops), usedIdLog, state, firstChangeSeq: Number.POSITIVE_INFINITY }
   foldsByLoops.set(state.loops, fold)
   currentState = state
   currentFold = fold
@@ -108,7 +110,7 @@ function adopt(state: LoopProjectionState): LoopProjectionState {
   }
   const from = fold?.state ?? state
   // A row of a fold that had read nothing has used no ids; any other row cannot know them.
-  const used = from.seq === -1 && from.loops.length === 0 ? new LoopIdSet() : undefined
+  const used = from.seq === -1 && from.loops.length === 0 ? new UsedIdLog() : undefined
   return startFold({ loops: from.loops.slice(), corrupt: false, seq: from.seq }, used)
 }
 
@@ -139,7 +141,7 @@ function markInheritedLoopEvents(session: Session): void {
 
 /** The state of a session with no loops. */
 export function initLoopProjection(): LoopProjectionState {
-  return startFold({ loops: [], corrupt: false, seq: -1 }, new LoopIdSet())
+  return startFold({ loops: [], corrupt: false, seq: -1 }, new UsedIdLog())
 }
 
 /**
@@ -163,26 +165,21 @@ export function applyLoopProjection(state: LoopProjectionState, event: SessionEv
   if (seq !== state.seq + 1) {
     if (seq <= state.seq) return state
     // A gap: the fold missed events, so it no longer stands for the whole log.
-    fold.usedIds = undefined
+    fold.usedIdLog = undefined
   }
   if (seq === 0) foldsByFirstEvent.set(event, fold)
   state.seq = seq
   if (event.type !== LOOP_CHANGE_EVENT || (anyInherited && inheritedLoopEvents.has(event))) return state
   // The runtime reads the log itself for any record this fold refuses or cannot judge, and meets it with its own diagnostic.
-  let change: StoredLoopChange | undefined
+  let change: StoredLoopChange
   try {
     change = decodeLoopChange(event.data)
     applyLoopChange(fold, change)
   } catch {
-    if (!createsDeletedId(fold, change)) {
-      fold.usedIds = undefined
-      return { loops: [], corrupt: true, seq }
-    }
-    // A deleted id created again: the runtime stops there, while the projection, which knows the used ids only
-    // when it read the log from the start, shows the log as it is, whatever its cell was built from.
-    fold.usedIds = undefined
-    applyLoopChange(fold, change)
+    fold.usedIdLog = undefined
+    return { loops: [], corrupt: true, seq }
   }
+  if (change.operation === 'create') fold.usedIdLog?.record(change.loop.id)
   if (fold.firstChangeSeq > seq) fold.firstChangeSeq = seq
   const next = { loops: state.loops, corrupt: false, seq }
   fold.state = next
@@ -190,16 +187,12 @@ export function applyLoopProjection(state: LoopProjectionState, event: SessionEv
   return next
 }
 
-/** Whether a change the fold refused is a create of an id that is not active but was used before. */
-function createsDeletedId(fold: ProjectedFold, change: StoredLoopChange | undefined): change is LoopCreateChange {
-  return change?.operation === 'create' && fold.active.get(change.loop.id) === undefined
-}
-
 /**
  * The fold the `loop` projection already made of a session's log, as a copy the
  * runtime owns, so a resumed session's log is read once for both. Only a fold
  * that began at this log's first event, applied every event since and none of
- * the fork's inherited changes qualifies; the caller folds the events after it.
+ * the fork's inherited changes, and created no id twice, qualifies; the caller
+ * folds the events after it.
  * @param events - the session's whole log.
  * @param from - the seed boundary: the fold must hold no change before it.
  * @returns the fold and the position to continue at, or undefined when there is none to take.
@@ -211,9 +204,11 @@ export function takeProjectedFold(
   const first = events[0]
   const fold = first === undefined ? undefined : foldsByFirstEvent.get(first)
   // A fold that has not read up to the seed boundary would leave the runtime folding inherited changes.
-  if (fold?.usedIds === undefined || fold.firstChangeSeq < from || fold.state.seq + 1 < from) return undefined
+  if (fold?.usedIdLog === undefined || fold.firstChangeSeq < from || fold.state.seq + 1 < from) return undefined
   if (fold.state.seq >= events.length) return undefined
-  return { fold: { active: fold.active.copy(), usedIds: fold.usedIds.copy() }, next: fold.state.seq + 1 }
+  // A deleted id created again has no set: the runtime reads the log itself and stops there.
+  const usedIds = fold.usedIdLog.toSet()
+  return usedIds === undefined ? undefined : { fold: { active: fold.active.copy(), usedIds }, next: fold.state.seq + 1 }
 }
 
 /**

@@ -19,6 +19,7 @@ import {
   validateListInput,
   emptyLoopFold,
   LoopIdSet,
+  UsedIdLog,
   LoopTable,
 } from '../src/domain.ts'
 import type { LoopRecord } from '../src/types.ts'
@@ -234,6 +235,13 @@ describe('decoding', () => {
     expect(decodeLoopChange(legacy)).not.toBe(legacy)
   })
 
+  it('reads the fields of a hand-written record in any order', () => {
+    const { id, prompt, time_in_seconds, next_at } = loopA
+    const create = { loop: { next_at, time_in_seconds, prompt, id }, operation: 'create', version: 1 }
+    const dispatch = { next_at: NOW, id: 'loop_a', version: 1, operation: 'dispatch' }
+    expect([decodeLoopChange(create), decodeLoopChange(dispatch)]).toEqual([create, dispatch])
+  })
+
   it('strips the previous build title and allow_steer from create and update', () => {
     const legacy = { ...loopA, title: 'Build', allow_steer: false }
     expect(decodeLoopChange({ version: 1, operation: 'create', loop: legacy })).toEqual({
@@ -253,6 +261,8 @@ describe('decoding', () => {
     [{ version: 2, operation: 'delete', id: 'loop_a' }, 'unsupported version 2'],
     [{ version: 1, operation: 'pause', id: 'loop_a' }, 'unknown operation "pause"'],
     [{ version: 1, operation: 'delete', id: 'loop_a', extra: 1 }, 'unexpected field "extra" on delete'],
+    [{ version: 1, extra: 1, operation: 'delete', id: 'loop_a' }, 'unexpected field "extra" on delete'],
+    [{ version: 1, operation: 'delete' }, 'missing field "id" on delete'],
     [{ version: 1, operation: 'dispatch', id: 'loop_a' }, 'missing field "next_at" on dispatch'],
     [{ version: 1, operation: 'dispatch', id: 'loop_a', next_at: 1.5 }, 'invalid dispatch next_at'],
     [{ version: 1, operation: 'dispatch', id: 'loop_a', next_at: -1 }, 'invalid dispatch next_at'],
@@ -262,6 +272,7 @@ describe('decoding', () => {
     [{ version: 1, operation: 'dispatch', id: 'loop_', next_at: 5 }, 'invalid id'],
     [{ version: 1, operation: 'create', loop: 'x' }, 'loop is not an object'],
     [{ version: 1, operation: 'create', loop: { ...loopA, colour: 'red' } }, 'unexpected field "colour"'],
+    [{ version: 1, operation: 'create', loop: { id: 'loop_a', colour: 'red', ...loopA } }, 'unexpected field "colour"'],
     [{ version: 1, operation: 'create', loop: { ...loopA, id: 'loop_' } }, 'invalid id'],
     [{ version: 1, operation: 'create', loop: { ...loopA, id: 9 } }, 'invalid id'],
     [{ version: 1, operation: 'create', loop: { ...loopA, prompt: ' padded' } }, 'invalid prompt for loop_a'],
@@ -406,6 +417,34 @@ describe('the used ids', () => {
     expect(set.size).toBe(added.length)
     expect(added.every((id) => set.has(id))).toBe(true)
     expect(['loop_12345678', 'loop_b', 'loop_0000000B'].some((id) => set.has(id))).toBe(false)
+  })
+
+  it('holds the ids of a log made into a set, and those added after, and copies share only the log', () => {
+    const log = new UsedIdLog()
+    // The number 0 is among the generated ones: a base keeps it as any other.
+    expect(generated[0]).toBe('loop_00000000')
+    for (const id of [...generated, 'loop_a']) log.record(id)
+    const set = log.toSet()!
+    expect(set.size).toBe(1001)
+    expect([...generated, 'loop_a'].every((id) => set.has(id))).toBe(true)
+    expect([...generated, 'loop_a'].some((id) => set.add(id))).toBe(false)
+    expect(['loop_12345678', 'loop_00000001', 'loop_b'].some((id) => set.has(id))).toBe(false)
+    const copy = set.copy()
+    expect(['loop_12345678', 'loop_00000001', 'loop_b'].map((id) => copy.add(id))).toEqual([true, true, true])
+    expect([set.size, copy.size, set.has('loop_12345678'), set.has('loop_b')]).toEqual([1001, 1004, false, false])
+    // A log goes on after a set was made of it; the set does not.
+    log.record('loop_12345678')
+    expect([log.toSet()!.size, set.has('loop_12345678')]).toEqual([1002, false])
+  })
+
+  it.each([
+    ['a generated id', ['loop_0000abcd', 'loop_00000001', 'loop_0000abcd']],
+    ['the number 0', ['loop_00000000', 'loop_00000000']],
+    ['any other id', ['loop_a', 'loop_00000001', 'loop_a']],
+  ])('makes no set of a log that recorded %s twice', (_name, recorded) => {
+    const log = new UsedIdLog()
+    for (const id of recorded) log.record(id)
+    expect(log.toSet()).toBeUndefined()
   })
 
   it('copies into a set of its own', () => {
