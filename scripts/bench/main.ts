@@ -35,11 +35,13 @@ const wants = (...jobs: string[]) => only === undefined || jobs.some((job) => on
 
 /**
  * Independent repeats of every judged quantity: append processes (each holding both sides) and blocks per size in
- * each; concurrent cold-open pairs; rounds of the lateness scenarios; same-heap drive blocks (in GROWTH_SIZES).
+ * each; concurrent cold-open pairs (single pairs range over ±20 points on this VM, and the median of 40 moved by up to 3
+ * points between runs of the same code, next to row 6's 5% line; 80 halve its variance); rounds of the lateness scenarios; same-heap drive blocks
+ * (in GROWTH_SIZES).
  */
 const REPEATS = quick
   ? { append: 1, appendBlocks: 3, coldOpen: 1, lateness: 1, memoryTrials: 3 }
-  : { append: 3, appendBlocks: 5, coldOpen: 40, lateness: 4, memoryTrials: 5 }
+  : { append: 3, appendBlocks: 5, coldOpen: 80, lateness: 4, memoryTrials: 5 }
 
 const WORKER_FLAGS = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc']
 
