@@ -169,7 +169,7 @@ const NO_BASE = new Uint32Array(0)
  * sorted array, shared by every copy and found by bisection; the numbers added
  * later go to an open-addressing table.
  */
-export class LoopIdSet {
+export class LoopIdSet implements UsedIds {
   /** Numbers added after the base; 0 marks an empty slot, so the number 0 is {@link hasZero}. */
   private slots = new Uint32Array(FIRST_ID_SLOTS)
   private filled = 0
@@ -284,20 +284,21 @@ export class LoopIdSet {
  * far cheaper than a probe into a table as large as the session's history, and
  * one sort at the end finds a reuse as surely.
  */
-export class UsedIdLog {
+export class UsedIdLog implements UsedIds {
   private generated = new Uint32Array(FIRST_ID_SLOTS)
   private count = 0
   private readonly others: string[] = []
 
   /**
-   * Record an id a create used.
+   * Record the id of a create.
    * @param id - the created loop's id.
+   * @returns true: a reuse is found only when a set is made ({@link toSet}).
    */
-  record(id: string): void {
+  add(id: string): true {
     const value = generatedIdValue(id)
     if (value < 0) {
       this.others.push(id)
-      return
+      return true
     }
     if (this.count === this.generated.length) {
       const grown = new Uint32Array(this.count * 2)
@@ -306,6 +307,7 @@ export class UsedIdLog {
     }
     this.generated[this.count] = value
     this.count += 1
+    return true
   }
 
   /**
@@ -331,16 +333,25 @@ function slotOf(value: number, slots: number): number {
   return Math.imul(value, 0x9e3779b1) >>> (Math.clz32(slots) + 1)
 }
 
+/** Where a fold keeps the ids its creates used: a {@link LoopIdSet}, or a {@link UsedIdLog} that checks them later. */
+export interface UsedIds {
+  /**
+   * Add the id of a create.
+   * @returns false, changing nothing, when the id is known to have been used before.
+   */
+  add(id: string): boolean
+}
+
 /**
  * The fold of a session's `loop/change` records: its active loops, and every
- * id the session ever used. {@link applyLoopChange} updates both in place, so
+ * id the session ever used. {@link applyStoredChange} updates both in place, so
  * one change costs O(1) whatever the history. `usedIds` is kept only where ids
  * are allocated or handed to the runtime: a projection state restored from a
  * cache row, which only displays, has none.
  */
 export interface LoopFoldState {
   readonly active: LoopTable
-  readonly usedIds?: LoopIdSet | undefined
+  readonly usedIds?: UsedIds | undefined
 }
 
 /** The runtime's fold: it allocates ids, so it keeps every id the session used. */
@@ -587,44 +598,40 @@ function isStoredInstant(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
 }
 
+/**
+ * Whether a value is a prompt a log may hold: non-empty and stored trimmed. `trim`
+ * looks only at the ends, where a regular expression for a trailing space scans the whole prompt.
+ */
+function isStoredPrompt(value: unknown): value is string {
+  return typeof value === 'string' && value !== '' && value.trim().length === value.length
+}
+
+/** Whether a value is an interval a log may hold: any positive safe integer (§3.1), also one whose next occurrence no longer fits a date, so it stays deletable. */
+function isStoredInterval(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0
+}
+
 /** A record's fields in the order {@link createLoopRecord} writes them. */
 const RECORD_KEYS: readonly string[] = ['id', 'prompt', 'time_in_seconds', 'next_at']
 
 /** Fields a stored record may hold: today's four, and the previous build's `title` and `allow_steer`, which decoding strips. */
-const RECORD_FIELDS: ReadonlySet<string> = new Set([
-  'id',
-  'prompt',
-  'time_in_seconds',
-  'next_at',
-  'title',
-  'allow_steer',
-])
+const RECORD_FIELDS: ReadonlySet<string> = new Set([...RECORD_KEYS, 'title', 'allow_steer'])
 
 /**
  * Decode one stored record, also stripping the previous build's `title` and `allow_steer`.
- * A record without them is returned as it is, not copied: the host deep-freezes every
- * logged event, and a million-event resume decodes every create, so no copy and no key array.
+ * A record without them is returned as it is, not copied (the host deep-freezes every logged event).
  */
 function decodeRecord(value: unknown): LoopRecord {
   if (!isRecord(value)) corrupt('loop is not an object')
   let legacy = false
-  let position = 0
   for (const key in value) {
-    // A key where this build writes it is the same string (property keys are interned); any other is looked up.
-    if (key !== RECORD_KEYS[position]) {
-      if (!RECORD_FIELDS.has(key)) corrupt(`unexpected field "${key}"`)
-      if (key === 'title' || key === 'allow_steer') legacy = true
-    }
-    position += 1
+    if (!RECORD_FIELDS.has(key)) corrupt(`unexpected field "${key}"`)
+    if (key === 'title' || key === 'allow_steer') legacy = true
   }
   const { id, prompt, time_in_seconds: seconds, next_at: nextAt, title, allow_steer: allowSteer } = value
   if (!isLoopId(id)) corrupt('invalid id')
-  // Stored trimmed: `trim` looks only at the ends, where a regular expression for a trailing space scans the whole prompt.
-  if (typeof prompt !== 'string' || prompt === '' || prompt.trim().length !== prompt.length)
-    corrupt(`invalid prompt for ${id}`)
-  // Any positive safe integer (§3.1), also one whose next occurrence no longer fits a date: it stays deletable.
-  if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds <= 0)
-    corrupt(`invalid time_in_seconds for ${id}`)
+  if (!isStoredPrompt(prompt)) corrupt(`invalid prompt for ${id}`)
+  if (!isStoredInterval(seconds)) corrupt(`invalid time_in_seconds for ${id}`)
   if (!isStoredInstant(nextAt)) corrupt(`invalid next_at for ${id}`)
   if (!legacy) return value as unknown as LoopRecord
   if (title !== undefined && typeof title !== 'string') corrupt(`invalid legacy title for ${id}`)
@@ -632,17 +639,16 @@ function decodeRecord(value: unknown): LoopRecord {
   return { id, prompt, time_in_seconds: seconds, next_at: nextAt }
 }
 
-/** The keys of each change envelope in the order the change builders below write them, made once (a decode runs once per logged change). */
+/** The keys of each change envelope in the order the change builders below write them. */
 const RECORD_CHANGE_KEYS: readonly string[] = ['version', 'operation', 'loop']
 const DELETE_CHANGE_KEYS: readonly string[] = ['version', 'operation', 'id']
 const DISPATCH_CHANGE_KEYS: readonly string[] = ['version', 'operation', 'id', 'next_at']
 
-/** Require exactly these keys on a change envelope, without allocating (this runs once per logged change). */
+/** Require exactly these keys on a change envelope. */
 function assertChangeKeys(value: Record<string, unknown>, keys: readonly string[]): void {
   let count = 0
   for (const key in value) {
-    // As in decodeRecord: a key in its written place is the same string, and only another is searched for.
-    if (key !== keys[count] && !keys.includes(key)) corrupt(`unexpected field "${key}" on ${String(value.operation)}`)
+    if (!keys.includes(key)) corrupt(`unexpected field "${key}" on ${String(value.operation)}`)
     count += 1
   }
   if (count === keys.length) return
@@ -728,6 +734,78 @@ export function applyLoopChange(state: LoopFoldState, change: StoredLoopChange):
   }
 }
 
+/**
+ * Apply a create, delete or dispatch written exactly as this build writes it
+ * (its keys in their order, valid values) that applies to the fold; anything
+ * else is left to {@link decodeLoopChange} and {@link applyLoopChange}, which
+ * read the other forms or name the defect. The same rules as theirs, for that
+ * one form, checked in one flat function: nearly every record of a log is in
+ * it, and a cold open of a long log checks every one while V8 is still
+ * compiling the check; the strict chain of small helpers that throw, compiled
+ * one by one, made the projection's first build of a 1M-event log 40% dearer (BENCHMARKS.md row 6).
+ * `test/domain.test.ts` holds both to the same answers.
+ * @param state - fold so far; updated in place only when it returns true.
+ * @param data - the event's `data`.
+ * @returns whether the change was applied.
+ */
+export function applyWrittenChange(state: LoopFoldState, data: unknown): boolean {
+  if (typeof data !== 'object' || data === null) return false
+  const change = data as Record<string, unknown>
+  if (change.version !== LOOP_CHANGE_VERSION) return false
+  const active = state.active
+  const operation = change.operation
+  // Keys are compared in their written order; a key left out shows as a field that fails its check.
+  let count = 0
+  if (operation === 'create') {
+    for (const key in change) if (key !== RECORD_CHANGE_KEYS[count++]) return false
+    const loop = change.loop
+    if (typeof loop !== 'object' || loop === null) return false
+    const record = loop as Record<string, unknown>
+    count = 0
+    for (const key in record) if (key !== RECORD_KEYS[count++]) return false
+    const { id, prompt, time_in_seconds: seconds, next_at: nextAt } = record
+    if (!isLoopId(id) || typeof prompt !== 'string' || prompt === '' || prompt.trim().length !== prompt.length)
+      return false
+    if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds <= 0) return false
+    if (typeof nextAt !== 'number' || !Number.isSafeInteger(nextAt) || nextAt < 0) return false
+    // The used-id check is the last one and adds the id only when it passes.
+    if (active.get(id) !== undefined || state.usedIds?.add(id) === false) return false
+    active.add(record as unknown as LoopRecord)
+    return true
+  }
+  if (operation === 'delete') {
+    for (const key in change) if (key !== DELETE_CHANGE_KEYS[count++]) return false
+    const id = change.id
+    // An id an active loop has is a valid one: no other check.
+    if (typeof id !== 'string' || active.get(id) === undefined) return false
+    active.remove(id)
+    return true
+  }
+  if (operation === 'dispatch') {
+    for (const key in change) if (key !== DISPATCH_CHANGE_KEYS[count++]) return false
+    const { id, next_at: nextAt } = change
+    if (typeof id !== 'string') return false
+    if (typeof nextAt !== 'number' || !Number.isSafeInteger(nextAt) || nextAt < 0) return false
+    const target = active.get(id)
+    if (target === undefined) return false
+    active.replace({ ...target, next_at: nextAt })
+    return true
+  }
+  return false
+}
+
+/**
+ * Apply one stored `loop/change` payload in place, failing closed on anything
+ * unexpected: the one reading of a stored change, for the projection, the
+ * runtime's catch-up and the changes the runtime appends.
+ * @param state - fold so far; updated in place.
+ * @param data - the event's `data`.
+ * @throws LoopError `corrupt_loop_log`, leaving the fold as it was.
+ */
+export function applyStoredChange(state: LoopFoldState, data: unknown): void {
+  if (!applyWrittenChange(state, data)) applyLoopChange(state, decodeLoopChange(data))
+}
+
 /** The minimal event shape the fold reads. */
 export interface FoldableEvent {
   readonly type: string
@@ -743,7 +821,7 @@ export interface FoldableEvent {
  */
 export function foldLoopEvents<State extends LoopFoldState>(state: State, events: Iterable<FoldableEvent>): State {
   for (const event of events) {
-    if (event.type === LOOP_CHANGE_EVENT) applyLoopChange(state, decodeLoopChange(event.data))
+    if (event.type === LOOP_CHANGE_EVENT) applyStoredChange(state, event.data)
   }
   return state
 }

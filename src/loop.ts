@@ -12,8 +12,7 @@ import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import {
   LOOP_CHANGE_EVENT,
   activeLoops,
-  applyLoopChange,
-  decodeLoopChange,
+  applyStoredChange,
   dispatchChange,
   emptyLoopFold,
   type LoopTable,
@@ -209,7 +208,7 @@ export class SessionView {
     }
     for (let index = this.next; index < events.length; index += 1) {
       const event = events[index]!
-      if (event.type === LOOP_CHANGE_EVENT) applyLoopChange(this.state, decodeLoopChange(event.data))
+      if (event.type === LOOP_CHANGE_EVENT) applyStoredChange(this.state, event.data)
       this.next = index + 1
     }
     this.read = true
@@ -233,7 +232,7 @@ export class SessionView {
    * @param event - the event exactly as recorded.
    */
   foldAppended(event: SessionEvent): void {
-    applyLoopChange(this.state, decodeLoopChange(event.data))
+    applyStoredChange(this.state, event.data)
   }
 
   /**

@@ -6,15 +6,8 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Session, SessionEvent } from '@deepseek-ai/dsh-session'
 import type {} from '@deepseek-ai/dsh-session-projection'
 import { z } from 'zod'
-import {
-  LOOP_CHANGE_EVENT,
-  LoopTable,
-  UsedIdLog,
-  applyLoopChange,
-  decodeLoopChange,
-  type TrackedLoopFold,
-} from './domain.ts'
-import type { LoopProjection, LoopRecord, StoredLoopChange } from './types.ts'
+import { LOOP_CHANGE_EVENT, LoopTable, UsedIdLog, applyStoredChange, type TrackedLoopFold } from './domain.ts'
+import type { LoopProjection, LoopRecord } from './types.ts'
 
 /** Projection key, also the dock's `useProjection` key. */
 export const LOOP_PROJECTION_KEY = 'loop'
@@ -63,7 +56,7 @@ export interface LoopProjectionState {
 interface ProjectedFold {
   readonly active: LoopTable
   /** Kept until the fold misses an event, meets a corrupt record or starts from a cache row. */
-  usedIdLog: UsedIdLog | undefined
+  usedIds: UsedIdLog | undefined
   /** The state the fold produced last, whose `seq` says how far it has read. */
   state: LoopProjectionState
   /** The lowest seq of a change applied, so a fold that took a fork's inherited change is never handed on. */
@@ -85,8 +78,8 @@ let currentState: LoopProjectionState | undefined
 let currentFold: ProjectedFold | undefined
 
 /** A fold of its own for a state, which becomes {@link currentState}. */
-function startFold(state: LoopProjectionState, usedIdLog: UsedIdLog | undefined): LoopProjectionState {
-  const fold = { active: new LoopTable(state.loops), usedIdLog, state, firstChangeSeq: Number.POSITIVE_INFINITY }
+function startFold(state: LoopProjectionState, usedIds: UsedIdLog | undefined): LoopProjectionState {
+  const fold = { active: new LoopTable(state.loops), usedIds, state, firstChangeSeq: Number.POSITIVE_INFINITY }
   foldsByLoops.set(state.loops, fold)
   currentState = state
   currentFold = fold
@@ -148,7 +141,7 @@ export function initLoopProjection(): LoopProjectionState {
  * Reducer. Every event moves `seq` on in place; an event at or below it was read
  * already and changes nothing. For an ignored event the same object comes back
  * (O(1)); for a loop change, a new wrapper around the active loops, which
- * {@link applyLoopChange} updates in place. In-place updates are safe because the
+ * {@link applyStoredChange} updates in place. In-place updates are safe because the
  * registry keeps only the latest state of a cell (`cell.state = next`) and
  * checkpoints a structured clone, and a cache row is copied before its first
  * change ({@link adopt}); copying on every change is what made a long session's
@@ -165,21 +158,18 @@ export function applyLoopProjection(state: LoopProjectionState, event: SessionEv
   if (seq !== state.seq + 1) {
     if (seq <= state.seq) return state
     // A gap: the fold missed events, so it no longer stands for the whole log.
-    fold.usedIdLog = undefined
+    fold.usedIds = undefined
   }
   if (seq === 0) foldsByFirstEvent.set(event, fold)
   state.seq = seq
   if (event.type !== LOOP_CHANGE_EVENT || (anyInherited && inheritedLoopEvents.has(event))) return state
   // The runtime reads the log itself for any record this fold refuses or cannot judge, and meets it with its own diagnostic.
-  let change: StoredLoopChange
   try {
-    change = decodeLoopChange(event.data)
-    applyLoopChange(fold, change)
+    applyStoredChange(fold, event.data)
   } catch {
-    fold.usedIdLog = undefined
+    fold.usedIds = undefined
     return { loops: [], corrupt: true, seq }
   }
-  if (change.operation === 'create') fold.usedIdLog?.record(change.loop.id)
   if (fold.firstChangeSeq > seq) fold.firstChangeSeq = seq
   const next = { loops: state.loops, corrupt: false, seq }
   fold.state = next
@@ -204,10 +194,10 @@ export function takeProjectedFold(
   const first = events[0]
   const fold = first === undefined ? undefined : foldsByFirstEvent.get(first)
   // A fold that has not read up to the seed boundary would leave the runtime folding inherited changes.
-  if (fold?.usedIdLog === undefined || fold.firstChangeSeq < from || fold.state.seq + 1 < from) return undefined
+  if (fold?.usedIds === undefined || fold.firstChangeSeq < from || fold.state.seq + 1 < from) return undefined
   if (fold.state.seq >= events.length) return undefined
   // A deleted id created again has no set: the runtime reads the log itself and stops there.
-  const usedIds = fold.usedIdLog.toSet()
+  const usedIds = fold.usedIds.toSet()
   return usedIds === undefined ? undefined : { fold: { active: fold.active.copy(), usedIds }, next: fold.state.seq + 1 }
 }
 

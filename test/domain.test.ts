@@ -6,6 +6,8 @@ import {
   assertRoomForLoop,
   isLoopId,
   applyLoopChange,
+  applyStoredChange,
+  applyWrittenChange,
   createChange,
   createLoopRecord,
   decodeLoopChange,
@@ -21,6 +23,7 @@ import {
   LoopIdSet,
   UsedIdLog,
   LoopTable,
+  type TrackedLoopFold,
 } from '../src/domain.ts'
 import type { LoopRecord } from '../src/types.ts'
 import { NOW, caught, event, foldOf, loopA, loopB } from './support/loop-fixtures.ts'
@@ -212,6 +215,56 @@ describe('ids', () => {
   })
 })
 
+/** Every malformed payload, with the defect the strict decoding names. */
+const CORRUPT_RECORDS: [unknown, string][] = [
+  [null, 'payload is not an object'],
+  [{ version: 2, operation: 'delete', id: 'loop_a' }, 'unsupported version 2'],
+  [{ version: 1, operation: 'pause', id: 'loop_a' }, 'unknown operation "pause"'],
+  [{ version: 1, operation: 'delete', id: 'loop_a', extra: 1 }, 'unexpected field "extra" on delete'],
+  [{ version: 1, extra: 1, operation: 'delete', id: 'loop_a' }, 'unexpected field "extra" on delete'],
+  [{ version: 1, operation: 'delete' }, 'missing field "id" on delete'],
+  [{ version: 1, operation: 'dispatch', id: 'loop_a' }, 'missing field "next_at" on dispatch'],
+  [{ version: 1, operation: 'dispatch', id: 'loop_a', next_at: 1.5 }, 'invalid dispatch next_at'],
+  [{ version: 1, operation: 'dispatch', id: 'loop_a', next_at: -1 }, 'invalid dispatch next_at'],
+  [{ version: 1, operation: 'delete', id: 'loop_a b' }, 'invalid id'],
+  [{ version: 1, operation: 'delete', id: 'x' }, 'invalid id'],
+  [{ version: 1, operation: 'delete', id: 'loop_' }, 'invalid id'],
+  [{ version: 1, operation: 'dispatch', id: 'loop_', next_at: 5 }, 'invalid id'],
+  [{ version: 1, operation: 'create', loop: 'x' }, 'loop is not an object'],
+  [{ version: 1, operation: 'create', loop: { ...loopA, colour: 'red' } }, 'unexpected field "colour"'],
+  [
+    {
+      version: 1,
+      operation: 'create',
+      loop: { id: 'loop_a', colour: 'red', prompt: 'p', time_in_seconds: 1, next_at: 0 },
+    },
+    'unexpected field "colour"',
+  ],
+  [
+    { version: 1, operation: 'create', loop: { id: 'loop_a', prompt: 'p', next_at: 0 } },
+    'invalid time_in_seconds for loop_a',
+  ],
+  [{ version: 1, operation: 'create', loop: { ...loopA, id: 'loop_' } }, 'invalid id'],
+  [{ version: 1, operation: 'create', loop: { ...loopA, id: 9 } }, 'invalid id'],
+  [{ version: 1, operation: 'create', loop: { ...loopA, prompt: ' padded' } }, 'invalid prompt for loop_a'],
+  [{ version: 1, operation: 'create', loop: { ...loopA, prompt: 'padded\n' } }, 'invalid prompt for loop_a'],
+  [{ version: 1, operation: 'create', loop: { ...loopA, prompt: '\u3000wide \u00a0' } }, 'invalid prompt for loop_a'],
+  [{ version: 1, operation: 'create', loop: { ...loopA, prompt: '' } }, 'invalid prompt for loop_a'],
+  [{ version: 1, operation: 'create', loop: { ...loopA, time_in_seconds: 0 } }, 'invalid time_in_seconds for loop_a'],
+  [{ version: 1, operation: 'create', loop: { ...loopA, next_at: '1' } }, 'invalid next_at for loop_a'],
+  [
+    { version: 1, operation: 'create', loop: { id: 'loop_a', prompt: 'p', time_in_seconds: 1 } },
+    'invalid next_at for loop_a',
+  ],
+  [{ version: 1, operation: 'create', loop: null }, 'loop is not an object'],
+  [{ version: 1, operation: 'create', loop: { ...loopA, next_at: -1 } }, 'invalid next_at for loop_a'],
+  [{ version: 1, operation: 'update', loop: { ...loopA, title: 5 } }, 'invalid legacy title for loop_a'],
+  [
+    { version: 1, operation: 'update', loop: { ...loopA, allow_steer: 'yes' } },
+    'invalid legacy allow_steer for loop_a',
+  ],
+]
+
 describe('decoding', () => {
   it('decodes the three v1 operations exactly', () => {
     expect(decodeLoopChange(createChange(loopA))).toEqual({ version: 1, operation: 'create', loop: loopA })
@@ -256,38 +309,7 @@ describe('decoding', () => {
     })
   })
 
-  it.each([
-    [null, 'payload is not an object'],
-    [{ version: 2, operation: 'delete', id: 'loop_a' }, 'unsupported version 2'],
-    [{ version: 1, operation: 'pause', id: 'loop_a' }, 'unknown operation "pause"'],
-    [{ version: 1, operation: 'delete', id: 'loop_a', extra: 1 }, 'unexpected field "extra" on delete'],
-    [{ version: 1, extra: 1, operation: 'delete', id: 'loop_a' }, 'unexpected field "extra" on delete'],
-    [{ version: 1, operation: 'delete' }, 'missing field "id" on delete'],
-    [{ version: 1, operation: 'dispatch', id: 'loop_a' }, 'missing field "next_at" on dispatch'],
-    [{ version: 1, operation: 'dispatch', id: 'loop_a', next_at: 1.5 }, 'invalid dispatch next_at'],
-    [{ version: 1, operation: 'dispatch', id: 'loop_a', next_at: -1 }, 'invalid dispatch next_at'],
-    [{ version: 1, operation: 'delete', id: 'loop_a b' }, 'invalid id'],
-    [{ version: 1, operation: 'delete', id: 'x' }, 'invalid id'],
-    [{ version: 1, operation: 'delete', id: 'loop_' }, 'invalid id'],
-    [{ version: 1, operation: 'dispatch', id: 'loop_', next_at: 5 }, 'invalid id'],
-    [{ version: 1, operation: 'create', loop: 'x' }, 'loop is not an object'],
-    [{ version: 1, operation: 'create', loop: { ...loopA, colour: 'red' } }, 'unexpected field "colour"'],
-    [{ version: 1, operation: 'create', loop: { id: 'loop_a', colour: 'red', ...loopA } }, 'unexpected field "colour"'],
-    [{ version: 1, operation: 'create', loop: { ...loopA, id: 'loop_' } }, 'invalid id'],
-    [{ version: 1, operation: 'create', loop: { ...loopA, id: 9 } }, 'invalid id'],
-    [{ version: 1, operation: 'create', loop: { ...loopA, prompt: ' padded' } }, 'invalid prompt for loop_a'],
-    [{ version: 1, operation: 'create', loop: { ...loopA, prompt: 'padded\n' } }, 'invalid prompt for loop_a'],
-    [{ version: 1, operation: 'create', loop: { ...loopA, prompt: '\u3000wide \u00a0' } }, 'invalid prompt for loop_a'],
-    [{ version: 1, operation: 'create', loop: { ...loopA, prompt: '' } }, 'invalid prompt for loop_a'],
-    [{ version: 1, operation: 'create', loop: { ...loopA, time_in_seconds: 0 } }, 'invalid time_in_seconds for loop_a'],
-    [{ version: 1, operation: 'create', loop: { ...loopA, next_at: '1' } }, 'invalid next_at for loop_a'],
-    [{ version: 1, operation: 'create', loop: { ...loopA, next_at: -1 } }, 'invalid next_at for loop_a'],
-    [{ version: 1, operation: 'update', loop: { ...loopA, title: 5 } }, 'invalid legacy title for loop_a'],
-    [
-      { version: 1, operation: 'update', loop: { ...loopA, allow_steer: 'yes' } },
-      'invalid legacy allow_steer for loop_a',
-    ],
-  ])('fails closed on %j', (data, detail) => {
+  it.each(CORRUPT_RECORDS)('fails closed on %j', (data, detail) => {
     const error = caught(() => decodeLoopChange(data))
     expect(error.code).toBe('corrupt_loop_log')
     expect(error.message).toBe(`corrupt loop/change record: ${detail}`)
@@ -344,6 +366,75 @@ describe('fold', () => {
   ])('fails closed on an invalid transition %#', (changes, detail) => {
     const error = caught(() => foldOf(...changes))
     expect(error.message).toBe(`corrupt loop/change record: ${detail}`)
+  })
+})
+
+describe('the written form, applied by one flat check', () => {
+  /** The fold after a change, or the defect it names, through the given path. */
+  const outcome = (
+    path: (state: TrackedLoopFold, data: unknown) => void,
+    fold: () => TrackedLoopFold,
+    data: unknown,
+  ) => {
+    const state = fold()
+    try {
+      path(state, data)
+    } catch (error) {
+      return { error: (error as Error).message, loops: activeLoops(state), used: state.usedIds.size }
+    }
+    return { loops: activeLoops(state), used: state.usedIds.size }
+  }
+  const strict = (state: TrackedLoopFold, data: unknown) => applyLoopChange(state, decodeLoopChange(data))
+  const withA = () => foldOf(createChange(loopA))
+  const afterDelete = () => foldOf(createChange(loopA), deleteChange('loop_a'))
+  const { id, prompt, time_in_seconds, next_at } = loopA
+
+  it.each([
+    ['a create', withA, createChange(loopB), true],
+    ['a delete', withA, deleteChange('loop_a'), true],
+    ['a dispatch', withA, dispatchChange('loop_a', NOW + 9000), true],
+    ['a create of an active id', withA, createChange(loopA), false],
+    ['a create of a deleted id', afterDelete, createChange(loopA), false],
+    ['a delete of an inactive id', afterDelete, deleteChange('loop_a'), false],
+    ['a dispatch of an inactive id', afterDelete, dispatchChange('loop_a', NOW), false],
+    ['a create whose keys are in another order', afterDelete, { loop: loopB, version: 1, operation: 'create' }, false],
+    [
+      'a record whose keys are in another order',
+      () => foldOf(),
+      createChange({ next_at, time_in_seconds, prompt, id } as LoopRecord),
+      false,
+    ],
+    ['a dispatch whose keys are in another order', withA, { version: 1, operation: 'dispatch', next_at, id }, false],
+    ['a legacy record', () => foldOf(), createChange({ ...loopA, title: 'Build' } as LoopRecord), false],
+    ['a legacy update', withA, { version: 1, operation: 'update', loop: { ...loopA, prompt: 'A2' } }, false],
+    ['a create without its record', () => foldOf(), { version: 1, operation: 'create' }, false],
+    ['a create with a field more', () => foldOf(), { ...createChange(loopA), extra: 1 }, false],
+    ['a delete of a number', withA, { version: 1, operation: 'delete', id: 9 }, false],
+    ['a dispatch of a number', withA, { version: 1, operation: 'dispatch', id: 9, next_at }, false],
+    ['a payload that is a string', withA, 'loop_a', false],
+  ])('%s: the flat check applies it (%#) exactly as the strict path does', (_name, fold, data, applies) => {
+    const state = fold()
+    expect(applyWrittenChange(state, data)).toBe(applies)
+    if (!applies) expect([activeLoops(state), state.usedIds.size]).toEqual([activeLoops(fold()), fold().usedIds.size])
+    expect(outcome(applyStoredChange, fold, data)).toEqual(outcome(strict, fold, data))
+  })
+
+  it.each(CORRUPT_RECORDS)('leaves %j to the strict path, which names it', (data, detail) => {
+    // Both with loop_a active and without, so no check is spared by the other.
+    for (const fold of [withA, afterDelete, () => foldOf()]) {
+      expect(applyWrittenChange(fold(), data)).toBe(false)
+      expect(outcome(applyStoredChange, fold, data)).toEqual({
+        error: `corrupt loop/change record: ${detail}`,
+        ...outcome(() => {}, fold, data),
+      })
+    }
+  })
+
+  it('records a deleted id created again into a log of used ids, which then makes no set', () => {
+    const state = { active: new LoopTable(), usedIds: new UsedIdLog() }
+    for (const change of [createChange(loopA), deleteChange('loop_a'), createChange(loopA)])
+      expect(applyWrittenChange(state, change)).toBe(true)
+    expect([activeLoops(state), state.usedIds.toSet()]).toEqual([[loopA], undefined])
   })
 })
 
@@ -423,7 +514,7 @@ describe('the used ids', () => {
     const log = new UsedIdLog()
     // The number 0 is among the generated ones: a base keeps it as any other.
     expect(generated[0]).toBe('loop_00000000')
-    for (const id of [...generated, 'loop_a']) log.record(id)
+    for (const id of [...generated, 'loop_a']) log.add(id)
     const set = log.toSet()!
     expect(set.size).toBe(1001)
     expect([...generated, 'loop_a'].every((id) => set.has(id))).toBe(true)
@@ -433,7 +524,7 @@ describe('the used ids', () => {
     expect(['loop_12345678', 'loop_00000001', 'loop_b'].map((id) => copy.add(id))).toEqual([true, true, true])
     expect([set.size, copy.size, set.has('loop_12345678'), set.has('loop_b')]).toEqual([1001, 1004, false, false])
     // A log goes on after a set was made of it; the set does not.
-    log.record('loop_12345678')
+    log.add('loop_12345678')
     expect([log.toSet()!.size, set.has('loop_12345678')]).toEqual([1002, false])
   })
 
@@ -443,7 +534,7 @@ describe('the used ids', () => {
     ['any other id', ['loop_a', 'loop_00000001', 'loop_a']],
   ])('makes no set of a log that recorded %s twice', (_name, recorded) => {
     const log = new UsedIdLog()
-    for (const id of recorded) log.record(id)
+    for (const id of recorded) log.add(id)
     expect(log.toSet()).toBeUndefined()
   })
 
