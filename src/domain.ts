@@ -743,7 +743,9 @@ export function applyLoopChange(state: LoopFoldState, change: StoredLoopChange):
  * it, and a cold open of a long log checks every one while V8 is still
  * compiling the check; the strict chain of small helpers that throw, compiled
  * one by one, made the projection's first build of a 1M-event log 40% dearer (BENCHMARKS.md row 6).
- * `test/domain.test.ts` holds both to the same answers.
+ * The value rules are written out, not called (the variants that called the
+ * strict path's predicates or its fold measured no gain); `test/domain.test.ts`
+ * holds both paths to the same answers.
  * @param state - fold so far; updated in place only when it returns true.
  * @param data - the event's `data`.
  * @returns whether the change was applied.
