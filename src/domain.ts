@@ -738,14 +738,12 @@ export function applyLoopChange(state: LoopFoldState, change: StoredLoopChange):
  * Apply a create, delete or dispatch written exactly as this build writes it
  * (its keys in their order, valid values) that applies to the fold; anything
  * else is left to {@link decodeLoopChange} and {@link applyLoopChange}, which
- * read the other forms or name the defect. The same rules as theirs, for that
- * one form, checked in one flat function: nearly every record of a log is in
- * it, and a cold open of a long log checks every one while V8 is still
- * compiling the check; the strict chain of small helpers that throw, compiled
- * one by one, made the projection's first build of a 1M-event log 40% dearer (BENCHMARKS.md row 6).
- * The value rules are written out, not called (the variants that called the
- * strict path's predicates or its fold measured no gain); `test/domain.test.ts`
- * holds both paths to the same answers.
+ * read the other forms or name the defect. The same predicates as theirs, for
+ * that one form, in one function that throws nothing: nearly every record of a
+ * log is in it, and a cold open of a long log checks every one while V8 is
+ * still compiling the check; the strict chain of helpers that throw, compiled
+ * one by one, made the projection's first build of a 1M-event log 40% dearer
+ * (BENCHMARKS.md row 6). `test/domain.test.ts` holds both paths to the same answers.
  * @param state - fold so far; updated in place only when it returns true.
  * @param data - the event's `data`.
  * @returns whether the change was applied.
@@ -756,27 +754,21 @@ export function applyWrittenChange(state: LoopFoldState, data: unknown): boolean
   if (change.version !== LOOP_CHANGE_VERSION) return false
   const active = state.active
   const operation = change.operation
-  // Keys are compared in their written order; a key left out shows as a field that fails its check.
-  let count = 0
   if (operation === 'create') {
-    for (const key in change) if (key !== RECORD_CHANGE_KEYS[count++]) return false
+    if (!hasWrittenKeys(change, RECORD_CHANGE_KEYS)) return false
     const loop = change.loop
     if (typeof loop !== 'object' || loop === null) return false
     const record = loop as Record<string, unknown>
-    count = 0
-    for (const key in record) if (key !== RECORD_KEYS[count++]) return false
+    if (!hasWrittenKeys(record, RECORD_KEYS)) return false
     const { id, prompt, time_in_seconds: seconds, next_at: nextAt } = record
-    if (!isLoopId(id) || typeof prompt !== 'string' || prompt === '' || prompt.trim().length !== prompt.length)
-      return false
-    if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds <= 0) return false
-    if (typeof nextAt !== 'number' || !Number.isSafeInteger(nextAt) || nextAt < 0) return false
+    if (!isLoopId(id) || !isStoredPrompt(prompt) || !isStoredInterval(seconds) || !isStoredInstant(nextAt)) return false
     // The used-id check is the last one and adds the id only when it passes.
     if (active.get(id) !== undefined || state.usedIds?.add(id) === false) return false
     active.add(record as unknown as LoopRecord)
     return true
   }
   if (operation === 'delete') {
-    for (const key in change) if (key !== DELETE_CHANGE_KEYS[count++]) return false
+    if (!hasWrittenKeys(change, DELETE_CHANGE_KEYS)) return false
     const id = change.id
     // An id an active loop has is a valid one: no other check.
     if (typeof id !== 'string' || active.get(id) === undefined) return false
@@ -784,16 +776,22 @@ export function applyWrittenChange(state: LoopFoldState, data: unknown): boolean
     return true
   }
   if (operation === 'dispatch') {
-    for (const key in change) if (key !== DISPATCH_CHANGE_KEYS[count++]) return false
+    if (!hasWrittenKeys(change, DISPATCH_CHANGE_KEYS)) return false
     const { id, next_at: nextAt } = change
-    if (typeof id !== 'string') return false
-    if (typeof nextAt !== 'number' || !Number.isSafeInteger(nextAt) || nextAt < 0) return false
+    if (typeof id !== 'string' || !isStoredInstant(nextAt)) return false
     const target = active.get(id)
     if (target === undefined) return false
     active.replace({ ...target, next_at: nextAt })
     return true
   }
   return false
+}
+
+/** Whether an object's keys are these, in this order; a key left out shows as a field that fails its check. */
+function hasWrittenKeys(value: object, keys: readonly string[]): boolean {
+  let count = 0
+  for (const key in value) if (key !== keys[count++]) return false
+  return true
 }
 
 /**
