@@ -35,6 +35,8 @@ export interface Snapshot {
   readonly at: number
   readonly root: string
   readonly sessionId: string
+  /** The session's cwd (the growing host's root), which a real DSH resolves when it opens the session. */
+  readonly cwd: string
 }
 
 /** One same-heap block: medians over its trials, ms. */
@@ -128,7 +130,7 @@ export async function runGrowth(
     const built = await time(() => grow(grown, at))
     log(`  log at ${grown.session.seq} events (${(built / 1000).toFixed(1)} s)`)
     // Flushed by growTo: the file holds exactly the grown log.
-    snapshots.push({ at, root: copyRoot(host.root), sessionId: grown.session.id })
+    snapshots.push({ at, root: copyRoot(host.root), sessionId: grown.session.id, cwd: host.root })
   }
   const blocks: DriveBlock[] = []
   for (let block = 0; block < sizes.blocks; block += 1) {

@@ -1,7 +1,7 @@
 /**
  * `pnpm run bench [-- --quick] [-- --only job,job] [-- --out FILE] [-- --rerender]`: runs each job in its own Node
  * process (clean heap, --expose-gc), one after the other, and writes BENCHMARKS.md from the results. `--only` runs the
- * named jobs (growth, append, cold-open, lateness, memory, dock; append and cold-open also run growth, whose logs they
+ * named jobs (growth, append, cold-open, dsh-open, lateness, memory, dock; append, cold-open and dsh-open also run growth, whose logs they
  * open) and prints the table, writing a file only with `--out`. `--rerender` writes the report again, without measuring,
  * from the results the last run saved (a partial run saves none).
  * @module scripts/bench/main
@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url'
 import type { AppendPoint } from './append.ts'
 import type { ColdOpen } from './cold-open.ts'
 import type { DockResult } from './dock.ts'
+import { dshOpenPair, prepareDshOpen, type DshOpen } from './dsh-open.ts'
 import { GROWTH_SIZES, type GrowthResult } from './growth.ts'
 import { latenessScenarios, type LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
@@ -35,13 +36,12 @@ const wants = (...jobs: string[]) => only === undefined || jobs.some((job) => on
 
 /**
  * Independent repeats of every judged quantity: append processes (each holding both sides) and blocks per size in
- * each; concurrent cold-open pairs (single pairs range over ±20 points on this VM, and the median of 40 moved by up to 3
- * points between runs of the same code, next to row 6's 5% line; 80 halve its variance); rounds of the lateness scenarios; same-heap drive blocks
- * (in GROWTH_SIZES).
+ * each; concurrent cold-open pairs in-process (context: single pairs range over ±20 points on this VM) and in real
+ * `dsh web` processes (about 20 s a pair); rounds of the lateness scenarios; same-heap drive blocks (in GROWTH_SIZES).
  */
 const REPEATS = quick
-  ? { append: 1, appendBlocks: 3, coldOpen: 1, lateness: 1, memoryTrials: 3 }
-  : { append: 3, appendBlocks: 5, coldOpen: 80, lateness: 4, memoryTrials: 5 }
+  ? { append: 1, appendBlocks: 3, coldOpen: 1, dshOpen: 1, lateness: 1, memoryTrials: 3 }
+  : { append: 3, appendBlocks: 5, coldOpen: 40, dshOpen: 24, lateness: 4, memoryTrials: 5 }
 
 const WORKER_FLAGS = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc']
 
@@ -99,11 +99,12 @@ async function step<T>(label: string, body: () => Promise<T>): Promise<T> {
 const job = <T>(name: string, options: object, label = name) => step(label, () => spawnJob<T>(name, options).result)
 
 /**
- * Row 6's pair: each process prepares (copies its log, boots its host) and prints READY_LINE; once both have, each gets
- * one line on stdin and opens, so both open on the same state of the machine.
+ * Row 6's in-process pair: each process prepares (copies its log, boots its host) and prints READY_LINE; once both have,
+ * each gets one line on stdin and opens, so both open on the same state of the machine. `withFirst` picks which side is
+ * started and released first, alternated by the caller.
  */
-async function coldOpenPair(snapshot: object): Promise<{ with: ColdOpen; without: ColdOpen }> {
-  const sides = [true, false].map((loop) => {
+async function coldOpenPair(snapshot: object, withFirst: boolean): Promise<{ with: ColdOpen; without: ColdOpen }> {
+  const sides = (withFirst ? [true, false] : [false, true]).map((loop) => {
     const side = spawnJob<ColdOpen>('cold-open', { loop, snapshot }, ['pipe', 'pipe', 'inherit'])
     const ready = new Promise<void>((resolveReady) =>
       createInterface({ input: side.child.stdout! }).on('line', (line) =>
@@ -114,8 +115,8 @@ async function coldOpenPair(snapshot: object): Promise<{ with: ColdOpen; without
   })
   await Promise.all(sides.map((side) => side.ready))
   for (const side of sides) side.child.stdin!.end('go\n')
-  const [withPlugin, without] = await Promise.all(sides.map((side) => side.result))
-  return { with: withPlugin!, without: without! }
+  const [first, second] = await Promise.all(sides.map((side) => side.result))
+  return withFirst ? { with: first!, without: second! } : { with: second!, without: first! }
 }
 
 const started = performance.now()
@@ -123,7 +124,7 @@ const loadBefore = loadavg()
 let growth: GrowthResult | undefined
 try {
   const results: { -readonly [Key in keyof BenchResults]: BenchResults[Key] } = {}
-  if (wants('growth', 'append', 'cold-open')) {
+  if (wants('growth', 'append', 'cold-open', 'dsh-open')) {
     growth = await job<GrowthResult>('growth', quick ? GROWTH_SIZES.quick : GROWTH_SIZES.full)
     results.growth = growth
   }
@@ -140,8 +141,28 @@ try {
     const pairs: { with: ColdOpen; without: ColdOpen }[] = []
     const largest = growth!.snapshots.at(-1)!
     for (let pair = 1; pair <= REPEATS.coldOpen; pair += 1)
-      pairs.push(await step(`cold open pair ${pair} of ${REPEATS.coldOpen}`, () => coldOpenPair(largest)))
+      pairs.push(
+        await step(`cold open pair ${pair} of ${REPEATS.coldOpen}`, () => coldOpenPair(largest, pair % 2 === 1)),
+      )
     results.coldOpen = pairs
+  }
+  if (wants('dsh-open')) {
+    const rig = await step('dsh web homes for row 6 (pack, plugin add)', prepareDshOpen)
+    try {
+      const pairs: { with: DshOpen; without: DshOpen }[] = []
+      const largest = growth!.snapshots.at(-1)!
+      for (let pair = 1; pair <= REPEATS.dshOpen; pair += 1) {
+        // Alternated: which side's requests go out first.
+        const first = pair % 2 === 1 ? 'with' : 'without'
+        const label = `dsh web open pair ${pair} of ${REPEATS.dshOpen}`
+        const result = await step(label, () => dshOpenPair(rig, largest, first))
+        console.log(`  with the plugin ${result.with.cpu} ms CPU, host alone ${result.without.cpu} ms CPU`)
+        pairs.push(result)
+      }
+      results.dshOpen = pairs
+    } finally {
+      await rig.close()
+    }
   }
   if (wants('lateness')) {
     const lateness: LatenessResult[] = []
@@ -182,5 +203,8 @@ try {
   write(context, results)
 } finally {
   rmSync(scratch, { recursive: true, force: true })
-  for (const snapshot of growth?.snapshots ?? []) rmSync(snapshot.root, { recursive: true, force: true })
+  for (const snapshot of growth?.snapshots ?? []) {
+    rmSync(snapshot.root, { recursive: true, force: true })
+    rmSync(snapshot.cwd, { recursive: true, force: true })
+  }
 }
