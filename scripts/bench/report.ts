@@ -342,7 +342,9 @@ Verdicts hold only on an otherwise idle machine (compare the load averages above
   then \`session.history\`), alternating which side's requests go first. A side's CPU time is its process's
   \`utime + stime\` from the first request until it has been idle for 0.5 s, and at least 6 s after the history reply,
   so the projection cache's write lands inside the window on both sides. Either host runs every first-party plugin of
-  the web profile; their projection units fold the same log. The ratio is taken within a pair.
+  the web profile; their projection units fold the same log. The ratio is taken within a pair. Wall time to the history
+  reply is shown but not judged: of two opens sharing two cores, one ends about 2 s after the other, and the side that
+  has more to do is more often the second; opened one at a time, the two sides' wall times do not differ.
 - **Cold open (6)**, in-process (context): pairs of processes, one with the plugin and one host alone, each preparing its
   copy of the log and its host and then released together, alternating which side starts first. Each process's first
   work is \`ctx.agents.resume\`, the projection snapshot DSH web reads, and a tool call that waits for the runtime's first
