@@ -742,8 +742,8 @@ export function applyLoopChange(state: LoopFoldState, change: StoredLoopChange):
  * that one form, in one function that throws nothing: nearly every record of a
  * log is in it, and a cold open of a long log checks every one while V8 is
  * still compiling the check; the strict chain of helpers that throw, compiled
- * one by one, made the projection's first build of a 1M-event log 40% dearer
- * (BENCHMARKS.md row 6). `test/domain.test.ts` holds both paths to the same answers.
+ * one by one, made the projection's cold first build of a long log about a
+ * third dearer. `test/domain.test.ts` holds both paths to the same answers.
  * @param state - fold so far; updated in place only when it returns true.
  * @param data - the event's `data`.
  * @returns whether the change was applied.

@@ -5,7 +5,7 @@
  * plugin registered. Either side runs every first-party plugin of the web profile, whose projection units fold the log.
  * @module scripts/bench/dsh-open
  */
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
@@ -120,7 +120,7 @@ export async function dshOpenPair(
   first: 'with' | 'without',
 ): Promise<{ with: DshOpen; without: DshOpen }> {
   // The session's cwd, which the host resolves when it brings the session live.
-  if (!existsSync(snapshot.cwd)) mkdirSync(snapshot.cwd, { recursive: true })
+  mkdirSync(snapshot.cwd, { recursive: true })
   restoreLog(rig.withPlugin, snapshot)
   restoreLog(rig.alone, snapshot)
   const endpoint = mockEndpoint(rig.model)
@@ -130,10 +130,12 @@ export async function dshOpenPair(
   ])
   try {
     await Promise.all(webs.map((web) => settled(web.child.pid!)))
-    const order = first === 'with' ? [0, 1] : [1, 0]
-    const opens = order.map((index) => open(webs[index]!, snapshot.sessionId))
-    const [a, b] = await Promise.all(opens)
-    const [withPlugin, without] = first === 'with' ? [a!, b!] : [b!, a!]
+    const [withWeb, aloneWeb] = webs
+    const id = snapshot.sessionId
+    // An open starts its first request before it returns, so the side called first goes out first; both then run at once.
+    const aloneFirst = first === 'without' ? open(aloneWeb, id) : undefined
+    const withOpen = open(withWeb, id)
+    const [withPlugin, without] = await Promise.all([withOpen, aloneFirst ?? open(aloneWeb, id)])
     if (!withPlugin.loopProjection || without.loopProjection)
       throw new Error('dsh open: the loop projection is not where it belongs (with the plugin only)')
     return { with: withPlugin, without }

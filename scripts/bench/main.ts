@@ -1,9 +1,9 @@
 /**
  * `pnpm run bench [-- --quick] [-- --only job,job] [-- --out FILE] [-- --rerender]`: runs each job in its own Node
  * process (clean heap, --expose-gc), one after the other, and writes BENCHMARKS.md from the results. `--only` runs the
- * named jobs (growth, append, cold-open, dsh-open, lateness, memory, dock; append, cold-open and dsh-open also run growth, whose logs they
- * open) and prints the table, writing a file only with `--out`. `--rerender` writes the report again, without measuring,
- * from the results the last run saved (a partial run saves none).
+ * named jobs (growth, append, cold-open, dsh-open, lateness, memory, dock; append, cold-open and dsh-open also run
+ * growth, whose logs they open) and prints the table, writing a file only with `--out`. `--rerender` writes the report
+ * again, without measuring, from the results the last run saved (a partial run saves none).
  * @module scripts/bench/main
  */
 import { execFileSync, spawn, type StdioOptions } from 'node:child_process'

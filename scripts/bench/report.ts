@@ -267,6 +267,7 @@ function dshOpenRows(pairs: NonNullable<BenchResults['dshOpen']>, at: number): R
 }
 
 function coldOpenRows(pairs: NonNullable<BenchResults['coldOpen']>): Row[] {
+  const at = pairs[0]!.with.at
   const added = median(pairs.map((pair) => pair.with.cpu - pair.without.cpu))
   const wall = median(pairs.map((pair) => pair.with.wall / pair.without.wall - 1))
   const folds = { row: 6, noun: 'pair', format: (value: number) => ms(value, 0) }
@@ -278,7 +279,7 @@ function coldOpenRows(pairs: NonNullable<BenchResults['coldOpen']>): Row[] {
       samples: pairs.map((pair) => pair.with.cpu / pair.without.cpu - 1),
       format: signedPercent,
       noun: 'pair',
-      note: ` (${signedMs(added, 0)} CPU; wall ${signedPercent(wall)}; host alone ${ms(median(pairs.map((pair) => pair.without.cpu)), 0)})`,
+      note: ` (${signedMs(added, 0)} CPU; wall ${signedPercent(wall)}; host alone ${ms(median(pairs.map((pair) => pair.without.cpu)), 0)}${at === FULL.largest ? '' : `; at ${size(at)}`})`,
     }),
     judge({
       ...folds,
