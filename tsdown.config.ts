@@ -6,7 +6,7 @@ const CLIENT_ID = 'dsh-plugin-loop'
 
 export default defineConfig([
   {
-    // The host half: an ESM Cordis plugin; host packages and zod stay external (peer/runtime deps).
+    // The host half: an ESM Cordis plugin; host packages (peers) and zod (the one dependency) stay external.
     entry: { index: 'src/index.ts' },
     outDir: 'lib',
     clean: false,

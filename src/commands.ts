@@ -8,7 +8,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { CommandResult } from '@deepseek-ai/dsh-commands'
 import { CallId } from '@deepseek-ai/dsh-llm'
-import type { LoopClock } from './loop.ts'
+import type { LoopClock } from './clock.ts'
 import { describeNextDue, formatInstant, formatInterval, promptOnOneLine } from './shared/format.ts'
 import type { LoopDeleteResult, LoopView } from './types.ts'
 
@@ -38,22 +38,14 @@ export function parseLoopCommand(rawInput: string): LoopCommand {
   return { kind: 'usage' }
 }
 
-/**
- * The reply to a successful create.
- * @param loop - the created loop.
- * @param now - reply time.
- * @returns one line for a person.
- */
+/** The reply to a successful create, one line. */
 function formatCreated(loop: LoopView, now: number): string {
   return `Created ${loop.id}: ${formatInterval(loop.time_in_seconds)}, ${describeNextDue(loop.next_at, now).text}. Prompt: ${loop.prompt}`
 }
 
 /**
- * The reply to `/loop list`: one line per loop with id, interval, next due and
- * the prompt on one line (line breaks as `⏎`, cut to a readable width).
- * @param loops - active loops in creation order.
- * @param now - reply time.
- * @returns text for a person.
+ * The reply to `/loop list`: one line per loop with id, interval, next due and the prompt on
+ * one line (line breaks as `⏎`, cut to a readable width).
  */
 export function formatList(loops: readonly LoopView[], now: number): string {
   if (loops.length === 0) return 'No active loops in this session. Create one with /loop <seconds> <prompt>.'
@@ -62,15 +54,6 @@ export function formatList(loops: readonly LoopView[], now: number): string {
     return `${loop.id}  ${formatInterval(loop.time_in_seconds)}  ${due} (${formatInstant(loop.next_at)})  ${promptOnOneLine(loop.prompt)}`
   })
   return [`${loops.length} active loop${loops.length === 1 ? '' : 's'}:`, ...lines].join('\n')
-}
-
-/**
- * The reply to a successful delete.
- * @param result - the tool result.
- * @returns one line for a person.
- */
-function formatDeleted(result: LoopDeleteResult): string {
-  return `Deleted ${result.id}.`
 }
 
 /** Run one loop tool for the invoking agent through the real tool runtime. */
@@ -105,7 +88,7 @@ export function registerLoopCommand(ctx: Context, clock: LoopClock): () => void 
       const now = clock.now()
       if (command.kind === 'create') return { kind: 'success', text: formatCreated(value as LoopView, now) }
       if (command.kind === 'list') return { kind: 'success', text: formatList(value as LoopView[], now) }
-      return { kind: 'success', text: formatDeleted(value as LoopDeleteResult) }
+      return { kind: 'success', text: `Deleted ${(value as LoopDeleteResult).id}.` }
     },
   })
 }

@@ -1,16 +1,9 @@
 /**
- * The plugin's configuration: the bounds that keep a runaway model or a pasted
- * document from turning a loop into unbounded spend. Read from the plugin's row
- * in the DSH patch (`config:`) and, where DSH mounts its settings service, from
- * the user's `loop` settings section, edited live.
- *
- * The two sources are judged differently. The row is the deployment's: DSH
- * validates it with {@link Config} and refuses to load the plugin on a bad one.
- * The settings section is the user's hand-editable file: the host only checks
- * that it is a mapping ({@link LOOP_SETTINGS_SECTION}), and the plugin judges
- * each field on its own ({@link resolveLoopSettings}), so one bad value never
- * hides the section, never blocks a write of another field, and never stops
- * the plugin from following the file once it is fixed.
+ * The plugin's configuration, the bounds that keep a runaway model or a pasted
+ * document from turning a loop into unbounded spend: the plugin row's `config:`
+ * (DSH validates it with {@link Config} and refuses a bad one) and, where DSH
+ * mounts its settings service, the user's `loop` section, judged field by field
+ * ({@link resolveLoopSettings}) so one bad value never hides the others.
  * @module dsh-plugin-loop/config
  */
 import type { Context } from '@deepseek-ai/cordis'
@@ -35,7 +28,7 @@ interface SettingRule<T> {
   readonly accepts: string
 }
 
-/** The rule of a whole-number bound, from its range in `limits.ts`. */
+/** The rule of a whole-number bound, from its range in `shared/limits.ts`. */
 function boundRule(field: LoopBoundSetting): SettingRule<number> {
   const { min, max } = LOOP_SETTING_RANGES[field]
   return {
@@ -44,11 +37,7 @@ function boundRule(field: LoopBoundSetting): SettingRule<number> {
   }
 }
 
-/**
- * One rule per setting: the single source of {@link Config}, the section
- * schema and the per-field check. A new setting is one entry here (plus its
- * field in {@link LoopConfig}, its default and its text in `shared/settings-text.ts`).
- */
+/** One rule per setting: the single source of {@link Config}, the section schema and the per-field check. */
 const SETTING_RULES: { readonly [Field in keyof LoopConfig]: SettingRule<LoopConfig[Field]> } = {
   maxLoopsPerSession: boundRule('maxLoopsPerSession'),
   maxPromptLength: boundRule('maxPromptLength'),
@@ -66,13 +55,10 @@ export const Config: z<LoopConfig> = z
   .i18n(LOOP_SETTING_TEXTS) as z<LoopConfig>
 
 /**
- * The schema the `loop` settings namespace is registered with: every field
- * passes through as stored. DSH's settings service resolves the whole section
- * through its schema at registration (a throw there leaves the namespace
- * unregistered for the process's life, with nothing logged), on every write
- * (a throw refuses the write, even of another field) and on every file reload
- * (a throw keeps the last good section). Judging fields here instead of there
- * keeps all three working while one field is wrong.
+ * The schema the `loop` namespace is registered with: every field passes
+ * through. DSH's settings service resolves the whole section through it at
+ * registration, on every write and on every reload, and a throw there refuses
+ * all three; judging fields here keeps them working while one field is wrong.
  */
 export const LOOP_SETTINGS_SECTION = z.object(Object.fromEntries(SETTING_FIELDS.map((field) => [field, z.any()])))
 

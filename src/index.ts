@@ -6,7 +6,8 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { registerLoopCommand } from './commands.ts'
 import { Config, DEFAULT_LOOP_CONFIG, watchLoopConfig, type LoopConfig } from './config.ts'
-import { LoopRuntime, realClock } from './loop.ts'
+import { realClock } from './clock.ts'
+import { LoopRuntime } from './loop.ts'
 import { registerLoopEventType } from './persistence.ts'
 import { registerLoopProjection } from './projection.ts'
 import { createReport } from './report.ts'
@@ -51,15 +52,11 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   registerLoopCommand(ctx, clock)
 
   const cleanups = new Map<Agent, () => Promise<void>>()
-  /**
-   * Runtimes by their exact agent, so a claim reaches its runtime in O(1). Keyed by agent, not
-   * session: a replacement agent's entry can then never be removed by its predecessor's cleanup,
-   * whatever order a host tears agents down in.
-   */
+  /** Runtimes by exact agent, not session, so a predecessor's cleanup never removes its replacement's entry. */
   const runtimes = new Map<Agent, LoopRuntime>()
 
   /** Attach a runtime and tools to one root agent, unwinding with the agent. */
-  const adopt = (agent: Agent): void => {
+  const attach = (agent: Agent): void => {
     if (!ctx.agents.roots().includes(agent)) return
     const oneShot = ctx.get(ONE_SHOT_SERVICE) !== undefined
     const runtime = new LoopRuntime(ctx, agent, { oneShot, clock })
@@ -83,7 +80,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     // It folds the changes it appends itself, and the open turn comes from here: DSH takes a
     // message out of the inbox, naming the turn, before it logs it as the step's user message.
     const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message, turn }) =>
-      runtimes.get(agent)?.noteClaimed(message, turn),
+      runtimes.get(agent)?.inbox.noteClaimed(message, turn),
     )
     // Outermost (prepend) and after every inner hook (`await next()`), so nothing this plugin
     // did not see can change the step's input between this check and DSH logging it.
@@ -95,9 +92,9 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
       },
       { prepend: true },
     )
-    const stopCreated = ctx.on('agent/created', ({ agent }) => adopt(agent))
+    const stopCreated = ctx.on('agent/created', ({ agent }) => attach(agent))
     // Agents already live (a hot reload, a late install) get no agent/created.
-    for (const agent of ctx.agents.roots()) adopt(agent)
+    for (const agent of ctx.agents.roots()) attach(agent)
     return async () => {
       stopCreated()
       stopPreStep()

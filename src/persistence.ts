@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url'
 import type { Context } from '@deepseek-ai/cordis'
 import type { Session } from '@deepseek-ai/dsh-session'
 import * as ownSessionModule from '@deepseek-ai/dsh-session'
-import { LOOP_CHANGE_EVENT } from './domain.ts'
+import { LOOP_CHANGE_EVENT } from './fold.ts'
 import { LoopError } from './errors.ts'
 import { describeError } from './shared/format.ts'
 
@@ -55,22 +55,16 @@ function catalogOf(module: unknown): EventTypeCatalog | undefined {
   return catalog instanceof Set ? (catalog as EventTypeCatalog) : undefined
 }
 
-/** Where `loop/change` was registered. */
+/** Where `loop/change` was registered: how many distinct catalogs, and whether the host's own copy was found. */
 export interface EventTypeRegistration {
-  /** How many distinct catalogs now know `loop/change` (the plugin's copy and the host's, when they differ). */
   readonly catalogs: number
-  /** Whether the host's own `@deepseek-ai/dsh-session` was resolved from its entry point. */
   readonly hostResolved: boolean
 }
 
 /**
- * Add `loop/change` to the host's persisted-event catalog so sessions holding
- * loops can be reloaded. The host's persistence reads the instance of its own
- * `@deepseek-ai/dsh-session`, which a plugin installed in a profile does not
- * always share, so the instance resolved from `process.argv[1]` is extended as well as ours.
- * The entry stays registered after disposal: see SPEC.md, "Event catalog".
- * @param entry - the host entry point, normally `process.argv[1]`.
- * @returns where it was registered; `hostResolved: false` means only the plugin's copy knows it.
+ * Add `loop/change` to the persisted-event catalog of our `@deepseek-ai/dsh-session` and of the
+ * host's, resolved from its entry point (`process.argv[1]`), which a plugin installed in a profile
+ * does not always share. The entry stays after disposal (SPEC.md §3, "Event catalog").
  */
 export async function registerLoopEventType(entry: string | undefined): Promise<EventTypeRegistration> {
   const hostModule = await importHostSessionModule(entry)

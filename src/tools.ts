@@ -3,29 +3,24 @@
  * so validation, ownership and persistence live here once.
  * @module dsh-plugin-loop/tools
  */
-import { randomBytes } from 'node:crypto'
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import type { LoopConfig } from './config.ts'
+import { LoopError } from './errors.ts'
+import { createChange, deleteChange, nextLoopId } from './fold.ts'
+import type { LoopRuntime } from './loop.ts'
+import { cutToWidth, formatInterval } from './shared/format.ts'
+import type { LoopDeleteResult, LoopRecord, LoopView } from './types.ts'
 import {
-  activeLoops,
-  allocateLoopId,
   assertIntervalFits,
   assertRoomForLoop,
-  createChange,
-  createLoopRecord,
-  deleteChange,
   requireActiveLoop,
   toLoopView,
   validateCreateInput,
   validateDeleteInput,
   validateListInput,
-} from './domain.ts'
-import { LoopError } from './errors.ts'
-import { cutToWidth, formatInterval } from './shared/format.ts'
-import type { LoopRuntime } from './loop.ts'
-import type { LoopDeleteResult, LoopView } from './types.ts'
+} from './validation.ts'
 
 const VIEW_SCHEMA = {
   type: 'object',
@@ -54,7 +49,7 @@ const CREATE_DESCRIPTION = [
   'Schedule a recurring prompt in this session.',
   'Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message:',
   'at the next step if you are working, as a new turn if idle',
-  '(at most one heartbeat per loop in a turn; occurrences while one is still waiting are skipped).',
+  '(at most one heartbeat per loop in a turn; while one waits during your work, later occurrences are skipped).',
   'Returns the loop with its id; use loop_delete to stop it.',
 ].join(' ')
 
@@ -88,11 +83,6 @@ function renderJsonWithOneShotNote(_args: unknown, value: unknown) {
 function presentCreateTitle(prompt: string, seconds: number): string {
   // Whitespace runs (line breaks included) fold to one space: a title is a glance, not a listing.
   return ['Create loop', formatInterval(seconds), cutToWidth(prompt.trim().replace(/\s+/g, ' '), 80)].join(' · ')
-}
-
-/** Random suffix for a new id. */
-function randomHex(): string {
-  return randomBytes(4).toString('hex')
 }
 
 /** Refuse calls that do not come from the agent these tools belong to. */
@@ -139,13 +129,19 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
       async execute(args, exec): Promise<LoopView> {
         assertOwner(agent, exec.agent)
         // Bad input is refused before the call waits in the queue.
-        const input = validateCreateInput(args, config(), runtime.clock.now())
-        return runtime.transact('loop_create', exec.signal, (state) => {
-          assertRoomForLoop(state, config().maxLoopsPerSession)
+        const input = validateCreateInput(args, config().maxPromptLength, runtime.clock.now())
+        return runtime.transact('loop_create', exec.signal, (fold) => {
+          assertRoomForLoop(fold, config().maxLoopsPerSession)
           const now = runtime.clock.now()
           // The call may have waited in the queue: the first occurrence must still be a date at this instant.
           assertIntervalFits(input.time_in_seconds, now)
-          const loop = createLoopRecord(input, allocateLoopId(state, randomHex), now)
+          const { prompt, time_in_seconds: seconds } = input
+          const loop: LoopRecord = {
+            id: nextLoopId(fold, agent.id),
+            prompt,
+            time_in_seconds: seconds,
+            next_at: now + seconds * 1000,
+          }
           return { result: toLoopView(loop, now), change: createChange(loop) }
         })
       },
@@ -164,9 +160,9 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
       async execute(args, exec): Promise<LoopView[]> {
         assertOwner(agent, exec.agent)
         validateListInput(args)
-        return runtime.transact('loop_list', exec.signal, (state) => {
+        return runtime.read('loop_list', exec.signal, (fold) => {
           const now = runtime.clock.now()
-          return { result: activeLoops(state).map((loop) => toLoopView(loop, now)) }
+          return fold.loops.map((loop) => toLoopView(loop, now))
         })
       },
       presentCall: () => ({ card: 'generic', kind: 'read', title: 'List loops' }),
@@ -179,8 +175,10 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
       async execute(args, exec): Promise<LoopDeleteResult> {
         assertOwner(agent, exec.agent)
         const id = validateDeleteInput(args)
-        return runtime.transact('loop_delete', exec.signal, (state) => {
-          requireActiveLoop(state, id)
+        return runtime.transact('loop_delete', exec.signal, (fold) => {
+          requireActiveLoop(fold, id)
+          // The delete owns what it does to the inbox: the loop's waiting heartbeat leaves with it, in the same flush.
+          runtime.inbox.withdraw(id)
           return { result: { deleted: true, id }, change: deleteChange(id) }
         })
       },

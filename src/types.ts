@@ -53,7 +53,7 @@ export interface LoopDeleteChange {
   readonly id: string
 }
 
-/** Records one delivered heartbeat and the next future occurrence. */
+/** Moves one loop's schedule: after a heartbeat was sent or coalesced, or when a clock correction reschedules it. */
 export interface LoopDispatchChange {
   readonly version: 1
   readonly operation: 'dispatch'
@@ -61,8 +61,19 @@ export interface LoopDispatchChange {
   readonly next_at: number
 }
 
+/**
+ * Written once by a fork whose log still shows loops it inherited: they are not
+ * this session's, so a reading of the whole log (DSH web's history of a session
+ * that is not open) drops each one that is active. A fold from the seed boundary finds none active.
+ */
+export interface LoopForkChange {
+  readonly version: 1
+  readonly operation: 'fork'
+  readonly ids: readonly string[]
+}
+
 /** The durable `loop/change` union that this build writes. */
-export type LoopChange = LoopCreateChange | LoopDeleteChange | LoopDispatchChange
+export type LoopChange = LoopCreateChange | LoopDeleteChange | LoopDispatchChange | LoopForkChange
 
 /**
  * The previous build's `update` record, read for compatibility only: it replaced

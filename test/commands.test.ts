@@ -137,7 +137,7 @@ describe('/loop through the real command runtime', () => {
   it('tells an id that breaks the id rule apart from an unknown one', async () => {
     expect(await rig.command('/loop delete loop_<x>')).toEqual(
       refused(
-        'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.',
+        'id must be a loop id such as loop_3fa9c2d1 (loop_ then letters, digits, _ or -); run loop_list to see them.',
       ),
     )
     expect(await rig.command('/loop delete loop_zz')).toEqual(

@@ -145,7 +145,7 @@ describe('an invalid loop section in the settings document', () => {
     await settings.mutate('loop', [{ op: 'set', path: ['maxPromptLength'], value: 10 }])
     const long = await runTool(host, fake.agent, 'loop_create', { prompt: 'x'.repeat(11), time_in_seconds: 60 })
     expect(long.isError ? long.error.message : undefined).toBe(
-      'prompt is 11 characters; the limit is 10 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
+      'prompt is 11 characters (UTF-16 code units); the limit is 10 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
     )
     // The same invalid value is not warned about twice.
     expect(warnings).toHaveLength(1)
@@ -210,7 +210,7 @@ describe('configured bounds', () => {
     })
     const long = await runTool(host, fake.agent, 'loop_create', { prompt: 'x'.repeat(1_000_000), time_in_seconds: 1 })
     expect(long.isError ? long.error.message : undefined).toBe(
-      'prompt is 1000000 characters; the limit is 4000 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
+      'prompt is 1000000 characters (UTF-16 code units); the limit is 4000 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
     )
     expect(loopChanges(fake.agent)).toHaveLength(20)
   })
@@ -224,7 +224,7 @@ describe('configured bounds', () => {
     expect(refused.isError ? refused.error.message : undefined).toBe(TOO_MANY(2, 2))
     const long = await runTool(host, fake.agent, 'loop_create', { prompt: 'x'.repeat(11), time_in_seconds: 60 })
     expect(long.isError ? long.error.message : undefined).toBe(
-      'prompt is 11 characters; the limit is 10 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
+      'prompt is 11 characters (UTF-16 code units); the limit is 10 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
     )
     expect(loopChanges(fake.agent).map((change) => (change as { operation: string }).operation)).toEqual([
       'create',

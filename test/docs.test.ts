@@ -5,8 +5,9 @@
  * - `tool-schemas`: one fenced JSON block, equal to `ctx.tools.schemas(agent)`
  *   for the loop tools of a root agent in a real host;
  * - `one-shot-note`: the sentence a one-shot host appends to `loop_create`;
- * - `error-codes`: a table whose first column lists every `LoopErrorCode`
- *   (src/errors.ts) once, in declaration order;
+ * - `error-codes`: a table `code | when` with every `LoopErrorCode` (src/errors.ts)
+ *   once, in declaration order; the English `when` is the member's comment, the
+ *   Chinese one holds the same `code` spans and numbers;
  * - `config`: a table `setting | type | default | range | effect`, one row per
  *   `Config` field (src/config.ts) in schema order, the effect being the field's
  *   description in that README's language (the Settings card shows the same text).
@@ -69,21 +70,33 @@ function fencedJson(block: string): unknown {
   return JSON.parse(match[1]!)
 }
 
-/** The members of `LoopErrorCode`, read from the source so the type stays the one list. */
-function loopErrorCodes(): string[] {
+/**
+ * The members of `LoopErrorCode`, each with the comment that says when it is thrown,
+ * read from the source so the type stays the one list.
+ */
+function loopErrorCodes(): { readonly code: string; readonly when: string }[] {
   const path = `${root}src/errors.ts`
-  const source = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest)
+  const text = readFileSync(path, 'utf8')
+  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest)
   const alias = source.statements.find(
     (node): node is ts.TypeAliasDeclaration => ts.isTypeAliasDeclaration(node) && node.name.text === 'LoopErrorCode',
   )
   if (alias === undefined || !ts.isUnionTypeNode(alias.type))
     throw new Error('LoopErrorCode is no longer a union in src/errors.ts')
-  return alias.type.types.map((member) => {
+  const members = alias.type.types
+  return members.map((member, index) => {
     if (!ts.isLiteralTypeNode(member) || !ts.isStringLiteral(member.literal))
       throw new Error(`LoopErrorCode member ${member.getText(source)} is not a string literal`)
-    return member.literal.text
+    // The member's comment sits before its `|`, after the member before it (or the `=`).
+    const trivia = text.slice(index === 0 ? alias.type.pos : members[index - 1]!.end, member.getStart(source))
+    const when = /\/\*\*\s*([\s\S]*?)\s*\*\/\s*\|?\s*$/.exec(trivia)?.[1]
+    if (when === undefined) throw new Error(`LoopErrorCode member ${member.literal.text} has no comment saying when`)
+    return { code: member.literal.text, when }
   })
 }
+
+/** The facts a sentence states that can go stale: its `code` spans and its numbers. */
+const checkedFacts = (text: string) => [...text.matchAll(/`[^`]+`|\d+/g)].map(([fact]) => fact).sort()
 
 /** What schemastery keeps about one field (the parts the table states). */
 interface FieldSchema {
@@ -181,9 +194,14 @@ describe('README reference blocks match the code', () => {
         expect(`${create.description} ${note}`).toBe(oneShotCreateDescription)
       })
 
-      it('lists every error code once, in the order of LoopErrorCode', () => {
-        const codes = tableRows(docsBlock(text, 'error-codes')).map((cells) => cells[0]!.replace(/^`(.*)`$/, '$1'))
-        expect(codes.join('\n')).toBe(loopErrorCodes().join('\n'))
+      it('lists every error code once, in the order of LoopErrorCode, saying when as its comment in the code does', () => {
+        const rows = tableRows(docsBlock(text, 'error-codes'))
+        const codes = loopErrorCodes()
+        expect(rows.map(([code]) => code).join('\n')).toBe(codes.map(({ code }) => `\`${code}\``).join('\n'))
+        // English quotes the comment; Chinese says it in its words, with the same identifiers and numbers.
+        if (lang === 'en')
+          expect(renderRows(rows)).toBe(renderRows(codes.map(({ code, when }) => [`\`${code}\``, when])))
+        else expect(rows.map(([, when]) => checkedFacts(when!))).toEqual(codes.map(({ when }) => checkedFacts(when)))
       })
 
       it('has one configuration row per Config field, with its type, default, range and description', () => {

@@ -8,7 +8,7 @@
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
-import { createChange } from '../src/domain.ts'
+import { createChange } from '../src/fold.ts'
 import { LoopRuntime } from '../src/loop.ts'
 import {
   advance,

@@ -47,8 +47,15 @@ async function ownerSnapshot() {
 
 /** What every other agent must see and be unable to do. */
 async function expectIsolated(other: FakeAgent, relation: 'sibling' | 'fork' | 'child'): Promise<void> {
+  await settle()
   const before = await ownerSnapshot()
   const otherChangesBefore = loopChanges(other.agent).length
+  if (relation === 'fork') {
+    // Its one change of its own, written when it first read its log: A's loops are not the fork's.
+    const seedLength = other.agent.session.header.seedLength!
+    const own = other.agent.session.events.slice(seedLength).filter((event) => event.type === 'loop/change')
+    expect(own.map((event) => event.data)).toEqual([{ version: 1, operation: 'fork', ids }])
+  }
 
   const listed = await runTool(rig.host, other.agent, 'loop_list', {})
   if (relation === 'child') expect(listed.isError).toBe(true)

@@ -5,20 +5,15 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { CallId, createUserMessage, MessageId } from '@deepseek-ai/dsh-llm'
+import type { Agent } from '@deepseek-ai/dsh-agent'
 import { SessionId, type Session, type SessionEvent } from '@deepseek-ai/dsh-session'
 import { registerLoopCommand } from '../src/commands.ts'
 import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
-import { activeLoops, createChange, deleteChange, dispatchChange } from '../src/domain.ts'
+import { HeartbeatInbox } from '../src/delivery.ts'
+import { MAX_TIMER_WAIT_MS } from '../src/drive.ts'
+import { createChange, deleteChange, dispatchChange } from '../src/fold.ts'
 import * as loopPlugin from '../src/index.ts'
-import {
-  FIRST_RETRY_DELAY_MS,
-  LoopRuntime,
-  MAX_TIMER_WAIT_MS,
-  SessionView,
-  chooseDelivery,
-  waitingHeartbeats,
-} from '../src/loop.ts'
-import { loopProjectionSchema } from '../src/projection.ts'
+import { FIRST_RETRY_DELAY_MS, LoopRuntime } from '../src/loop.ts'
 import { renderHeartbeat } from '../src/shared/heartbeat.ts'
 import { registerLoopTools } from '../src/tools.ts'
 import { failFlush, holdFlushes, observeAppends, observeFlushes, recordTimers } from './support/faults.ts'
@@ -474,8 +469,8 @@ describe('failures', () => {
 
   it('names non-Error flush failures in the tool error', async () => {
     const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockRejectedValue('EIO')
-    const listed = await rig.tool('loop_list', {})
-    expect(listed.isError ? listed.error.message : 'succeeded').toBe('Session persistence failed: EIO')
+    const created = await rig.tool('loop_create', { prompt: 'p', time_in_seconds: 5 })
+    expect(created.isError ? created.error.message : 'succeeded').toBe('Session persistence failed: EIO')
     spy.mockRestore()
   })
 
@@ -649,7 +644,7 @@ describe('the queue, driven directly', () => {
   it('orders a tool transaction behind the running drive: a loop deleted meanwhile is still sent once, then never again', async () => {
     const { runtime, flushes } = await driveHeldAtFlush('loop_due')
     const deletion = runtime.transact('loop_delete', signal(), (state) => ({
-      result: activeLoops(state).map((loop) => loop.id),
+      result: state.loops.map((loop) => loop.id),
       change: { version: 1, operation: 'delete', id: 'loop_due' },
     }))
     await vi.advanceTimersByTimeAsync(0)
@@ -674,7 +669,7 @@ describe('the queue, driven directly', () => {
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     await settle()
     const flushes = holdFlushes()
-    const listing = runtime.transact('loop_list', signal(), (state) => ({ result: activeLoops(state).length }))
+    const listing = runtime.transact('loop_list', signal(), (state) => ({ result: state.loops.length }))
     await vi.advanceTimersByTimeAsync(0)
     let disposed = false
     const disposal = runtime.dispose().then(() => {
@@ -973,7 +968,7 @@ describe('reading the log', () => {
     const reads = vi.spyOn(session, 'events', 'get')
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     expect(
-      await runtime.transact('loop_list', signal(), (state) => ({ result: activeLoops(state).map((loop) => loop.id) })),
+      await runtime.transact('loop_list', signal(), (state) => ({ result: state.loops.map((loop) => loop.id) })),
     ).toEqual(['loop_one', 'loop_two'])
     expect(reads).toHaveBeenCalledTimes(1)
     runtime.start()
@@ -981,12 +976,12 @@ describe('reading the log', () => {
     await advance(3000)
     expect(agent.send).toHaveBeenCalledTimes(3)
     const deleted = await runtime.transact('loop_delete', signal(), (state) => ({
-      result: activeLoops(state).map((loop) => loop.next_at),
+      result: state.loops.map((loop) => loop.next_at),
       change: { version: 1, operation: 'delete', id: 'loop_two' },
     }))
     expect(deleted).toEqual([Date.now() + 60_000 - 3000, Date.now() + 1000])
     expect(
-      await runtime.transact('loop_list', signal(), (state) => ({ result: activeLoops(state).map((loop) => loop.id) })),
+      await runtime.transact('loop_list', signal(), (state) => ({ result: state.loops.map((loop) => loop.id) })),
     ).toEqual(['loop_one'])
     await advance(3000)
     expect(agent.send).toHaveBeenCalledTimes(3)
@@ -996,90 +991,38 @@ describe('reading the log', () => {
   })
 })
 
-describe('reading a resumed log once for both folds', () => {
-  /** Two loops created and one deleted through the tools, then the session reopened by a new agent. */
-  async function reopened(host: Host, id: string): Promise<FakeAgent> {
-    const first = await createFakeAgent(host, id)
-    const kept = await createLoop(host, first.agent, 'kept', 60)
-    const gone = await createLoop(host, first.agent, 'gone', 60)
-    await runTool(host, first.agent, 'loop_delete', { id: gone })
-    await first.handle.dispose()
-    const catchUp = vi.spyOn(SessionView.prototype, 'catchUp')
-    const resumed = await resumeFakeAgent(host, id)
-    const listed = await runTool(host, resumed.agent, 'loop_list', {})
-    expect((listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([kept])
-    expect(catchUp).toHaveBeenCalledTimes(1)
-    return resumed
-  }
-  const catchUpCall = () => vi.mocked(SessionView.prototype.catchUp).mock.calls[0]!
-
-  afterEach(() => {
-    vi.restoreAllMocks()
-  })
-
-  it("takes the projection's fold, built by the host first, and reads none of the log itself", async () => {
-    const snapshot = vi.spyOn(rig.host.ctx.sessionProjections, 'snapshot')
-    const resumed = await reopened(rig.host, 'ses-take')
-    const [events, start] = catchUpCall()
-    expect(events).toBe(resumed.agent.session.events)
-    expect(start?.next).toBe(events.length)
-    expect(activeLoops(start!.fold).map((loop) => loop.prompt)).toEqual(['kept'])
-    expect(start!.fold.usedIds.size).toBe(2)
-    // Nothing had read the reopened session's projection: the runtime had the host build it before its catch-up.
-    const built = snapshot.mock.calls.findIndex(([session]) => session === resumed.agent.session)
-    expect(snapshot.mock.invocationCallOrder[built]).toBeLessThan(
-      vi.mocked(SessionView.prototype.catchUp).mock.invocationCallOrder[0]!,
-    )
-  })
-
-  it('reads the log itself on a host without a projection registry', async () => {
-    const host = await rig.boot({ projections: false })
-    await reopened(host, 'ses-no-registry')
-    expect(catchUpCall()[1]).toBeUndefined()
-  })
-
-  /** A projection unit of another plugin whose view always throws, so the host's snapshot fails when it reaches it. */
-  const registerBrokenUnit = (host: Host) =>
-    host.ctx.sessionProjections.register({
-      key: 'broken',
-      schema: loopProjectionSchema,
-      init: () => ({}),
-      apply: (state: object) => state,
-      view: () => {
-        throw new Error('broken view')
-      },
-      stateVersion: 0,
-    } as never)
-
-  it("keeps the host's snapshot failing on another plugin's unit to itself: after `loop`'s cell the fold is taken", async () => {
-    registerBrokenUnit(rig.host)
-    await reopened(rig.host, 'ses-broken-after')
-    expect(catchUpCall()[1]?.next).toBeGreaterThan(0)
-  })
-
-  it("keeps the host's snapshot failing on another plugin's unit to itself: before `loop`'s cell it reads the log", async () => {
-    const host = await rig.boot({ loop: false })
-    registerBrokenUnit(host)
-    await host.ctx.plugin(loopPlugin)
-    await reopened(host, 'ses-broken-before')
-    expect(catchUpCall()[1]).toBeUndefined()
-  })
-
-  it('stops at a deleted id created again, with its diagnostic, while the dock shows the log as it is', async () => {
+describe('a log the runtime and the dock read alike', () => {
+  it('a deleted id created again is one active loop to both: it is listed, fires and shows in the dock', async () => {
     const first = await createFakeAgent(rig.host, 'ses-reused')
     const session = first.agent.session
     appendCreate(session, 'loop_again', 'first life', 60)
     session.append('loop/change', deleteChange('loop_again'))
-    appendCreate(session, 'loop_again', 'second life', 60)
+    appendCreate(session, 'loop_again', 'second life', 1)
     await first.handle.dispose()
     const resumed = await resumeFakeAgent(rig.host, 'ses-reused')
     const listed = await runTool(rig.host, resumed.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error.message : listed.value).toBe(
-      'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: loop id loop_again was reused).',
-    )
-    expect(rig.host.ctx.sessionProjections.snapshot(resumed.agent.session).values['loop']).toMatchObject({
-      loops: [{ id: 'loop_again', prompt: 'second life' }],
+    expect((listed.value as { id: string; prompt: string }[]).map(({ id, prompt }) => [id, prompt])).toEqual([
+      ['loop_again', 'second life'],
+    ])
+    expect(rig.host.ctx.sessionProjections.snapshot(resumed.agent.session).values['loop']).toEqual({
+      loops: [{ id: 'loop_again', prompt: 'second life', time_in_seconds: 1, next_at: NOW + 1000 }],
     })
+    await advance(1000)
+    expect(sentTexts(resumed)).toEqual([heartbeat('loop_again', 'second life')])
+  })
+
+  it('a create of an active id stops the runtime with its diagnostic, and the dock shows no loops', async () => {
+    const first = await createFakeAgent(rig.host, 'ses-twice')
+    const session = first.agent.session
+    appendCreate(session, 'loop_twice', 'first', 60)
+    appendCreate(session, 'loop_twice', 'second', 60)
+    await first.handle.dispose()
+    const resumed = await resumeFakeAgent(rig.host, 'ses-twice')
+    const listed = await runTool(rig.host, resumed.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error.message : listed.value).toBe(
+      'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: create of active loop loop_twice).',
+    )
+    expect(rig.host.ctx.sessionProjections.snapshot(resumed.agent.session).values['loop']).toEqual({ loops: [] })
   })
 })
 
@@ -1126,30 +1069,6 @@ describe('a heartbeat claimed but not yet logged', () => {
     expect(rig.fake.agent.inbox.nextStep).toEqual([])
     await advance(1000)
     expect(rig.fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step', 'next-turn'])
-  })
-})
-
-describe('delivery rule', () => {
-  it.each([
-    ['idle', { running: false, waiting: false, inOpenTurn: false }, { kind: 'send', target: 'next-turn' }],
-    [
-      'running, not yet in this turn',
-      { running: true, waiting: false, inOpenTurn: false },
-      { kind: 'send', target: 'next-step' },
-    ],
-    [
-      'running, already in this turn',
-      { running: true, waiting: false, inOpenTurn: true },
-      { kind: 'send', target: 'next-turn' },
-    ],
-    [
-      'a heartbeat left waiting in an idle inbox',
-      { running: false, waiting: true, inOpenTurn: false },
-      { kind: 'replace', target: 'next-turn' },
-    ],
-    ['a heartbeat still waiting (running)', { running: true, waiting: true, inOpenTurn: true }, { kind: 'coalesce' }],
-  ])('%s', (_name, facts, expected) => {
-    expect(chooseDelivery(facts)).toEqual(expected)
   })
 })
 
@@ -1328,131 +1247,67 @@ function plainLog(...entries: readonly (readonly [string, unknown])[]): SessionE
   return entries.map(([type, data], seq) => ({ type, seq, time: 0, data }) as SessionEvent)
 }
 
-describe('the session view over plain events', () => {
+describe('the open turn, read from plain events', () => {
   const events = plainLog(
     ['loop/change', createChange(LOOP)],
     ['turn/start', { turn: 3 }],
     ['user/message', heartbeatOf('loop_00000001')],
     ['loop/change', dispatchChange('loop_00000001', 61_000)],
   )
+  const closedEvents = [...events, ...plainLog(['turn/end', { turn: 3 }]).map((event) => ({ ...event, seq: 4 }))]
 
-  it('reads the log once, then folds only what is appended to it', () => {
-    const view = new SessionView(0)
-    expect(view.caughtUp).toBe(false)
-    view.catchUp(events)
-    expect(view.caughtUp).toBe(true)
-    expect(activeLoops(view.fold)).toEqual([{ ...LOOP, next_at: 61_000 }])
-    expect([view.fold.usedIds.size, view.fold.usedIds.has('loop_00000001')]).toEqual([1, true])
-    view.foldAppended(plainLog(['loop/change', dispatchChange('loop_00000001', 121_000)])[0]!)
-    expect(activeLoops(view.fold)).toEqual([{ ...LOOP, next_at: 121_000 }])
-    view.foldAppended(plainLog(['loop/change', deleteChange('loop_00000001')])[0]!)
-    expect(activeLoops(view.fold)).toEqual([])
-    expect(() => view.foldAppended(plainLog(['loop/change', deleteChange('loop_00000001')])[0]!)).toThrow(
-      'delete targets inactive loop loop_00000001',
-    )
-  })
+  /**
+   * A heartbeat inbox over a stub running agent with an empty inbox, and which of some loops the open turn took:
+   * those whose heartbeat it would send `next-turn` (every other goes `next-step`).
+   */
+  function stubInbox() {
+    const send = vi.fn()
+    const agent = { id: 'ses-plain', status: 'running', inbox: { nextStep: [], nextTurn: [] }, send }
+    const inbox = new HeartbeatInbox(agent as unknown as Agent, { warn: vi.fn(), info: vi.fn() })
+    const taken = (...ids: string[]) =>
+      ids.filter((id) => {
+        send.mockClear()
+        expect(inbox.deliver({ ...LOOP, id })).toBeUndefined()
+        return send.mock.calls[0]![1] === 'next-turn'
+      })
+    return { inbox, taken }
+  }
 
   it("takes the open turn's heartbeats from after the last turn boundary, and a turn/end closes it", () => {
-    const open = new SessionView(0)
-    open.catchUp(events)
-    expect([...open.openTurnHeartbeats]).toEqual(['loop_00000001'])
-    const closed = new SessionView(0)
-    closed.catchUp([...events, ...plainLog(['turn/end', { turn: 3 }]).map((event) => ({ ...event, seq: 4 }))])
-    expect([...closed.openTurnHeartbeats]).toEqual([])
+    const open = stubInbox()
+    open.inbox.readLog(events, 0)
+    expect(open.taken('loop_00000001', 'loop_b')).toEqual(['loop_00000001'])
+    const closed = stubInbox()
+    closed.inbox.readLog(closedEvents, 0)
+    expect(closed.taken('loop_00000001')).toEqual([])
+    // A fork's inherited turn is not this session's: read from the seed boundary, nothing of it counts.
+    const forked = stubInbox()
+    forked.inbox.readLog(events, 4)
+    expect(forked.taken('loop_00000001')).toEqual([])
   })
 
   it('keeps a turn by the number its claims name: the same turn adds, a newer one starts over', () => {
-    const view = new SessionView(0)
+    const { inbox, taken } = stubInbox()
     // A claim noted before the log is read, in the turn the log shows open: kept through the read.
-    view.noteClaimed(heartbeatOf('loop_early'), 3)
-    view.catchUp(events)
-    expect([...view.openTurnHeartbeats]).toEqual(['loop_early', 'loop_00000001'])
-    view.noteClaimed(heartbeatOf('loop_b'), 3)
-    expect([...view.openTurnHeartbeats]).toEqual(['loop_early', 'loop_00000001', 'loop_b'])
-    view.noteClaimed({ role: 'user', content: [{ type: 'text', text: 'a user message opens turn 4' }] }, 4)
-    expect([...view.openTurnHeartbeats]).toEqual([])
-    view.noteClaimed(heartbeatOf('loop_c'), 4)
-    expect([...view.openTurnHeartbeats]).toEqual(['loop_c'])
+    inbox.noteClaimed(heartbeatOf('loop_early'), 3)
+    inbox.readLog(events, 0)
+    expect(taken('loop_early', 'loop_00000001', 'loop_b')).toEqual(['loop_early', 'loop_00000001'])
+    inbox.noteClaimed(heartbeatOf('loop_b'), 3)
+    expect(taken('loop_early', 'loop_00000001', 'loop_b')).toEqual(['loop_early', 'loop_00000001', 'loop_b'])
+    inbox.noteClaimed({ role: 'user', content: [{ type: 'text', text: 'a user message opens turn 4' }] }, 4)
+    expect(taken('loop_early', 'loop_00000001', 'loop_b')).toEqual([])
+    inbox.noteClaimed(heartbeatOf('loop_c'), 4)
+    expect(taken('loop_b', 'loop_c')).toEqual(['loop_c'])
     // A turn/start without a number (not DSH's): its heartbeats count until the first claim names a turn.
-    const unnumbered = new SessionView(0)
-    unnumbered.catchUp(plainLog(['turn/start', {}], ['user/message', heartbeatOf('loop_a')]))
-    expect([...unnumbered.openTurnHeartbeats]).toEqual(['loop_a'])
-    unnumbered.noteClaimed(heartbeatOf('loop_b'), 1)
-    expect([...unnumbered.openTurnHeartbeats]).toEqual(['loop_b'])
+    const unnumbered = stubInbox()
+    unnumbered.inbox.readLog(plainLog(['turn/start', {}], ['user/message', heartbeatOf('loop_a')]), 0)
+    expect(unnumbered.taken('loop_a', 'loop_b')).toEqual(['loop_a'])
+    unnumbered.inbox.noteClaimed(heartbeatOf('loop_b'), 1)
+    expect(unnumbered.taken('loop_a', 'loop_b')).toEqual(['loop_b'])
     // A claim from before the last closed turn is not kept through a read that finds the turn ended.
-    const ended = new SessionView(0)
-    ended.noteClaimed(heartbeatOf('loop_early'), 3)
-    ended.catchUp([...events, ...plainLog(['turn/end', { turn: 3 }]).map((event) => ({ ...event, seq: 4 }))])
-    expect([...ended.openTurnHeartbeats]).toEqual([])
-  })
-
-  it('starts after a fork seed: the inherited loop changes are not folded', () => {
-    const view = new SessionView(1)
-    view.catchUp(
-      plainLog(
-        ['loop/change', createChange(LOOP)],
-        ['loop/change', createChange({ ...LOOP, id: 'loop_00000002' })],
-        ['loop/change', deleteChange('loop_00000002')],
-      ),
-    )
-    expect(activeLoops(view.fold)).toEqual([])
-    // Deleting the inherited loop would be corrupt here: it is not this session's.
-    const seeded = new SessionView(1)
-    expect(() =>
-      seeded.catchUp(
-        plainLog(['loop/change', createChange(LOOP)], ['turn/start', {}], ['loop/change', deleteChange(LOOP.id)]),
-      ),
-    ).toThrow(`delete targets inactive loop ${LOOP.id}`)
-  })
-
-  it('throws on a corrupt record, is not caught up, and a second read resumes at that record', () => {
-    const view = new SessionView(0)
-    const corrupt = plainLog(['loop/change', createChange(LOOP)], ['loop/change', { version: 9 }])
-    expect(() => view.catchUp(corrupt)).toThrow('corrupt loop/change record: unsupported version 9')
-    expect(view.caughtUp).toBe(false)
-    expect(activeLoops(view.fold)).toEqual([LOOP])
-    // Not from the start again: the create before it is not folded twice (that would be a reuse).
-    expect(() => view.catchUp(corrupt)).toThrow('corrupt loop/change record: unsupported version 9')
-  })
-
-  it('scans waiting heartbeats by loop, in inbox order, skipping every other message', () => {
-    const other = {
-      ...createUserMessage({ content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } }),
-      id: MessageId('msg-user'),
-    }
-    const first = heartbeatOf('loop_a', 'msg-1')
-    const second = heartbeatOf('loop_a', 'msg-2')
-    const third = heartbeatOf('loop_b', 'msg-3')
-    expect(waitingHeartbeats([first, other, third, second])).toEqual(
-      new Map([
-        ['loop_a', [MessageId('msg-1'), MessageId('msg-2')]],
-        ['loop_b', [MessageId('msg-3')]],
-      ]),
-    )
-  })
-
-  it('collects the loops whose heartbeat the open turn claimed, and starts over at a new turn', () => {
-    const view = new SessionView(0)
-    view.noteClaimed(heartbeatOf('loop_a', 'msg-1'), 1)
-    view.noteClaimed({ role: 'user', content: [{ type: 'text', text: 'not a heartbeat' }] }, 1)
-    view.noteClaimed(heartbeatOf('loop_b', 'msg-3'), 1)
-    expect([...view.openTurnHeartbeats]).toEqual(['loop_a', 'loop_b'])
-    view.noteClaimed(heartbeatOf('loop_b', 'msg-4'), 2)
-    expect([...view.openTurnHeartbeats]).toEqual(['loop_b'])
-  })
-})
-
-describe('the session view over a real session', () => {
-  it('folds a real log by catch-up as the appends fold it', async () => {
-    const { agent: fake } = await bareAgent('ses-view')
-    const session = fake.agent.session
-    const appended = new SessionView(0)
-    appended.catchUp(session.events)
-    appended.foldAppended(session.append('loop/change', createChange(LOOP)))
-    appended.foldAppended(session.append('loop/change', dispatchChange(LOOP.id, 61_000)))
-    const caught = new SessionView(0)
-    caught.catchUp(session.events)
-    expect(caught.fold).toEqual(appended.fold)
-    expect(activeLoops(caught.fold)).toEqual([{ ...LOOP, next_at: 61_000 }])
+    const ended = stubInbox()
+    ended.inbox.noteClaimed(heartbeatOf('loop_early'), 3)
+    ended.inbox.readLog(closedEvents, 0)
+    expect(ended.taken('loop_early')).toEqual([])
   })
 })

@@ -41,7 +41,7 @@ describe('registration', () => {
       rig.host.ctx.tools.schemas(rig.fake.agent).map((schema) => [schema.name, schema]),
     )
     expect(schemas.loop_create?.description).toBe(
-      'Schedule a recurring prompt in this session. Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message: at the next step if you are working, as a new turn if idle (at most one heartbeat per loop in a turn; occurrences while one is still waiting are skipped). Returns the loop with its id; use loop_delete to stop it.',
+      'Schedule a recurring prompt in this session. Every time_in_seconds seconds the prompt arrives as a <heartbeat> user message: at the next step if you are working, as a new turn if idle (at most one heartbeat per loop in a turn; while one waits during your work, later occurrences are skipped). Returns the loop with its id; use loop_delete to stop it.',
     )
     expect(schemas.loop_list?.description).toBe(
       'List the active loops of this session with id, prompt, interval in seconds, next_at (epoch ms) and state.',
@@ -151,10 +151,7 @@ describe('loop_create', () => {
       { prompt: 'p', time_in_seconds: 30, allow_steer: true },
       'loop_create does not accept "allow_steer"; it takes only prompt and time_in_seconds.',
     ],
-    [
-      { prompt: ' \n ', time_in_seconds: 30 },
-      'prompt must be a string with visible content (whitespace and invisible characters alone do not count).',
-    ],
+    [{ prompt: ' \n ', time_in_seconds: 30 }, 'prompt must be a string with non-whitespace content.'],
     [
       { prompt: 'p', time_in_seconds: 0 },
       'time_in_seconds must be a positive whole number of seconds, for example 30.',
@@ -258,7 +255,7 @@ describe('loop_list and loop_delete', () => {
       ],
       [
         { id: '' },
-        'id must be a loop id such as loop_1a2b3c4d (loop_ then letters, digits, _ or -); run loop_list to see them.',
+        'id must be a loop id such as loop_3fa9c2d1 (loop_ then letters, digits, _ or -); run loop_list to see them.',
       ],
       [{ id, session_id: 'ses-other' }, 'loop_delete does not accept "session_id"; it takes only id.'],
     ]
@@ -316,21 +313,25 @@ describe('persistence failures', () => {
 
   it('reports a rejected flush after the append as an error, never a success', async () => {
     const real = rig.host.ctx.sessions.flush.bind(rig.host.ctx.sessions)
+    // The first flush (before the append) works; every later one fails, as on a full disk.
     const spy = vi
       .spyOn(rig.host.ctx.sessions, 'flush')
       .mockImplementationOnce(real)
-      .mockRejectedValueOnce(new Error('disk full'))
+      .mockRejectedValue(new Error('disk full'))
     const result = await rig.tool('loop_create', { prompt: 'p', time_in_seconds: 5 })
-    spy.mockRestore()
     // The error names the loop: it is live in this session, so the caller can list or delete it.
     const [created] = loopChanges(rig.fake.agent) as [{ loop: { id: string } }]
     const id = created.loop.id
     expect(result.isError ? result.error : 'succeeded').toEqual({
-      message: `loop_create changed ${id} in this session (${id} is active now), but saving the change failed, so it may not survive a restart; run loop_list to check it before retrying. Session persistence failed: disk full`,
+      message: `loop_create changed ${id} in this session (${id} is active now, as loop_list shows), but saving the change failed, so it may not survive a restart; do not repeat the call. Session persistence failed: disk full`,
       info: { name: 'LoopError', code: 'persistence_failed' },
     })
+    // The advice works while saving still fails: a read flushes nothing.
+    const flushes = spy.mock.calls.length
     const listed = await rig.tool('loop_list', {})
-    expect(listed.isError ? undefined : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
+    expect(listed.isError ? listed.error : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
+    expect(spy.mock.calls.length).toBe(flushes)
+    spy.mockRestore()
     const deleteSpy = vi
       .spyOn(rig.host.ctx.sessions, 'flush')
       .mockImplementationOnce(real)
@@ -338,7 +339,7 @@ describe('persistence failures', () => {
     const deleted = await rig.tool('loop_delete', { id })
     deleteSpy.mockRestore()
     expect(deleted.isError ? deleted.error.message : 'succeeded').toBe(
-      `loop_delete changed ${id} in this session (${id} is deleted now), but saving the change failed, so it may not survive a restart; run loop_list to check it before retrying. Session persistence failed: disk full`,
+      `loop_delete changed ${id} in this session (${id} is deleted now, as loop_list shows), but saving the change failed, so it may not survive a restart; do not repeat the call. Session persistence failed: disk full`,
     )
   })
 
@@ -346,10 +347,11 @@ describe('persistence failures', () => {
     const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementation(() => {
       throw new Error('session "ses-tools" is not live in this store')
     })
-    const result = await rig.tool('loop_list', {})
+    const result = await rig.tool('loop_delete', { id: 'loop_00000001' })
     expect(result.isError ? result.error.message : 'succeeded').toBe(
       'Session persistence failed: session "ses-tools" is not live in this store',
     )
+    expect(loopChanges(rig.fake.agent)).toEqual([])
     spy.mockRestore()
   })
 })

@@ -3,11 +3,11 @@
  * `session/event` listener and the plugin's projection see each event) and flushed through real JSONL persistence.
  * One cycle is ten events shaped like a short turn next to loop traffic: a `loop/change` create of a fresh id and its
  * delete, then turn/start, step/start, four assistant chunks, step/end, turn/end. So loop events are a fifth of the
- * log and the used-id set grows by one per cycle.
+ * log and every create takes a fresh id, as the tools' creates do.
  * @module scripts/bench/log
  */
 import type { Session, SessionEvent } from '@deepseek-ai/dsh-session'
-import { SessionView } from '../../src/loop.ts'
+import { foldLoopEvents } from '../../src/fold.ts'
 import type { Host } from './host.ts'
 
 export const CYCLE = 10
@@ -34,19 +34,17 @@ export function loopId(index: number): string {
 }
 
 /**
- * The plugin's own catch-up fold of a whole log from empty (what its runtime does once when it first reads a session).
+ * The plugin's fold of a whole log from empty (what its runtime does once when it first reads a session).
  * @returns the active loops, so the work cannot be optimised away.
  */
 export function foldFromScratch(events: readonly SessionEvent[]): number {
-  const view = new SessionView(0)
-  view.catchUp(events)
-  return view.fold.active.size
+  return foldLoopEvents(events).loops.length
 }
 
 /** Appends synthetic cycles to one live session. */
 export class LogWriter {
   /**
-   * @param firstCycle - a writer continuing a reopened log starts past every id the log already used.
+   * @param cycle - a writer continuing a reopened log starts past every id the log already used.
    */
   constructor(
     private readonly session: Session,

@@ -1,26 +1,23 @@
 /**
  * `pnpm run bench [-- --quick] [-- --only job,job] [-- --out FILE] [-- --rerender]`: runs each job in its own Node
  * process (clean heap, --expose-gc), one after the other, and writes BENCHMARKS.md from the results. `--only` runs the
- * named jobs (growth, append, cold-open, dsh-open, lateness, memory, dock; append, cold-open and dsh-open also run
- * growth, whose logs they open) and prints the table, writing a file only with `--out`. `--rerender` writes the report
- * again, without measuring, from the results the last run saved (a partial run saves none).
+ * named jobs (growth, append, dsh-open, lateness, memory, dock; append and dsh-open also run growth, whose logs they
+ * open) and prints the table, writing a file only with `--out`. `--rerender` writes the report again, without
+ * measuring, from the results the last run saved (a partial run saves none).
  * @module scripts/bench/main
  */
-import { execFileSync, spawn, type StdioOptions } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, platform, release, tmpdir, totalmem } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
-import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import type { AppendPoint } from './append.ts'
-import type { ColdOpen } from './cold-open.ts'
 import type { DockResult } from './dock.ts'
 import { dshOpenPair, prepareDshOpen, type DshOpen } from './dsh-open.ts'
 import { GROWTH_SIZES, type GrowthResult } from './growth.ts'
 import { latenessScenarios, type LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
 import { renderReport, type BenchResults, type RunContext } from './report.ts'
-import { READY_LINE } from './stats.ts'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const PROJECT = resolve(HERE, '..', '..')
@@ -36,13 +33,13 @@ const wants = (...jobs: string[]) => only === undefined || jobs.some((job) => on
 
 /**
  * Independent repeats of every judged quantity: append processes (each holding both sides) and blocks per size in
- * each; concurrent cold-open pairs in-process (context) and in real `dsh web` processes (about 20 s a pair; single pairs
- * range over ±15 points, so 24 left the median about 2 points of noise either side of the 5% line, and 48 bring that to
- * about 1.4); rounds of the lateness scenarios; same-heap drive blocks (in GROWTH_SIZES).
+ * each; concurrent open pairs in real `dsh web` processes (about 20 s a pair; single pairs range over ±15 points, so 24
+ * leave the median about 2 points of noise either side of the 10% line); rounds of the lateness scenarios; same-heap
+ * drive blocks (in GROWTH_SIZES).
  */
 const REPEATS = quick
-  ? { append: 1, appendBlocks: 3, coldOpen: 1, dshOpen: 1, lateness: 1, memoryTrials: 3 }
-  : { append: 3, appendBlocks: 5, coldOpen: 40, dshOpen: 48, lateness: 4, memoryTrials: 5 }
+  ? { append: 1, appendBlocks: 3, dshOpen: 1, lateness: 1, memoryTrials: 3 }
+  : { append: 3, appendBlocks: 5, dshOpen: 24, lateness: 4, memoryTrials: 5 }
 
 const WORKER_FLAGS = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc']
 
@@ -70,15 +67,13 @@ if (args.includes('--rerender')) {
 const scratch = mkdtempSync(join(tmpdir(), 'loop-bench-results-'))
 let jobNumber = 0
 
-/**
- * One job in a child Node (row 6 pipes its stdio, to hold it at the barrier).
- * @returns the child and its JSON result once it exits with 0.
- */
-function spawnJob<T>(name: string, options: object, stdio: StdioOptions = 'inherit') {
+/** One job in a child Node; resolves with its JSON result once it exits with 0. */
+function spawnJob<T>(name: string, options: object): Promise<T> {
   const resultFile = join(scratch, `${(jobNumber += 1)}-${name}.json`)
   const flags = [...WORKER_FLAGS, '--max-old-space-size=8192', join(HERE, 'worker.ts')]
-  const child = spawn(process.execPath, [...flags, name, JSON.stringify(options), resultFile], { cwd: PROJECT, stdio })
-  const result = new Promise<T>((resolveResult, reject) => {
+  const workerArgs = [...flags, name, JSON.stringify(options), resultFile]
+  const child = spawn(process.execPath, workerArgs, { cwd: PROJECT, stdio: 'inherit' })
+  return new Promise<T>((resolveResult, reject) => {
     child.on('error', reject)
     child.on('exit', (code, signal) =>
       code === 0
@@ -86,7 +81,6 @@ function spawnJob<T>(name: string, options: object, stdio: StdioOptions = 'inher
         : reject(new Error(`bench job ${name} failed (${signal ?? `exit ${code}`})`)),
     )
   })
-  return { child, result }
 }
 
 async function step<T>(label: string, body: () => Promise<T>): Promise<T> {
@@ -97,35 +91,14 @@ async function step<T>(label: string, body: () => Promise<T>): Promise<T> {
   return result
 }
 
-const job = <T>(name: string, options: object, label = name) => step(label, () => spawnJob<T>(name, options).result)
-
-/**
- * Row 6's in-process pair: each process prepares (copies its log, boots its host) and prints READY_LINE; once both have,
- * each gets one line on stdin and opens, so both open on the same state of the machine. `withFirst` picks which side is
- * started and released first, alternated by the caller.
- */
-async function coldOpenPair(snapshot: object, withFirst: boolean): Promise<{ with: ColdOpen; without: ColdOpen }> {
-  const sides = (withFirst ? [true, false] : [false, true]).map((loop) => {
-    const side = spawnJob<ColdOpen>('cold-open', { loop, snapshot }, ['pipe', 'pipe', 'inherit'])
-    const ready = new Promise<void>((resolveReady) =>
-      createInterface({ input: side.child.stdout! }).on('line', (line) =>
-        line === READY_LINE ? resolveReady() : console.log(line),
-      ),
-    )
-    return { ...side, ready }
-  })
-  await Promise.all(sides.map((side) => side.ready))
-  for (const side of sides) side.child.stdin!.end('go\n')
-  const [first, second] = await Promise.all(sides.map((side) => side.result))
-  return withFirst ? { with: first!, without: second! } : { with: second!, without: first! }
-}
+const job = <T>(name: string, options: object, label = name) => step(label, () => spawnJob<T>(name, options))
 
 const started = performance.now()
 const loadBefore = loadavg()
 let growth: GrowthResult | undefined
 try {
   const results: { -readonly [Key in keyof BenchResults]: BenchResults[Key] } = {}
-  if (wants('growth', 'append', 'cold-open', 'dsh-open')) {
+  if (wants('growth', 'append', 'dsh-open')) {
     growth = await job<GrowthResult>('growth', quick ? GROWTH_SIZES.quick : GROWTH_SIZES.full)
     results.growth = growth
   }
@@ -137,15 +110,6 @@ try {
       append.push(await job<AppendPoint[]>('append', options, label))
     }
     results.append = append
-  }
-  if (wants('cold-open')) {
-    const pairs: { with: ColdOpen; without: ColdOpen }[] = []
-    const largest = growth!.snapshots.at(-1)!
-    for (let pair = 1; pair <= REPEATS.coldOpen; pair += 1)
-      pairs.push(
-        await step(`cold open pair ${pair} of ${REPEATS.coldOpen}`, () => coldOpenPair(largest, pair % 2 === 1)),
-      )
-    results.coldOpen = pairs
   }
   if (wants('dsh-open')) {
     const rig = await step('dsh web homes for row 6 (pack, plugin add)', prepareDshOpen)

@@ -16,11 +16,6 @@ export interface MemoryResult {
   readonly cycles: number
   /** Plugin heap growth over all cycles, bytes. */
   readonly cycleGrowth: number
-  /**
-   * A `Set` with one entry per cycle over id strings that already exist: the least that remembering used ids costs
-   * (an id is never reused in a session, by contract), bytes.
-   */
-  readonly usedIdSetBytes: number
 }
 
 function heap(): number {
@@ -83,15 +78,6 @@ function recordBytes(count: number): number {
   return bytes
 }
 
-function idSetBytes(count: number): number {
-  const strings = Array.from({ length: count }, (_, index) => loopId(0x40000000 + index))
-  const before = heap()
-  const ids = new Set(strings)
-  const bytes = heap() - before
-  if (ids.size !== count) throw new Error('unreachable')
-  return bytes
-}
-
 export async function runMemory(
   options: { readonly activeLoops: number; readonly cycles: number; readonly trials: number },
   log: (line: string) => void,
@@ -116,11 +102,8 @@ export async function runMemory(
   const args = { prompt: 'One loop that stays', time_in_seconds: SYNTHETIC_INTERVAL_SECONDS }
   await runTool(hosts.with, cycling.with.agent, 'loop_create', args)
   const cycleGrowth = await pluginGrowth(hosts, cycling, (host, session) => appendLoops(host, session, cycles, true))
-  const usedIdSetBytes = idSetBytes(cycles)
-  log(
-    `  ${cycles} cycles: plugin +${(cycleGrowth / 2 ** 20).toFixed(2)} MiB (id set ${(usedIdSetBytes / 2 ** 20).toFixed(2)} MiB)`,
-  )
+  log(`  ${cycles} cycles: plugin +${(cycleGrowth / 2 ** 20).toFixed(2)} MiB`)
   await hosts.with.dispose()
   await hosts.without.dispose()
-  return { perLoopBeyondRecord, cycles, cycleGrowth, usedIdSetBytes }
+  return { perLoopBeyondRecord, cycles, cycleGrowth }
 }

@@ -1,8 +1,7 @@
 /**
- * Statistics, timing and the pair barrier shared by the bench jobs.
+ * Statistics and timing shared by the bench jobs.
  * @module scripts/bench/stats
  */
-import { once } from 'node:events'
 
 /** Quantile of a non-empty list by linear interpolation between closest ranks. */
 export function quantile(values: readonly number[], q: number): number {
@@ -57,16 +56,6 @@ export function cpuSince(start: NodeJS.CpuUsage): number {
 
 /** Epoch ms with sub-millisecond resolution. */
 export const preciseNow = (): number => performance.timeOrigin + performance.now()
-
-/** The line a paired child (row 6's cold opens) prints when prepared; main.ts answers with one line on stdin. */
-export const READY_LINE = 'bench-ready'
-
-/** In a paired child: say it is ready, and wait for the go. */
-export async function signalReady(): Promise<void> {
-  process.stdout.write(`${READY_LINE}\n`)
-  await once(process.stdin, 'data')
-  process.stdin.pause()
-}
 
 /** Run `first` then `second`, or the other way round when `swap`; resolve with their results in argument order. */
 export async function alternate<T>(swap: boolean, first: () => Promise<T>, second: () => Promise<T>): Promise<[T, T]> {

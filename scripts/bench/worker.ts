@@ -5,7 +5,6 @@
  */
 import { writeFileSync } from 'node:fs'
 import { runAppend } from './append.ts'
-import { runColdOpen } from './cold-open.ts'
 import { runDock } from './dock.ts'
 import { runGrowth } from './growth.ts'
 import { runLateness } from './lateness.ts'
@@ -16,7 +15,6 @@ type Log = (line: string) => void
 const JOBS: Record<string, (options: never, log: Log) => Promise<unknown>> = {
   growth: runGrowth,
   append: runAppend,
-  'cold-open': runColdOpen,
   lateness: runLateness,
   memory: runMemory,
   dock: (options: { projectRoot: string }, log: Log) => runDock(options.projectRoot, log),

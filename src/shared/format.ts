@@ -11,22 +11,14 @@ const UNITS: readonly (readonly [unit: DurationPart['unit'], seconds: number])[]
   ['s', 1],
 ]
 
-/**
- * Mixed-unit duration: `45s`, `1m 30s`, `2h`, `1d 2h 3m 4s`; zero units are omitted.
- * @param totalSeconds - non-negative whole seconds.
- * @returns the compact text.
- */
+/** Mixed-unit duration of non-negative seconds: `45s`, `1m 30s`, `2h`, `1d 2h 3m 4s`; zero units are omitted. */
 export function formatDuration(totalSeconds: number): string {
   return durationParts(totalSeconds)
     .map(({ unit, count }) => `${count}${unit}`)
     .join(' ')
 }
 
-/**
- * The interval label: `every 30s`, `every 1m 30s`.
- * @param seconds - the loop's `time_in_seconds`.
- * @returns the label.
- */
+/** The interval label of a loop's `time_in_seconds`: `every 30s`, `every 1m 30s`. */
 export function formatInterval(seconds: number): string {
   return `every ${formatDuration(seconds)}`
 }
@@ -39,33 +31,19 @@ export interface NextDue {
   readonly text: string
 }
 
-/**
- * Describe a due time relative to now, rounding the countdown up so it never shows `0s` early.
- * @param nextAt - epoch milliseconds of the next occurrence.
- * @param now - epoch milliseconds.
- * @returns overdue flag and text.
- */
+/** A due time relative to now, the countdown rounded up so it never shows `0s` early. */
 export function describeNextDue(nextAt: number, now: number): NextDue {
   const { overdue, seconds } = dueIn(nextAt, now)
   return { overdue, text: `${overdue ? 'overdue by' : 'next in'} ${formatDuration(seconds)}` }
 }
 
-/**
- * An instant as ISO 8601 UTC, total over every number: beyond the range a Date
- * represents (a dispatch past the last date a timestamp holds) it says so instead of throwing.
- * @param epochMs - epoch milliseconds.
- * @returns `2026-11-30T00:00:07.000Z`, or `beyond the representable date range`.
- */
+/** An instant as ISO 8601 UTC (`2026-11-30T00:00:07.000Z`); total: beyond a Date's range it says so. */
 export function formatInstant(epochMs: number): string {
   const date = new Date(epochMs)
   return Number.isNaN(date.getTime()) ? 'beyond the representable date range' : date.toISOString()
 }
 
-/**
- * The message of anything thrown, for diagnostics.
- * @param error - a thrown value.
- * @returns its message, or its string form.
- */
+/** The message of anything thrown, or its string form, for diagnostics. */
 export function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }
@@ -79,11 +57,8 @@ export interface DurationPart {
 }
 
 /**
- * The decomposition `formatDuration` prints, as data, so a translated
- * surface (the dock) can supply its own unit words: largest unit first, zero
- * units left out, `[{ unit: 's', count: 0 }]` for nothing.
- * @param totalSeconds - non-negative seconds; fractions are dropped.
- * @returns the parts in display order.
+ * The parts `formatDuration` prints, as data, so the dock can word them in its language:
+ * largest unit first, zero units left out, `[{ unit: 's', count: 0 }]` for nothing; fractions dropped.
  */
 export function durationParts(totalSeconds: number): readonly DurationPart[] {
   let rest = Math.max(0, Math.floor(totalSeconds))
@@ -119,13 +94,8 @@ export function dueIn(nextAt: number, now: number): DueIn {
 const ELLIPSIS = '…'
 
 /**
- * Cut text to at most `width` code points, the last of them `…` when it was
- * cut. Counting code points, never UTF-16 units, so a cut never ends inside a
- * surrogate pair (an emoji, a rare CJK ideograph) and the result is always
- * well-formed. It stops reading at the cut, so a long text costs only `width`.
- * @param text - any string.
- * @param width - the most code points the result may hold, at least 1.
- * @returns the text itself when it fits, otherwise its first `width - 1` code points and `…`.
+ * Cut text to at most `width` (≥ 1) code points, the last of them `…` when it was cut. Code
+ * points, never UTF-16 units, so a cut never splits a surrogate pair; it stops reading at the cut.
  */
 export function cutToWidth(text: string, width: number): string {
   // Each code point is one or two units: a text no longer in units than `width` fits without counting.
@@ -142,7 +112,7 @@ export function cutToWidth(text: string, width: number): string {
 }
 
 /** The mark a line break shows as when a prompt is printed on one line. */
-export const LINE_BREAK_MARK = '⏎'
+const LINE_BREAK_MARK = '⏎'
 
 /**
  * Every sequence a terminal or a text view may break a line at: CRLF as one
@@ -152,16 +122,9 @@ export const LINE_BREAK_MARK = '⏎'
 const LINE_BREAKS = /\r\n|[\n\r\v\f\u0085\u2028\u2029]/g
 
 /** How many code points of a prompt a one-line listing shows. */
-export const ONE_LINE_PROMPT_WIDTH = 80
+const ONE_LINE_PROMPT_WIDTH = 80
 
-/**
- * A prompt as one line of a listing: each line break shown as `⏎`, so no line
- * of a prompt can pass for a row of its own, then cut to a readable width on
- * code points.
- * @param prompt - the loop's prompt, verbatim.
- * @param width - the most code points to show (default {@link ONE_LINE_PROMPT_WIDTH}).
- * @returns one line.
- */
+/** A prompt as one line of a listing: each line break shown as `⏎`, so no line can pass for a row, then cut to `width`. */
 export function promptOnOneLine(prompt: string, width: number = ONE_LINE_PROMPT_WIDTH): string {
   return cutToWidth(prompt.replace(LINE_BREAKS, LINE_BREAK_MARK), width)
 }

@@ -1,7 +1,7 @@
 /**
  * The facts both bundles read: the settings' ranges and defaults and the
- * settings namespace. Host-free (no imports), so the host half (`config.ts`,
- * `tools.ts`) and the Settings card (`ui/settings-form.ts`) judge by the same numbers.
+ * settings namespace. Host-free (no imports), so the host half (`../config.ts`)
+ * and the Settings card (`../ui/settings-form.ts`) judge by the same numbers.
  * @module dsh-plugin-loop/limits
  */
 

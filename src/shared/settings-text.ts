@@ -1,7 +1,7 @@
 /**
  * What each setting does, in the plugin's two languages: the one text both
  * surfaces show. The host's `Config` carries it as each field's description
- * (`config.ts`, `.i18n`; the README's configuration table quotes it), and the
+ * (`../config.ts`, `.i18n`; the README's configuration table quotes it), and the
  * Settings card shows it as the field's hint after its range (`ui/locales.ts`
  * puts it in the `loop` dictionaries). Host-free (only a type import), so both
  * bundles read the same words.

@@ -2,7 +2,7 @@
  * Pure rules of the loop dock: which layout a loop count gets, the collapsed
  * summary, the delete command line, and how a command executor's reply is
  * read. Words come from the `loop` dictionaries (`./locales.ts`); duration
- * units and countdown rounding from `../format.ts`, the rules the `/loop`
+ * units and countdown rounding from `../shared/format.ts`, the rules the `/loop`
  * command replies use.
  * @module dsh-plugin-loop/ui/dock
  */

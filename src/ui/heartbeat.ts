@@ -1,7 +1,7 @@
 /**
  * Pure rule of the heartbeat row: finding the host renderer every context row
  * that is not a heartbeat falls through to. Recognizing a heartbeat is
- * `readHeartbeat` in `../heartbeat.ts`, the rule the runtime uses too.
+ * `readHeartbeat` in `../shared/heartbeat.ts`, the rule the runtime uses too.
  * @module dsh-plugin-loop/ui/heartbeat
  */
 

@@ -4,7 +4,7 @@
  * DSH's own client packages keep it) and English (checked complete against it by the compiler
  * and by `test/ui/locales.test.ts`). Placeholders use the host's `{name}` syntax.
  * How a duration splits into units and how a countdown rounds stay in
- * `../format.ts`; only the words are here. Text the model reads (heartbeats,
+ * `../shared/format.ts`; only the words are here. Text the model reads (heartbeats,
  * tool and command text) is not translated.
  * @module dsh-plugin-loop/ui/locales
  */
@@ -183,7 +183,7 @@ export interface LocalDue {
 }
 
 /**
- * The countdown or overdue text of a due time at `now`, rounded as `../format.ts` rounds.
+ * The countdown or overdue text of a due time at `now`, rounded as `../shared/format.ts` rounds.
  * @param t - the `loop` translate seat.
  * @param nextAt - epoch milliseconds of the next occurrence.
  * @param now - epoch milliseconds.

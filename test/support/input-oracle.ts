@@ -3,13 +3,12 @@
  * what must be stored, written from the rules (not from the plugin's code):
  * an object with exactly `prompt` and `time_in_seconds`; a positive safe
  * integer of seconds whose first occurrence is still a date; a prompt stored
- * trimmed with CRLF as LF, refused for control characters other than TAB and LF
- * (C0, DEL, C1, lone CR),
- * lone surrogates and U+FFFE/U+FFFF, refused without a visible character, and
- * refused beyond the prompt-length bound. Where the rules leave room (which
- * characters count as visible, which length is measured, whether a forbidden
- * character inside trimmed whitespace counts), the oracle says `either` and the
- * test only checks the invariants.
+ * trimmed (§3.1), refused without non-whitespace content, refused for the
+ * characters XML 1.0 cannot carry (C0 controls other than TAB, LF and CR,
+ * lone surrogates, U+FFFE/U+FFFF), and refused beyond the prompt-length bound
+ * in UTF-16 code units. Where the rules leave room (a forbidden character
+ * inside the trimmed whitespace), the oracle says `either` and the test only
+ * checks the invariants.
  */
 
 /** The last instant a JavaScript Date holds, in epoch milliseconds. */
@@ -32,14 +31,8 @@ export type CreateExpectation =
   | { readonly kind: 'refuse'; readonly reason: string }
   | { readonly kind: 'either'; readonly reason: string }
 
-/** C0 controls except TAB and LF, DEL, C1 controls, a CR not followed by LF, U+FFFE, U+FFFF, lone surrogates. */
-const FORBIDDEN = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\uFFFE\uFFFF]|\r(?!\n)|\p{Cs}/u
-
-/** Characters that certainly show: not whitespace, not a control/format/private/unassigned/surrogate, not a mark, not default-ignorable. */
-const CLEARLY_VISIBLE = /[^\s\p{C}\p{M}\p{Default_Ignorable_Code_Point}]/u
-
-/** Characters that certainly do not show: whitespace and format characters. */
-const CLEARLY_INVISIBLE = /^[\s\p{Cf}]*$/u
+/** What XML 1.0 cannot carry: C0 controls except TAB, LF and CR, U+FFFE, U+FFFF, lone surrogates. */
+const FORBIDDEN = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|\p{Cs}/u
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -65,27 +58,15 @@ export function expectCreate(
     return { kind: 'refuse', reason: 'interval' }
   }
   if (typeof prompt !== 'string') return { kind: 'refuse', reason: 'prompt type' }
-  const normalized = prompt.replace(/\r\n/g, '\n')
-  const stored = normalized.trim()
-  const forbiddenAnywhere = FORBIDDEN.test(prompt)
-  const forbiddenInStored = FORBIDDEN.test(stored)
-  if (forbiddenInStored) return { kind: 'refuse', reason: 'forbidden character' }
-  if (forbiddenAnywhere) return { kind: 'either', reason: 'forbidden character only in trimmed whitespace' }
-  if (CLEARLY_INVISIBLE.test(stored)) return { kind: 'refuse', reason: 'no visible character' }
-  if (!CLEARLY_VISIBLE.test(stored)) return { kind: 'either', reason: 'visibility is a matter of definition' }
-  if ([...stored].length > maxPromptLength) return { kind: 'refuse', reason: 'too long' }
-  if (prompt.length > maxPromptLength) return { kind: 'either', reason: 'length depends on what is measured' }
+  const stored = prompt.trim()
+  if (FORBIDDEN.test(stored)) return { kind: 'refuse', reason: 'forbidden character' }
+  if (FORBIDDEN.test(prompt)) return { kind: 'either', reason: 'forbidden character only in trimmed whitespace' }
+  if (stored === '') return { kind: 'refuse', reason: 'no non-whitespace content' }
+  if (stored.length > maxPromptLength) return { kind: 'refuse', reason: 'too long' }
   return { kind: 'accept', prompt: stored, time_in_seconds: seconds }
 }
 
 /** Whether a stored prompt obeys the storage rules (for loops accepted under `either`). */
 export function isValidStoredPrompt(prompt: string, maxPromptLength = DEFAULT_MAX_PROMPT_LENGTH): boolean {
-  return (
-    prompt === prompt.trim() &&
-    !FORBIDDEN.test(prompt) &&
-    !prompt.includes('\r') &&
-    !CLEARLY_INVISIBLE.test(prompt) &&
-    prompt.length > 0 &&
-    [...prompt].length <= maxPromptLength
-  )
+  return prompt === prompt.trim() && !FORBIDDEN.test(prompt) && prompt.length > 0 && prompt.length <= maxPromptLength
 }

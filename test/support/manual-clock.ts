@@ -2,7 +2,7 @@
  * A clock a test moves by hand: time stands still until {@link ManualClock.advance},
  * which fires every timer whose instant it passes, in instant order. No global is patched.
  */
-import type { LoopClock, TimerHandle } from '../../src/loop.ts'
+import type { LoopClock, TimerHandle } from '../../src/clock.ts'
 
 /** One armed timer. */
 interface ManualTimer {

@@ -1,0 +1,59 @@
+/**
+ * Pure rules over the messages of an agent's inbox and step: which are a
+ * loop's waiting heartbeats, and which claimed heartbeats a step keeps.
+ * Plain values in; no host access.
+ * @module dsh-plugin-loop/inbox
+ */
+import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
+import type { MessageId } from '@deepseek-ai/dsh-llm'
+import { readHeartbeat } from './shared/heartbeat.ts'
+import type { LoopRecord } from './types.ts'
+
+/** An inbox message as read here: a heartbeat or anything else, with the id the inbox removes it by. */
+export interface InboxMessage {
+  readonly id: MessageId
+}
+
+/**
+ * Each loop's heartbeats among `messages`, in inbox order.
+ * @param messages - the inbox's waiting messages.
+ * @returns loop id → the message ids of its waiting heartbeats; loops without one are absent.
+ */
+export function waitingHeartbeats(messages: Iterable<InboxMessage>): Map<string, MessageId[]> {
+  const waiting = new Map<string, MessageId[]>()
+  for (const message of messages) {
+    const heartbeat = readHeartbeat(message)
+    if (heartbeat === undefined) continue
+    const ids = waiting.get(heartbeat.loopId)
+    if (ids === undefined) waiting.set(heartbeat.loopId, [message.id])
+    else ids.push(message.id)
+  }
+  return waiting
+}
+
+/**
+ * Keep heartbeats of loops that are no longer active out of a step. DSH claims a
+ * step's input before its pre-step hooks run, so a delete decided in between can
+ * no longer take the message out of the inbox. Anything else passes unchanged.
+ * When every claimed message is such a heartbeat, the step gets no input at all
+ * (what hooks added for it goes too), so DSH ends the turn instead of calling the model.
+ * @param claimed - the messages DSH took out of the inbox for this step.
+ * @param decision - what the inner pre-step hooks decided.
+ * @param loops - the active loops.
+ * @returns the same decision, or a copy without the deleted loops' heartbeats.
+ */
+export function admitClaimedHeartbeats(
+  claimed: readonly unknown[],
+  decision: PreStepDecision,
+  loops: readonly LoopRecord[],
+): PreStepDecision {
+  if (decision.kind === 'reject') return decision
+  const dropped = (message: unknown): boolean => {
+    const heartbeat = readHeartbeat(message)
+    return heartbeat !== undefined && !loops.some((loop) => loop.id === heartbeat.loopId)
+  }
+  const messages = decision.messages.filter((message) => !dropped(message))
+  if (messages.length === decision.messages.length) return decision
+  // Decided on the claimed batch itself: a hook may have replaced a claimed message with an edited copy.
+  return { ...decision, messages: claimed.some(dropped) && claimed.every(dropped) ? [] : messages }
+}

@@ -1,0 +1,166 @@
+/** The drive's decisions (src/drive.ts) over plain values: which loop a drive handles, where its schedule moves, how its heartbeat goes, and when to wake. */
+import { describe, expect, it } from 'vitest'
+import { MAX_TIMER_WAIT_MS, chooseDelivery, decideDrive, type DeliveryFacts } from '../src/drive.ts'
+import { LATEST_DATE_MS } from '../src/shared/timing.ts'
+import type { LoopRecord } from '../src/types.ts'
+import { NOW, loopA, loopB } from './support/loop-fixtures.ts'
+
+/** loopA (1 s, due NOW + 1000) and loopB (60 s, due NOW + 500), in creation order. */
+const loops: readonly LoopRecord[] = Object.freeze([loopA, loopB])
+
+describe('the longest wait', () => {
+  it('is one minute, far below the 2^31 - 1 ms a Node timer takes', () => {
+    expect(MAX_TIMER_WAIT_MS).toBe(60_000)
+  })
+})
+
+describe('deciding a drive', () => {
+  it('waits forever without loops', () => {
+    expect(decideDrive([], NOW)).toStrictEqual({ kind: 'wait', delay: undefined })
+  })
+
+  it('waits for the earliest next_at while none is due', () => {
+    expect(decideDrive(loops, NOW)).toStrictEqual({ kind: 'wait', delay: 500 })
+    expect(decideDrive(loops, NOW + 499)).toStrictEqual({ kind: 'wait', delay: 1 })
+    expect(decideDrive([loopA], NOW)).toStrictEqual({ kind: 'wait', delay: 1000 })
+  })
+
+  it('waits at most a minute, however far the earliest next_at is', () => {
+    const hourly = (nextAt: number): LoopRecord => ({ ...loopB, time_in_seconds: 3600, next_at: nextAt })
+    expect(decideDrive([hourly(NOW + 59_999)], NOW)).toStrictEqual({ kind: 'wait', delay: 59_999 })
+    expect(decideDrive([hourly(NOW + 60_000)], NOW)).toStrictEqual({ kind: 'wait', delay: 60_000 })
+    expect(decideDrive([hourly(NOW + 60_001)], NOW)).toStrictEqual({ kind: 'wait', delay: 60_000 })
+    expect(decideDrive([hourly(NOW + 3_600_000)], NOW)).toStrictEqual({ kind: 'wait', delay: 60_000 })
+  })
+
+  it('delivers the due loop with the earliest next_at, not the first created', () => {
+    expect(decideDrive(loops, NOW + 500)).toStrictEqual({ kind: 'deliver', loop: loopB, nextAt: NOW + 60_500 })
+    // Both due: loopB's next_at is earlier.
+    const both = decideDrive(loops, NOW + 5000)
+    expect(both).toStrictEqual({ kind: 'deliver', loop: loopB, nextAt: NOW + 60_500 })
+    // The record itself, as the caller passed it.
+    expect(both.kind === 'deliver' && both.loop).toBe(loopB)
+    expect(decideDrive([loopA], NOW + 5000)).toStrictEqual({ kind: 'deliver', loop: loopA, nextAt: NOW + 6000 })
+  })
+
+  it('breaks next_at ties in creation order', () => {
+    const a = { ...loopA, next_at: NOW }
+    const b = { ...loopB, next_at: NOW }
+    const c = { ...loopA, id: 'loop_c', next_at: NOW }
+    expect(decideDrive([a, b, c], NOW)).toStrictEqual({ kind: 'deliver', loop: a, nextAt: NOW + 1000 })
+    expect(decideDrive([b, c, a], NOW)).toStrictEqual({ kind: 'deliver', loop: b, nextAt: NOW + 60_000 })
+    const d = { ...loopB, id: 'loop_d', next_at: NOW - 1 }
+    expect(decideDrive([a, b, c, d], NOW)).toStrictEqual({ kind: 'deliver', loop: d, nextAt: NOW + 59_999 })
+  })
+
+  it('advances exactly as §7.3: floor((now - next_at) / interval) + 1 whole intervals, strictly after now', () => {
+    const next = (loop: LoopRecord, now: number) => {
+      const decision = decideDrive([loop], now)
+      return decision.kind === 'deliver' ? decision.nextAt : decision
+    }
+    // loopA: 1 s interval, next_at NOW + 1000.
+    expect(next(loopA, NOW + 1000)).toBe(NOW + 2000)
+    expect(next(loopA, NOW + 1999)).toBe(NOW + 2000)
+    expect(next(loopA, NOW + 2000)).toBe(NOW + 3000)
+    // A one-second loop delayed five seconds: one heartbeat, the next occurrence in the future.
+    expect(next(loopA, NOW + 6000)).toBe(NOW + 7000)
+    expect(next(loopA, NOW + 6500)).toBe(NOW + 7000)
+    // Resumed less than one interval late: a 4 s loop 3.3 s late moves on 4 s, to 0.7 s from now.
+    expect(next({ ...loopA, time_in_seconds: 4, next_at: NOW }, NOW + 3300)).toBe(NOW + 4000)
+    // Resumed several intervals late: 3 intervals and 1 ms late skips 4.
+    expect(next(loopB, NOW + 500 + 3 * 60_000 + 1)).toBe(NOW + 500 + 4 * 60_000)
+    expect(next(loopB, NOW + 500 + 3 * 60_000)).toBe(NOW + 500 + 4 * 60_000)
+    expect(next(loopB, NOW + 500 + 3 * 60_000 - 1)).toBe(NOW + 500 + 3 * 60_000)
+  })
+
+  it('stops a huge interval at the last date a timestamp holds, never past the safe integers', () => {
+    const huge = { ...loopA, time_in_seconds: Number.MAX_SAFE_INTEGER, next_at: 0 }
+    expect(decideDrive([huge], NOW)).toStrictEqual({ kind: 'deliver', loop: huge, nextAt: LATEST_DATE_MS })
+    const far = { ...loopA, time_in_seconds: 8_700_000_000_000, next_at: NOW }
+    expect(decideDrive([far], NOW)).toStrictEqual({ kind: 'deliver', loop: far, nextAt: 8_640_000_000_000_000 })
+    // One that lands exactly on the last date is kept.
+    const exact = { ...loopA, time_in_seconds: 8_638_200_000_000, next_at: NOW }
+    expect(decideDrive([exact], NOW)).toStrictEqual({ kind: 'deliver', loop: exact, nextAt: 8_640_000_000_000_000 })
+  })
+
+  it('moves the first schedule more than one and a half intervals ahead (the clock moved back) to one interval from now', () => {
+    // loopA: 1 s interval, due NOW + 1000, so skewed once now is before NOW - 500.
+    expect(decideDrive(loops, NOW - 500)).toStrictEqual({ kind: 'wait', delay: 1000 })
+    expect(decideDrive(loops, NOW - 501)).toStrictEqual({ kind: 'reschedule', loop: loopA, nextAt: NOW + 499 })
+    // loopB: 60 s interval, due NOW + 500, so skewed once now is before NOW - 89_500.
+    expect(decideDrive([loopB], NOW - 89_500)).toStrictEqual({ kind: 'wait', delay: 60_000 })
+    expect(decideDrive([loopB], NOW - 89_501)).toStrictEqual({
+      kind: 'reschedule',
+      loop: loopB,
+      nextAt: NOW - 29_501,
+    })
+    // Both skewed: the first in creation order.
+    expect(decideDrive([loopB, loopA], NOW - 89_501)).toStrictEqual({
+      kind: 'reschedule',
+      loop: loopB,
+      nextAt: NOW - 29_501,
+    })
+    expect(decideDrive(loops, NOW - 89_501)).toStrictEqual({ kind: 'reschedule', loop: loopA, nextAt: NOW - 88_501 })
+  })
+
+  it('delivers a due loop before it corrects a skewed one', () => {
+    const due = { ...loopB, next_at: NOW - 1 }
+    const skewed = { ...loopA, next_at: NOW + 10_000 }
+    expect(decideDrive([skewed, due], NOW)).toStrictEqual({ kind: 'deliver', loop: due, nextAt: NOW + 59_999 })
+  })
+
+  it('stops a corrected schedule at the last date too', () => {
+    // A 3e11 s interval (3e14 ms) due at 9e15, decided at 8.4e15: 6e14 ahead is more than 1.5 intervals.
+    const skewed = { ...loopA, time_in_seconds: 300_000_000_000, next_at: 9_000_000_000_000_000 }
+    expect(decideDrive([skewed], 8_400_000_000_000_000)).toStrictEqual({
+      kind: 'reschedule',
+      loop: skewed,
+      nextAt: LATEST_DATE_MS,
+    })
+  })
+
+  it('changes none of the records it reads', () => {
+    const frozen = Object.freeze([Object.freeze({ ...loopA }), Object.freeze({ ...loopB })])
+    for (const now of [NOW - 100_000, NOW, NOW + 5000]) decideDrive(frozen, now)
+    expect(frozen).toStrictEqual([loopA, loopB])
+  })
+})
+
+describe('delivery rule', () => {
+  it.each<[string, DeliveryFacts, ReturnType<typeof chooseDelivery>]>([
+    ['idle', { running: false, waiting: false, inOpenTurn: false }, { kind: 'send', target: 'next-turn' }],
+    [
+      'idle, one already in the last turn',
+      { running: false, waiting: false, inOpenTurn: true },
+      { kind: 'send', target: 'next-turn' },
+    ],
+    [
+      'running, not yet in this turn',
+      { running: true, waiting: false, inOpenTurn: false },
+      { kind: 'send', target: 'next-step' },
+    ],
+    [
+      'running, already in this turn',
+      { running: true, waiting: false, inOpenTurn: true },
+      { kind: 'send', target: 'next-turn' },
+    ],
+    [
+      'a heartbeat left waiting in an idle inbox',
+      { running: false, waiting: true, inOpenTurn: false },
+      { kind: 'replace', target: 'next-turn' },
+    ],
+    [
+      'a heartbeat left waiting in an idle inbox, one in the last turn',
+      { running: false, waiting: true, inOpenTurn: true },
+      { kind: 'replace', target: 'next-turn' },
+    ],
+    [
+      'a heartbeat still waiting (running, not in this turn)',
+      { running: true, waiting: true, inOpenTurn: false },
+      { kind: 'coalesce' },
+    ],
+    ['a heartbeat still waiting (running)', { running: true, waiting: true, inOpenTurn: true }, { kind: 'coalesce' }],
+  ])('%s', (_name, facts, expected) => {
+    expect(chooseDelivery(facts)).toStrictEqual(expected)
+  })
+})

@@ -1,0 +1,144 @@
+/** Pure inbox rules (src/inbox.ts) over plain messages: a loop's waiting heartbeats, and the claimed heartbeats a step keeps. */
+import { describe, expect, it } from 'vitest'
+import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
+import { freezeMessage, MessageId, type UserMessage } from '@deepseek-ai/dsh-llm'
+import { admitClaimedHeartbeats, waitingHeartbeats } from '../src/inbox.ts'
+import { renderHeartbeat } from '../src/shared/heartbeat.ts'
+import type { LoopRecord } from '../src/types.ts'
+import { NOW } from './support/loop-fixtures.ts'
+
+/** An active loop with this id. */
+const record = (id: string): LoopRecord => ({ id, prompt: `check ${id}`, time_in_seconds: 60, next_at: NOW })
+
+/** A heartbeat of one loop, exactly as the runtime sends it. */
+const heartbeat = (loopId: string, id = `msg-${loopId}`): UserMessage =>
+  freezeMessage({
+    id: MessageId(id),
+    role: 'user',
+    content: [{ type: 'text', text: renderHeartbeat(record(loopId)) }],
+    source: { kind: 'plugin', plugin: 'loop' },
+  })
+
+/** A message that is not a heartbeat. */
+const text = (id: string, body: string, plugin?: string): UserMessage =>
+  freezeMessage({
+    id: MessageId(id),
+    role: 'user',
+    content: [{ type: 'text', text: body }],
+    source: plugin === undefined ? { kind: 'user' } : { kind: 'plugin', plugin },
+  })
+
+const user = text('msg-user', 'hello')
+
+describe('waiting heartbeats', () => {
+  it('groups heartbeats by loop, in inbox order, skipping every other message', () => {
+    const first = heartbeat('loop_a', 'msg-1')
+    const second = heartbeat('loop_a', 'msg-2')
+    const third = heartbeat('loop_b', 'msg-3')
+    // The text of a heartbeat, sent by the user or another plugin, is not one.
+    const copied = text('msg-copy', renderHeartbeat(record('loop_c')))
+    const foreign = text('msg-goal', renderHeartbeat(record('loop_c')), 'goal')
+    const waiting = waitingHeartbeats([first, user, third, copied, second, foreign])
+    expect([...waiting]).toEqual([
+      ['loop_a', [MessageId('msg-1'), MessageId('msg-2')]],
+      ['loop_b', [MessageId('msg-3')]],
+    ])
+  })
+
+  it('is empty for an empty inbox or one without heartbeats', () => {
+    expect(waitingHeartbeats([])).toEqual(new Map())
+    expect(waitingHeartbeats([user, text('msg-2', 'hi')]).size).toBe(0)
+  })
+
+  it('reads any iterable once, in order', () => {
+    function* inbox() {
+      yield heartbeat('loop_b', 'msg-b')
+      yield heartbeat('loop_a', 'msg-a')
+    }
+    expect([...waitingHeartbeats(inbox())]).toEqual([
+      ['loop_b', [MessageId('msg-b')]],
+      ['loop_a', [MessageId('msg-a')]],
+    ])
+  })
+})
+
+describe('admitting a step', () => {
+  const live = heartbeat('loop_live')
+  const gone = heartbeat('loop_gone')
+  const active = [record('loop_live')]
+  const enter = (...messages: UserMessage[]): PreStepDecision => Object.freeze({ kind: 'enter', messages })
+
+  it('keeps the decision itself when nothing is dropped', () => {
+    const kept = enter(user, live)
+    expect(admitClaimedHeartbeats([user, live], kept, active)).toBe(kept)
+    const plain = enter(user)
+    expect(admitClaimedHeartbeats([user], plain, [])).toBe(plain)
+    const empty = enter()
+    expect(admitClaimedHeartbeats([], empty, active)).toBe(empty)
+  })
+
+  it('passes a rejection as it is', () => {
+    const rejected: PreStepDecision = { kind: 'reject' }
+    expect(admitClaimedHeartbeats([gone], rejected, active)).toBe(rejected)
+  })
+
+  it('drops only heartbeats of loops that are not active, the rest in order', () => {
+    const decision = enter(gone, user, live)
+    expect(admitClaimedHeartbeats([gone, user, live], decision, active)).toStrictEqual({
+      kind: 'enter',
+      messages: [user, live],
+    })
+    // A copy: the decision it was given is as it was.
+    expect(decision).toStrictEqual({ kind: 'enter', messages: [gone, user, live] })
+  })
+
+  it('drops every heartbeat when no loop is active', () => {
+    expect(admitClaimedHeartbeats([live, user], enter(live, user), [])).toStrictEqual({
+      kind: 'enter',
+      messages: [user],
+    })
+  })
+
+  it('gives the step no input at all when every claimed message was such a heartbeat, what hooks added included', () => {
+    const snapshot = text('msg-context', 'Current runtime context.', 'runtime-context')
+    expect(admitClaimedHeartbeats([gone], enter(gone, snapshot), active)).toStrictEqual({
+      kind: 'enter',
+      messages: [],
+    })
+    const other = heartbeat('loop_other')
+    expect(admitClaimedHeartbeats([gone, other], enter(gone, other, snapshot), active)).toStrictEqual({
+      kind: 'enter',
+      messages: [],
+    })
+  })
+
+  it('decides on the claimed batch, not the messages a hook edited', () => {
+    // A hook merged two claimed heartbeats of deleted loops into one: still nothing to run.
+    const merged = heartbeat('loop_gone', 'msg-merged')
+    expect(
+      admitClaimedHeartbeats([gone, heartbeat('loop_old')], enter(merged, text('msg-note', 'note', 'memory')), active),
+    ).toStrictEqual({ kind: 'enter', messages: [] })
+    // A hook replaced the claimed user message with an edited copy: the step runs with it.
+    const edited = text('msg-user', 'hello, edited')
+    expect(admitClaimedHeartbeats([gone, user], enter(gone, edited), active)).toStrictEqual({
+      kind: 'enter',
+      messages: [edited],
+    })
+    // A hook replaced the claimed heartbeat with a user message: nothing to drop, the decision stands.
+    const replaced = enter(edited)
+    expect(admitClaimedHeartbeats([gone], replaced, active)).toBe(replaced)
+  })
+
+  it('runs a step that claimed nothing (after tool calls) without a heartbeat a hook added for a deleted loop', () => {
+    expect(admitClaimedHeartbeats([], enter(gone, user), active)).toStrictEqual({ kind: 'enter', messages: [user] })
+    // Even when that heartbeat was all the step had.
+    expect(admitClaimedHeartbeats([], enter(gone), active)).toStrictEqual({ kind: 'enter', messages: [] })
+  })
+
+  it('keeps every other claimed value as it is, messages or not', () => {
+    expect(admitClaimedHeartbeats([null, 'x', gone], enter(gone, user), active)).toStrictEqual({
+      kind: 'enter',
+      messages: [user],
+    })
+  })
+})
