@@ -44,9 +44,8 @@ export interface LoopTransaction<T> {
 /** How a runtime behaves in its host. */
 export interface LoopRuntimeOptions {
   /**
-   * A one-shot host (`dsh --profile headless "task"`) exits when the task's turn
-   * ends: loops are saved there but never dispatched, so they cannot keep the
-   * run alive or answer in place of the task.
+   * A one-shot host (`dsh --profile headless "task"`) exits once its agent goes idle
+   * after the task: loops are saved there but never dispatched, so they cannot keep it running.
    */
   readonly oneShot: boolean
   /** Time and timers; the process clock unless a test drives its own. */

@@ -26,6 +26,7 @@ import { chromium, type Browser, type Page } from 'playwright-core'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import {
   PROJECT,
+  call,
   createSession,
   dshPlugin,
   heartbeatsIn,
@@ -67,6 +68,10 @@ const LOOPS = [
 ] as const
 
 const HEARTBEAT_PROMPT = 'Say one word about the weather'
+/** The forked session's parent: its first prompt, its loop, and the cwd both live in. */
+const FORK_PARENT_PROMPT = 'Fork parent prompt'
+const FORK_LOOP_PROMPT = 'check the parent build'
+const FORK_CWD = 'forked-workspace'
 /** The session whose first turn the mock model answers with a `loop_create` call. */
 const MODEL_SESSION_PROMPT = 'Watch the CI for me'
 const MODEL_LOOP = { time_in_seconds: 300, prompt: 'Check whether CI is green' } as const
@@ -103,6 +108,7 @@ let sessionId: string
 let modelSessionId: string
 let workspace: string
 let settingsFile: string
+let home: string
 let failed = false
 const consoleErrors: string[] = []
 
@@ -110,7 +116,7 @@ beforeAll(async () => {
   try {
     scratch = mkdtempSync(join(tmpdir(), 'loop-browser-'))
     mkdirSync(SHOTS, { recursive: true })
-    const home = prepareHome(join(scratch, 'home'))
+    home = prepareHome(join(scratch, 'home'))
     settingsFile = join(home, 'settings.yaml')
     // The user works in Chinese: DSH's UI, and the dock, open in zh.
     setLanguagePreference('zh')
@@ -137,12 +143,7 @@ beforeAll(async () => {
     browser = await phase('chromium launch', () =>
       chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS }),
     )
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' })
-    page = await context.newPage()
-    page.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(message.text())
-    })
-    page.on('pageerror', (error) => consoleErrors.push(`pageerror: ${error.message}`))
+    page = await newPage()
     await phase('page ready + session opened', () => openSession(url))
   } catch (error) {
     failed = true
@@ -177,6 +178,17 @@ afterAll(async () => {
     `${JSON.stringify(Object.fromEntries(timings.map(([name, ms]) => [name, Math.round(ms)])), null, 2)}\n`,
   )
 })
+
+/** A page in a fresh browser context whose console errors are collected. */
+async function newPage(): Promise<Page> {
+  const context = await browser!.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' })
+  const fresh = await context.newPage()
+  fresh.on('console', (message) => {
+    if (message.type() === 'error') consoleErrors.push(message.text())
+  })
+  fresh.on('pageerror', (error) => consoleErrors.push(`pageerror: ${error.message}`))
+  return fresh
+}
 
 /** Create a session and run its first turn to the end. */
 async function sessionWithOneTurn(url: string, text: string): Promise<string> {
@@ -758,5 +770,52 @@ describe('loop dock in dsh web (Chromium)', () => {
       ['tool-call-en.png', 'loop-tool-call-en.png'],
       ['tool-call-zh.png', 'loop-tool-call-zh.png'],
     ])
+  })
+
+  // Restarts dsh web, so it runs last.
+  it("shows no loop row for a fork after a restart, and its parent's loop row in the parent", async () => {
+    const cwd = join(scratch!, FORK_CWD)
+    mkdirSync(cwd)
+    const parent = await createSession(web!.url, cwd)
+    expect((await runCommand(web!.url, parent, `/loop 3600 ${FORK_LOOP_PROMPT}`)).kind).toBe('success')
+    await prompt(web!.url, parent, FORK_PARENT_PROMPT)
+    await waitFor('the parent turn to end', async () => {
+      const { events } = await history(web!.url, parent)
+      return events.some((event) => event.type === 'turn/end') && turnsSettled(events) ? true : undefined
+    })
+    const { sessionId: fork } = await call<{ sessionId: string }>(web!.url, 'session.fork', { sessionId: parent })
+    // The fork's runtime names the inherited loop in its log once it first reads it.
+    await waitFor('the fork change', async () => {
+      const { events } = await history(web!.url, fork)
+      return events.at(-1)?.type === 'loop/change' ? true : undefined
+    })
+    // Restart on the same home: nothing is live, and the fork has no projection-cache row yet.
+    await page.context().close()
+    await web!.stop()
+    web = await startWeb({ home, model: mockEndpoint(mock!), cwd: workspace })
+    const errorsBefore = consoleErrors.length
+    page = await newPage()
+    await page.goto(web.url)
+    // Read cold, the fork is named after its cwd in the sidebar (its title is in no projection-cache row yet).
+    await selectSession(`^${FORK_CWD}`)
+    // Opened, it has its title (its parent's first prompt) and shows the conversation it inherited, without the dock.
+    const tree = page.getByRole('tree', { name: /^(Sessions|会话)$/ })
+    const titled = (selected: boolean) =>
+      tree.getByRole('treeitem', { name: new RegExp(`^${FORK_PARENT_PROMPT}`), selected })
+    await titled(true).waitFor({ timeout: 10_000 })
+    await page
+      .getByText(/^Created loop_[0-9a-f]{8}: every 1h/)
+      .first()
+      .waitFor({ timeout: 10_000 })
+    await page.waitForTimeout(1_000)
+    expect(await dock().count()).toBe(0)
+    await page.mouse.move(1_270, 10)
+    await page.screenshot({ path: join(SHOTS, 'fork-after-restart.png') })
+    // The other row with that title, the parent, still shows its loop.
+    await titled(false).click()
+    await rows().first().waitFor({ timeout: 10_000 })
+    expect((await rowCells()).map(([, , text]) => text)).toEqual([FORK_LOOP_PROMPT])
+    expect(await tree.getByRole('treeitem', { name: new RegExp(`^${FORK_PARENT_PROMPT}`) }).count()).toBe(2)
+    expect(consoleErrors.slice(errorsBefore)).toEqual([])
   })
 })

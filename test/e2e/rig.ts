@@ -6,6 +6,8 @@
  * and keeps its home.
  */
 import { startMockLlmServer, type MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { expect, inject, test as base } from 'vitest'
 import {
@@ -279,6 +281,40 @@ export function turnAround(
 /** The mock model's requests whose last real user message is `text`. */
 export function requestsEndingWith(model: ModelServer, text: string): number[] {
   return model.requests.filter((request) => lastUserText(request.body) === text).map((request) => request.attempt)
+}
+
+/**
+ * Rewrite one stored session log without the events `drop` picks, through the real JSONL
+ * backend (its own read, its own encoding), while no dsh process runs on the home: how a log
+ * that an older build wrote looks. Drop only a tail, so the seqs stay contiguous.
+ * @returns the events kept.
+ */
+export async function dropStoredEvents(
+  home: string,
+  sessionId: string,
+  drop: (event: HistoryEvent) => boolean,
+): Promise<HistoryEvent[]> {
+  const [{ Context }, sessionModule, jsonlModule] = await Promise.all([
+    import('@deepseek-ai/cordis'),
+    import('@deepseek-ai/dsh-session'),
+    import('@deepseek-ai/dsh-session-persistence-jsonl'),
+  ])
+  await import('@deepseek-ai/dsh-session-persistence')
+  const ctx = new Context()
+  try {
+    await ctx.plugin(sessionModule.default)
+    await ctx.plugin(jsonlModule.default, { root: join(home, 'sessions') })
+    const backend = ctx.sessionPersistence as InstanceType<typeof jsonlModule.default>
+    const stored = await backend.loadStored(sessionModule.SessionId(sessionId))
+    if (stored === undefined) throw new Error(`no stored log for ${sessionId} in ${home}`)
+    const kept = stored.events.filter((event) => !drop(event))
+    if (kept.some((event, index) => event.seq !== index)) throw new Error(`dropping more than a tail of ${sessionId}`)
+    rmSync(backend.locate(stored.meta).path)
+    await backend.appendBatch(stored.meta, kept, false)
+    return kept
+  } finally {
+    await ctx.fiber.dispose()
+  }
 }
 
 /** Sleep until `time` (epoch ms). */

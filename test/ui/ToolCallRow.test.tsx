@@ -82,14 +82,15 @@ describe('tool call rows', () => {
   })
 
   it('shows a failure by its first line in place of the summary, and an interrupted call as such', () => {
-    const error = 'loop_create: time_in_seconds must be a whole number from 1 to 31536000.\nGot 0.'
+    // The content DSH's tool runtime gives the model for this call (the LoopError's message).
+    const error = 'Error: time_in_seconds must be a positive whole number of seconds, for example 30.'
     renderRow(
       'loop_create',
       settled('{"time_in_seconds":0,"prompt":"x"}', [{ type: 'text', text: error }], { isError: true }),
     )
     expect(document.querySelector('[data-loop-tool]')!.getAttribute('data-state')).toBe('error')
     expect(rowButton().textContent).toBe(
-      '↻Create loop·loop_create: time_in_seconds must be a whole number from 1 to 31536000.Failed▾',
+      '↻Create loop·Error: time_in_seconds must be a positive whole number of seconds, for example 30.Failed▾',
     )
     expect(document.querySelector('pre')!.textContent).toBe(error)
     cleanup()
