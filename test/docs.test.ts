@@ -14,6 +14,9 @@
  *
  * On a mismatch the assertion prints the expected text, so adding a setting or
  * a code means pasting one row into both READMEs.
+ *
+ * SPEC.md §10's departures table is checked the same way: every row names, in
+ * its last cell, test files that exist and test titles each file holds.
  */
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -211,4 +214,26 @@ describe('README reference blocks match the code', () => {
       })
     })
   }
+})
+
+describe("SPEC.md's departures", () => {
+  const spec = readFileSync(`${root}SPEC.md`, 'utf8')
+  const table = spec.slice(spec.indexOf('## 10. Departures'), spec.indexOf('**Extensions**'))
+  const rows = tableRows(table)
+
+  it('each name the tests that show their defect, and every test named is there', () => {
+    expect(rows.length).toBeGreaterThan(10)
+    for (const row of rows) {
+      const cell = row.at(-1)!
+      if (cell === '—') continue
+      // A path, then the titles of its tests; a title ending in `…` is the start of one.
+      const mentions = [...cell.matchAll(/`(test\/[^`]+)`|"([^"]+)"/g)]
+      expect(mentions[0]?.[1], `the test cell of "${row[0]}" starts with a test file`).toBeDefined()
+      let source = ''
+      for (const [, path, title] of mentions) {
+        if (path !== undefined) source = readFileSync(`${root}${path}`, 'utf8')
+        else expect(source, `"${title}" in the test cell of "${row[0]}"`).toContain(title!.replace(/,? …$/, ''))
+      }
+    }
+  })
 })

@@ -9,7 +9,7 @@
 export interface LoopConfig {
   /** Most active loops one session may hold; a create beyond it is refused. */
   readonly maxLoopsPerSession: number
-  /** Longest prompt, in characters; a longer one is refused, never cut. */
+  /** Longest prompt, in UTF-16 code units; a longer one is refused, never cut. */
   readonly maxPromptLength: number
 }
 
