@@ -16,7 +16,8 @@
  * a code means pasting one row into both READMEs.
  *
  * SPEC.md §10's departures table is checked the same way: every row names, in
- * its last cell, test files that exist and test titles each file holds.
+ * its last cell, test files that exist and test titles each file holds; a figure
+ * it quotes as `BENCHMARKS.md row N: … 123×` is that row's median in BENCHMARKS.md.
  */
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -235,5 +236,20 @@ describe("SPEC.md's departures", () => {
         else expect(source, `"${title}" in the test cell of "${row[0]}"`).toContain(title!.replace(/,? …$/, ''))
       }
     }
+  })
+
+  it('quote the figures BENCHMARKS.md holds', () => {
+    const benchmarks = readFileSync(`${root}BENCHMARKS.md`, 'utf8')
+    const medians = tableRows(benchmarks.slice(0, benchmarks.indexOf('## Method'))).map(([row, , median]) => ({
+      row,
+      median,
+    }))
+    const quotes = [...table.matchAll(/BENCHMARKS\.md row (\d+): [^)]*?(\d[\d,.]*×)/g)]
+    expect(quotes.length).toBeGreaterThan(0)
+    for (const [quote, row, figure] of quotes)
+      expect(
+        medians.filter((line) => line.row === row).map((line) => line.median),
+        quote,
+      ).toContain(figure)
   })
 })
