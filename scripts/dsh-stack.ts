@@ -287,13 +287,19 @@ export interface DurableRecord {
   readonly data: unknown
 }
 
+/** The real JSONL session backend, as loaded by {@link withStoredSessions}. */
+export type StoredSessions = InstanceType<typeof import('@deepseek-ai/dsh-session-persistence-jsonl').default>
+
 /**
- * What reached disk for one session: the log text read through the real JSONL
- * backend's own `readRaw` (committed frames only, as a restart would see them),
- * without opening the session. Works while a dsh process owns the home, and after it was killed.
- * @returns the event records in log order (the header line and packed chunk rows left out).
+ * Run `use` against the real JSONL backend of a home's stored sessions, in a host context of its
+ * own (disposed after), without opening any session: it works while a dsh process owns the home,
+ * and after it stopped or was killed.
+ * @returns what `use` returns.
  */
-export async function readDurableLog(home: string, sessionId: string): Promise<DurableRecord[]> {
+export async function withStoredSessions<T>(
+  home: string,
+  use: (backend: StoredSessions, sessionModule: typeof import('@deepseek-ai/dsh-session')) => Promise<T>,
+): Promise<T> {
   // Loaded on first use, so the demo and the browser test do not pay for a host they never boot.
   const [{ Context }, sessionModule, jsonlModule] = await Promise.all([
     import('@deepseek-ai/cordis'),
@@ -305,16 +311,27 @@ export async function readDurableLog(home: string, sessionId: string): Promise<D
   try {
     await ctx.plugin(sessionModule.default)
     await ctx.plugin(jsonlModule.default, { root: join(home, 'sessions') })
-    const raw = await ctx.sessionPersistence.readRaw(sessionModule.SessionId(sessionId))
+    return await use(ctx.sessionPersistence as StoredSessions, sessionModule)
+  } finally {
+    await ctx.fiber.dispose()
+  }
+}
+
+/**
+ * What reached disk for one session: the log text read through the real JSONL
+ * backend's own `readRaw` (committed frames only, as a restart would see them).
+ * @returns the event records in log order (the header line and packed chunk rows left out).
+ */
+export function readDurableLog(home: string, sessionId: string): Promise<DurableRecord[]> {
+  return withStoredSessions(home, async (backend, { SessionId }) => {
+    const raw = await backend.readRaw(SessionId(sessionId))
     if (raw === undefined) throw new Error(`no stored log for ${sessionId} in ${home}`)
     return raw.content
       .split('\n')
       .filter((line) => line.trim() !== '')
       .map((line) => JSON.parse(line) as Partial<DurableRecord>)
       .filter((record): record is DurableRecord => typeof record.type === 'string' && typeof record.seq === 'number')
-  } finally {
-    await ctx.fiber.dispose()
-  }
+  })
 }
 
 let rpcNumber = 0

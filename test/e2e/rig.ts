@@ -7,7 +7,6 @@
  */
 import { startMockLlmServer, type MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
 import { rmSync } from 'node:fs'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { expect, inject, test as base } from 'vitest'
 import {
@@ -23,6 +22,7 @@ import {
   startWeb,
   turnsSettled,
   waitFor,
+  withStoredSessions,
   type DshWeb,
   type HeartbeatMessage,
   type HistoryEvent,
@@ -289,32 +289,20 @@ export function requestsEndingWith(model: ModelServer, text: string): number[] {
  * that an older build wrote looks. Drop only a tail, so the seqs stay contiguous.
  * @returns the events kept.
  */
-export async function dropStoredEvents(
+export function dropStoredEvents(
   home: string,
   sessionId: string,
   drop: (event: HistoryEvent) => boolean,
 ): Promise<HistoryEvent[]> {
-  const [{ Context }, sessionModule, jsonlModule] = await Promise.all([
-    import('@deepseek-ai/cordis'),
-    import('@deepseek-ai/dsh-session'),
-    import('@deepseek-ai/dsh-session-persistence-jsonl'),
-  ])
-  await import('@deepseek-ai/dsh-session-persistence')
-  const ctx = new Context()
-  try {
-    await ctx.plugin(sessionModule.default)
-    await ctx.plugin(jsonlModule.default, { root: join(home, 'sessions') })
-    const backend = ctx.sessionPersistence as InstanceType<typeof jsonlModule.default>
-    const stored = await backend.loadStored(sessionModule.SessionId(sessionId))
+  return withStoredSessions(home, async (backend, { SessionId }) => {
+    const stored = await backend.loadStored(SessionId(sessionId))
     if (stored === undefined) throw new Error(`no stored log for ${sessionId} in ${home}`)
     const kept = stored.events.filter((event) => !drop(event))
     if (kept.some((event, index) => event.seq !== index)) throw new Error(`dropping more than a tail of ${sessionId}`)
     rmSync(backend.locate(stored.meta).path)
     await backend.appendBatch(stored.meta, kept, false)
     return kept
-  } finally {
-    await ctx.fiber.dispose()
-  }
+  })
 }
 
 /** Sleep until `time` (epoch ms). */
