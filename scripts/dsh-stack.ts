@@ -288,7 +288,7 @@ export interface DurableRecord {
 }
 
 /** The real JSONL session backend, as loaded by {@link withStoredSessions}. */
-export type StoredSessions = InstanceType<typeof import('@deepseek-ai/dsh-session-persistence-jsonl').default>
+type StoredSessions = InstanceType<typeof import('@deepseek-ai/dsh-session-persistence-jsonl').default>
 
 /**
  * Run `use` against the real JSONL backend of a home's stored sessions, in a host context of its
