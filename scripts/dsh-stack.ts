@@ -145,6 +145,8 @@ export interface WebOptions {
   readonly echo?: boolean
   /** Further `--patch` files, applied after the rc.8 workarounds. */
   readonly patches?: readonly string[]
+  /** The CLI entry to run (default {@link DSH_ENTRY}): a copy of it sees the packages beside the copy first. */
+  readonly entry?: string | undefined
 }
 
 /**
@@ -155,7 +157,16 @@ export async function startWeb(options: WebOptions): Promise<DshWeb> {
   const started = Date.now()
   const timeoutMs = options.timeoutMs ?? 60_000
   const patches = [RC8_PATCH, ...(options.patches ?? [])].flatMap((patch) => ['--patch', patch])
-  const args = [DSH_ENTRY, 'web', ...patches, '--no-open', '--host', '127.0.0.1', '--port', String(options.port ?? 0)]
+  const args = [
+    options.entry ?? DSH_ENTRY,
+    'web',
+    ...patches,
+    '--no-open',
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(options.port ?? 0),
+  ]
   const child = spawn(NODE22, args, {
     cwd: options.cwd ?? PROJECT,
     env: dshEnv(options.home, options.model),

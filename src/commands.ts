@@ -62,6 +62,21 @@ async function runTool(ctx: Context, agent: Agent, name: string, args: Record<st
 }
 
 /**
+ * Register the `/loop` of a host `loop` does not run on (`judgeHost`): every line, whatever it
+ * asks, is answered with why nothing was done.
+ * @param ctx - plugin context carrying `commands`.
+ * @param message - the host check's message.
+ * @returns disposer.
+ */
+export function registerInactiveLoopCommand(ctx: Context, message: string): () => void {
+  return ctx.commands.register({
+    name: 'loop',
+    description: 'Explain why loops are inactive in this DSH',
+    handler: (): CommandResult => ({ kind: 'error', text: message }),
+  })
+}
+
+/**
  * Register `/loop` on the host command runtime.
  * @param ctx - plugin context carrying `commands` and `tools`.
  * @param clock - what "due in" replies are measured from.

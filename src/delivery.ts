@@ -29,7 +29,7 @@ export class HeartbeatInbox {
    */
   constructor(
     private readonly agent: Agent,
-    private readonly report: LoopReport,
+    private readonly report: Pick<LoopReport, 'info'>,
   ) {}
 
   /**

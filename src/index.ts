@@ -4,9 +4,11 @@
  */
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
-import { registerLoopCommand } from './commands.ts'
+import { registerInactiveLoopCommand, registerLoopCommand } from './commands.ts'
 import { Config, DEFAULT_LOOP_CONFIG, watchLoopConfig, type LoopConfig } from './config.ts'
 import { realClock } from './clock.ts'
+import { inspectHost } from './host.ts'
+import { judgeHost } from './host-support.ts'
 import { LoopRuntime } from './loop.ts'
 import { registerLoopEventType } from './persistence.ts'
 import { registerLoopProjection } from './projection.ts'
@@ -30,14 +32,23 @@ export const inject = ['agents', 'sessions', 'tools', 'commands']
 const ONE_SHOT_SERVICE = 'headlessStartup'
 
 /**
- * Register the event type, projection and command, then give every live and
- * future root agent its runtime and tools.
+ * Check the host, register the event type, then, on the DSH `loop` is built for,
+ * the projection and command, and give every live and future root agent its
+ * runtime and tools. On any other DSH only the event type (sessions holding loops
+ * still open) and a `/loop` that explains are registered.
  * @param ctx - plugin context.
  * @param config - the plugin row's `config:` (validated against {@link Config}).
  */
 export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONFIG): Promise<void> {
   const report = createReport(ctx.logger('loop'))
-  const registration = await registerLoopEventType(process.argv[1])
+  const host = await inspectHost(process.argv[1])
+  const registration = registerLoopEventType(host.hostSessionModule)
+  const support = judgeHost(host.facts)
+  if (!support.supported) {
+    report.error(support.message)
+    registerInactiveLoopCommand(ctx, support.message)
+    return
+  }
   if (!registration.hostResolved) {
     report.warn(
       `could not resolve the host's @deepseek-ai/dsh-session from its entry point (${String(process.argv[1])}); ` +

@@ -2,9 +2,6 @@
  * The persistence barrier and the host event-catalog registration.
  * @module dsh-plugin-loop/persistence
  */
-import { realpathSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { pathToFileURL } from 'node:url'
 import type { Context } from '@deepseek-ai/cordis'
 import type { Session } from '@deepseek-ai/dsh-session'
 import * as ownSessionModule from '@deepseek-ai/dsh-session'
@@ -36,19 +33,6 @@ export async function flushSession(ctx: Context, session: Session): Promise<void
 /** The one mutable shape we need from a `KNOWN_SESSION_EVENT_TYPES` instance. */
 type EventTypeCatalog = Set<string>
 
-/** Load the host's own `@deepseek-ai/dsh-session`, resolved from the running entry point. */
-async function importHostSessionModule(entry: string | undefined): Promise<unknown> {
-  if (entry === undefined || entry === '') return undefined
-  try {
-    // The pnpm shim passes a symlinked entry that resolves only with its NODE_PATH; the real path always works.
-    const resolved = createRequire(realpathSync(entry)).resolve('@deepseek-ai/dsh-session')
-    return await import(pathToFileURL(resolved).href)
-  } catch {
-    // The entry may not see the package (a test runner, a bundled host); our own import still counts.
-    return undefined
-  }
-}
-
 /** The catalog a module exports, when it exports one we can extend. */
 function catalogOf(module: unknown): EventTypeCatalog | undefined {
   const catalog = (module as { KNOWN_SESSION_EVENT_TYPES?: unknown } | undefined)?.KNOWN_SESSION_EVENT_TYPES
@@ -63,11 +47,11 @@ export interface EventTypeRegistration {
 
 /**
  * Add `loop/change` to the persisted-event catalog of our `@deepseek-ai/dsh-session` and of the
- * host's, resolved from its entry point (`process.argv[1]`), which a plugin installed in a profile
- * does not always share. The entry stays after disposal (SPEC.md §3, "Event catalog").
+ * host's (`inspectHost`), which a plugin installed in a profile does not always share.
+ * The entry stays after disposal (SPEC.md §3, "Event catalog").
+ * @param hostModule - the host's `@deepseek-ai/dsh-session`, if found.
  */
-export async function registerLoopEventType(entry: string | undefined): Promise<EventTypeRegistration> {
-  const hostModule = await importHostSessionModule(entry)
+export function registerLoopEventType(hostModule: unknown): EventTypeRegistration {
   const catalogs = new Set<EventTypeCatalog>()
   for (const module of [ownSessionModule, hostModule]) {
     const catalog = catalogOf(module)

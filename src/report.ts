@@ -12,10 +12,13 @@
 export interface ReportLogger {
   info(line: string): void
   warn(line: string): void
+  error(line: string): void
 }
 
 /** Where the plugin's lines go. */
 export interface LoopReport {
+  /** Why the plugin will not run in this host: the log at error, and the terminal. */
+  error(line: string): void
   /** A problem (a bad setting, a failed drive, a corrupt log): the log at warn, and the terminal. */
   warn(line: string): void
   /** Detail for the host log only (a corrected schedule, a replaced heartbeat). */
@@ -30,6 +33,10 @@ export interface LoopReport {
 export function createReport(logger: ReportLogger): LoopReport {
   const print = (line: string): void => console.error(`loop: ${line}`)
   return {
+    error(line) {
+      logger.error(line)
+      print(line)
+    },
     warn(line) {
       logger.warn(line)
       print(line)

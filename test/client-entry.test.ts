@@ -397,6 +397,33 @@ async function checkEntry(entry: Entry) {
   await act(async () => void fireEvent.click(screen.getByRole('button', { name: 'Confirm' })))
   expect(execute).toHaveBeenLastCalledWith('session-2', '/loop delete loop_a1b2', [])
   expect(execute).toHaveBeenCalledTimes(2)
+
+  // A DSH that stops passing one prop an entry reads (a later release renamed it) gets nothing from
+  // that entry, and no error: a throwing entry would take DSH's slot down.
+  const printed = vi.spyOn(console, 'error')
+  const complete: [unknown, Record<string, unknown>][] = [
+    [dock.component, { useProjection, t: englishSeat, ...dock.options.inject('session-3') }],
+    [node.component, { node: { data: heartbeat }, t: englishSeat, useProjection, ...nodeFace }],
+    [create.component, { block: { callId: 'c2', kind: 'tool-call', call: { argsRaw: '{}' } }, t: englishSeat }],
+    [card.component, { ...actions, t: englishSeat, useLoopSettings: () => undefined }],
+  ]
+  const missing: string[] = []
+  for (const [component, props] of complete) {
+    for (const key of Object.keys(props)) {
+      const { [key]: _dropped, ...rest } = props
+      const view = render(React.createElement(component as React.FC, rest))
+      if (view.container.innerHTML === '') missing.push(key)
+      view.unmount()
+    }
+  }
+  expect(missing).toEqual([
+    ...['useProjection', 't', 'executeCommand'],
+    ...['node', 't', 'useProjection', 'shadowedRenderer', 'bindNamespace'],
+    ...['block', 't'],
+    ...['edit', 'resetField', 'save', 'discard', 't', 'useLoopSettings'],
+  ])
+  expect(printed).not.toHaveBeenCalled()
+  printed.mockRestore()
   return {
     dock: document.querySelector<HTMLElement>('[data-loop-dock]')!,
     texts: { heartbeat: heartbeatText, tool: toolText },

@@ -1263,7 +1263,7 @@ describe('the open turn, read from plain events', () => {
   function stubInbox() {
     const send = vi.fn()
     const agent = { id: 'ses-plain', status: 'running', inbox: { nextStep: [], nextTurn: [] }, send }
-    const inbox = new HeartbeatInbox(agent as unknown as Agent, { warn: vi.fn(), info: vi.fn() })
+    const inbox = new HeartbeatInbox(agent as unknown as Agent, { info: vi.fn() })
     const taken = (...ids: string[]) =>
       ids.filter((id) => {
         send.mockClear()

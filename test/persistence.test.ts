@@ -1,9 +1,10 @@
-/** The event-catalog registration of src/persistence.ts: which copies of dsh-session learn "loop/change". */
+/** The event-catalog registration of src/persistence.ts: which copies of dsh-session (src/host.ts finds the host's) learn "loop/change". */
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { KNOWN_SESSION_EVENT_TYPES } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it } from 'vitest'
+import { inspectHost } from '../src/host.ts'
 import { registerLoopEventType } from '../src/persistence.ts'
 import { tempDir } from './support/host.ts'
 
@@ -15,12 +16,24 @@ describe('event catalog', () => {
   it('also extends the catalog of the session module the host entry resolves', async () => {
     ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).delete('loop/change')
     // From this repository the host entry resolves the same instance: one catalog, extended once.
-    expect(await registerLoopEventType(`${process.cwd()}/package.json`)).toEqual({ catalogs: 1, hostResolved: true })
+    expect(registerLoopEventType((await inspectHost(`${process.cwd()}/package.json`)).hostSessionModule)).toEqual({
+      catalogs: 1,
+      hostResolved: true,
+    })
     expect(KNOWN_SESSION_EVENT_TYPES.has('loop/change')).toBe(true)
     // No host entry to resolve from: only the plugin's own copy learns the type.
-    expect(await registerLoopEventType(undefined)).toEqual({ catalogs: 1, hostResolved: false })
-    expect(await registerLoopEventType('')).toEqual({ catalogs: 1, hostResolved: false })
-    expect(await registerLoopEventType('/nonexistent/dsh/lib/bin.js')).toEqual({ catalogs: 1, hostResolved: false })
+    expect(registerLoopEventType((await inspectHost(undefined)).hostSessionModule)).toEqual({
+      catalogs: 1,
+      hostResolved: false,
+    })
+    expect(registerLoopEventType((await inspectHost('')).hostSessionModule)).toEqual({
+      catalogs: 1,
+      hostResolved: false,
+    })
+    expect(registerLoopEventType((await inspectHost('/nonexistent/dsh/lib/bin.js')).hostSessionModule)).toEqual({
+      catalogs: 1,
+      hostResolved: false,
+    })
   })
 
   it('follows a symlinked host entry to the host own copy of dsh-session (pnpm layout)', async () => {
@@ -41,7 +54,10 @@ describe('event catalog', () => {
     symlinkSync(join(store, 'dsh'), join(root, 'project', 'node_modules', '@deepseek-ai', 'dsh'))
 
     const entry = join(root, 'project', 'node_modules', '@deepseek-ai', 'dsh', 'lib', 'bin.js')
-    expect(await registerLoopEventType(entry)).toEqual({ catalogs: 2, hostResolved: true })
+    expect(registerLoopEventType((await inspectHost(entry)).hostSessionModule)).toEqual({
+      catalogs: 2,
+      hostResolved: true,
+    })
     const hostCatalog = (
       (await import(pathToFileURL(join(hostSession, 'index.js')).href)) as { KNOWN_SESSION_EVENT_TYPES: Set<string> }
     ).KNOWN_SESSION_EVENT_TYPES

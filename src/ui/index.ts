@@ -11,16 +11,18 @@
  * host's loader would take a default for the plugin).
  * @module dsh-plugin-loop/ui
  */
-import { ContextNode, type AnyTranslate, type HeartbeatRowInjected } from './HeartbeatRow.tsx'
+import type { ComponentType } from 'react'
+import { renderWhenPropsPresent } from './guard.tsx'
+import { ContextNode, type AnyTranslate, type HeartbeatRowInjected, type HeartbeatRowProps } from './HeartbeatRow.tsx'
 import { shadowedContextRenderer, type ChatNodeEntry } from './heartbeat.ts'
 import { LoopDock } from './LoopDock.tsx'
-import { LoopSettingsCard } from './LoopSettingsCard.tsx'
-import { ToolCallRow, type ToolCallRowInjected } from './ToolCallRow.tsx'
+import { LoopSettingsCard, type LoopSettingsCardProps } from './LoopSettingsCard.tsx'
+import { ToolCallRow, type ToolCallRowInjected, type ToolCallRowProps } from './ToolCallRow.tsx'
 import { LOOP_TOOL_TITLES, type LoopToolName } from './tool-call.ts'
 import { LOCALE_NS, LOOP_DICTIONARIES, type LoopDictionary } from './locales.ts'
 import { LOOP_SETTINGS_NAMESPACE } from '../shared/limits.ts'
 import { LoopSettingsForm, type LoopSettingsActions, type SettingsScopeLike } from './settings-form.ts'
-import type { LoopDockInjected } from './slot-props.ts'
+import type { LoopDockInjected, LoopDockProps } from './slot-props.ts'
 
 /** Dock order: todo 0, goal 10, loop 15, queue 20. */
 const LOOP_DOCK_ORDER = 15
@@ -31,6 +33,28 @@ const LOOP_DOCK_ORDER = 15
  * default 0, so -1 puts this entry in front of it and no further.
  */
 const HEARTBEAT_ROW_PRIORITY = -1
+
+/*
+ * Each entry renders only with every prop it reads (./guard.tsx): on a DSH this build was not
+ * made for, an entry whose props changed shows nothing instead of throwing in DSH's slot.
+ */
+const GuardedDock = renderWhenPropsPresent(LoopDock, ['useProjection', 't', 'executeCommand'])
+const GuardedContextNode = renderWhenPropsPresent(ContextNode, [
+  'node',
+  't',
+  'useProjection',
+  'shadowedRenderer',
+  'bindNamespace',
+])
+const GuardedToolCallRow = renderWhenPropsPresent(ToolCallRow, ['block', 't'])
+const GuardedSettingsCard = renderWhenPropsPresent(LoopSettingsCard, [
+  't',
+  'useLoopSettings',
+  'edit',
+  'resetField',
+  'save',
+  'discard',
+])
 
 /** Client services the entry uses: slots, the `commands` remote namespace, and the locale registry. */
 export const inject = ['slots', 'remote', 'remote.commands', 'locale']
@@ -70,7 +94,7 @@ export interface LoopClientContext {
         readonly locale: typeof LOCALE_NS
         readonly inject: (sessionId: string) => LoopDockInjected
       },
-      component: typeof LoopDock,
+      component: ComponentType<LoopDockProps>,
     ): () => void
     register(
       options: {
@@ -80,7 +104,7 @@ export interface LoopClientContext {
         readonly locale: typeof LOCALE_NS
         readonly inject: () => HeartbeatRowInjected
       },
-      component: typeof ContextNode,
+      component: ComponentType<HeartbeatRowProps>,
     ): () => void
     register(
       options: {
@@ -89,7 +113,7 @@ export interface LoopClientContext {
         readonly locale: typeof LOCALE_NS
         readonly inject: () => ToolCallRowInjected
       },
-      component: typeof ToolCallRow,
+      component: ComponentType<ToolCallRowProps>,
     ): () => void
     register(
       options: {
@@ -98,7 +122,7 @@ export interface LoopClientContext {
         readonly locale: typeof LOCALE_NS
         readonly inject: () => LoopSettingsInjected
       },
-      component: typeof LoopSettingsCard,
+      component: ComponentType<LoopSettingsCardProps>,
     ): () => void
   }
   readonly remote: {
@@ -138,7 +162,7 @@ export function apply(ctx: LoopClientContext): void {
         // The dock's only way out: run a slash-command line in its own session.
         inject: (sessionId) => ({ executeCommand: (line) => ctx.remote.commands.execute(sessionId, line, []) }),
       },
-      LoopDock,
+      GuardedDock,
     ),
   )
   ctx.slots.inject('conversation.chat.node', () =>
@@ -149,11 +173,12 @@ export function apply(ctx: LoopClientContext): void {
         priority: HEARTBEAT_ROW_PRIORITY,
         locale: LOCALE_NS,
         inject: () => ({
-          shadowedRenderer: () => shadowedContextRenderer(ctx.slots.entries('conversation.chat.node'), ContextNode),
+          shadowedRenderer: () =>
+            shadowedContextRenderer(ctx.slots.entries('conversation.chat.node'), GuardedContextNode),
           bindNamespace: (ns) => ctx.locale.bind(ns),
         }),
       },
-      ContextNode,
+      GuardedContextNode,
     ),
   )
   // One row per tool, keyed by its name: DSH's tool view renders a keyed entry instead of its generic row.
@@ -161,7 +186,7 @@ export function apply(ctx: LoopClientContext): void {
     const disposers = (Object.keys(LOOP_TOOL_TITLES) as LoopToolName[]).map((tool) =>
       ctx.slots.register(
         { name: 'tool.call.toolview', key: tool, locale: LOCALE_NS, inject: () => ({ loopTool: tool }) },
-        ToolCallRow,
+        GuardedToolCallRow,
       ),
     )
     return () => {
@@ -187,7 +212,7 @@ export function apply(ctx: LoopClientContext): void {
             discard: form.discard,
           }),
         },
-        LoopSettingsCard,
+        GuardedSettingsCard,
       ),
     )
   })
