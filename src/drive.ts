@@ -50,12 +50,15 @@ function nextOccurrence(loop: LoopRecord, now: number): number {
  * one and a half intervals ahead (further than a create or a dispatch ever
  * schedules: only a clock set forward and then back puts it there) is moved to
  * one interval from now. Otherwise the drive waits for the earliest `next_at`,
- * at most {@link MAX_TIMER_WAIT_MS}.
+ * at most {@link MAX_TIMER_WAIT_MS}. An archived session is not driven: it only
+ * looks again within that minute, its loops untouched.
  * @param loops - the active loops in creation order.
  * @param now - decision time.
+ * @param archived - whether the session is in DSH's archive set.
  * @returns what the drive does.
  */
-export function decideDrive(loops: readonly LoopRecord[], now: number): DriveDecision {
+export function decideDrive(loops: readonly LoopRecord[], now: number, archived: boolean): DriveDecision {
+  if (archived) return { kind: 'wait', delay: loops.length === 0 ? undefined : MAX_TIMER_WAIT_MS }
   let due: LoopRecord | undefined
   for (const loop of loops) if (loop.next_at <= now && (due === undefined || loop.next_at < due.next_at)) due = loop
   if (due !== undefined) return { kind: 'deliver', loop: due, nextAt: nextOccurrence(due, now) }
@@ -87,13 +90,14 @@ export type Delivery =
  * while one waits for a running agent, the occurrence only moves the schedule.
  * One left waiting in an idle agent's inbox has nothing to deliver it, so a
  * fresh one that wakes the agent replaces it. At most one heartbeat per loop
- * per turn, so every turn ends. Otherwise adaptive: the next step while
- * running, a new turn while idle.
+ * per turn, and none queued for the next: every turn ends, and the agent goes
+ * idle after it, when DSH starts its own idle-time work. Otherwise adaptive:
+ * the next step while running, a new turn while idle.
  * @param facts - inbox and turn facts for the due loop.
  * @returns send (with its inbox target), replace the waiting heartbeat, or coalesce.
  */
 export function chooseDelivery(facts: DeliveryFacts): Delivery {
   if (facts.waiting) return facts.running ? { kind: 'coalesce' } : { kind: 'replace', target: 'next-turn' }
-  if (!facts.running || facts.inOpenTurn) return { kind: 'send', target: 'next-turn' }
-  return { kind: 'send', target: 'next-step' }
+  if (!facts.running) return { kind: 'send', target: 'next-turn' }
+  return facts.inOpenTurn ? { kind: 'coalesce' } : { kind: 'send', target: 'next-step' }
 }

@@ -66,9 +66,13 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   /** Runtimes by exact agent, not session, so a predecessor's cleanup never removes its replacement's entry. */
   const runtimes = new Map<Agent, LoopRuntime>()
 
-  /** Attach a runtime and tools to one root agent, unwinding with the agent. */
+  /**
+   * Attach a runtime and tools to one root agent of the user's, unwinding with the agent. A
+   * delegated session is not the user's: DSH marks it `origin: 'subagent'` (its sidebar hides it),
+   * and a background sub-agent is a root without an owner, so being a root is not enough.
+   */
   const attach = (agent: Agent): void => {
-    if (!ctx.agents.roots().includes(agent)) return
+    if (!ctx.agents.roots().includes(agent) || agent.session.header.origin === 'subagent') return
     const oneShot = ctx.get(ONE_SHOT_SERVICE) !== undefined
     const runtime = new LoopRuntime(ctx, agent, { oneShot, clock })
     const cleanup = agent.ctx.effect(() => {

@@ -33,6 +33,14 @@ export const FIRST_RETRY_DELAY_MS = 1_000
 /** Cap of the retry backoff. */
 export const MAX_RETRY_DELAY_MS = 60_000
 
+/** DSH's workspace registry (`@deepseek-ai/dsh-workspace`), which keeps the archive set; mounted by `dsh web`. */
+const WORKSPACE_REGISTRY_SERVICE = 'workspaceRegistry'
+
+/** What the runtime reads of that registry: rc.8's getter returns the current archive set as an array. */
+interface WorkspaceArchive {
+  readonly archivedSessionIds: readonly string[]
+}
+
 /** What one state-changing tool call decides over the fold. */
 export interface LoopTransaction<T> {
   /** What the tool returns once the change (if any) is durable. */
@@ -191,6 +199,15 @@ export class LoopRuntime {
     return this.ctx.agents.get(this.agent.id) === this.agent && this.ctx.agents.roots().includes(this.agent)
   }
 
+  /**
+   * Whether the session is in DSH's archive set (DSH web's Archive hides it and leaves it live).
+   * Read at each drive, never per appended event; a host without the workspace registry archives nothing.
+   */
+  private isArchived(): boolean {
+    const registry = this.ctx.get(WORKSPACE_REGISTRY_SERVICE) as WorkspaceArchive | undefined
+    return registry?.archivedSessionIds.includes(this.agent.id) === true
+  }
+
   /** Throw the caller-facing error when this call may no longer touch the session. */
   private assertRunnable(label: string, signal: AbortSignal): void {
     if (signal.aborted) throw new LoopError('cancelled', `${label} was cancelled; nothing was saved.`)
@@ -325,7 +342,7 @@ export class LoopRuntime {
     } catch {
       return
     }
-    const decision = decideDrive(fold.loops, this.clock.now())
+    const decision = decideDrive(fold.loops, this.clock.now(), this.isArchived())
     if (decision.kind === 'wait') {
       this.retryDelay = FIRST_RETRY_DELAY_MS
       if (decision.delay !== undefined) this.timer.arm(decision.delay)

@@ -15,7 +15,16 @@ import type { LoopProjection } from './types.ts'
 export const LOOP_PROJECTION_KEY = 'loop'
 
 /** Bump when the state's shape or the fold's meaning changes, so cached cells refold. */
-const LOOP_PROJECTION_STATE_VERSION = 5
+const LOOP_PROJECTION_STATE_VERSION = 6
+
+/**
+ * The event DSH's sub-agent manager writes first in a delegated session (after a
+ * `subagent_fork`'s inherited prefix). Such a session never gets loops of its own
+ * (src/index.ts), so from it on the projection shows none, in a live fold and in
+ * DSH web's fold of a stored log alike, neither of which sees the session header.
+ */
+const SUBAGENT_DESCRIPTOR_EVENT = 'subagent/descriptor'
+
 
 /** Wire schema of the `loop` projection value. */
 export const loopProjectionSchema = z
@@ -56,12 +65,14 @@ function markInheritedLoopEvents(session: Session): void {
 
 /**
  * The reducer: every other event, and a fork's inherited loop event, returns the
- * same state; a loop change returns the next fold.
+ * same state; a loop change returns the next fold; a sub-agent's descriptor, no loops.
  * @param state - the fold so far.
  * @param event - a committed session event.
  * @returns the next fold.
  */
 export function applyLoopProjection(state: LoopFold, event: SessionEvent): LoopFold {
+  // A type the host's typed event map does not list, so compared as a string.
+  if ((event.type as string) === SUBAGENT_DESCRIPTOR_EVENT) return EMPTY_LOOP_FOLD
   if (event.type !== LOOP_CHANGE_EVENT || inheritedLoopEvents.has(event)) return state
   return foldLoopChange(state, event.data)
 }

@@ -76,9 +76,24 @@ async function slowAgentWithLoop(sessionId: string, prompt: string) {
 const untilOneWaiting = (agent: Agent, id: string) =>
   until('a waiting heartbeat', () => waitingOf(agent, id).length === 1)
 
-/** Wait until a heartbeat of the loop waits for the agent's next turn. */
-const untilWaitingForNextTurn = (what: string, agent: Agent, id: string) =>
-  until(what, () => agent.inbox.nextTurn.some((message) => readHeartbeat(message)?.loopId === id))
+/** The loop's `dispatch` records: one per occurrence handled, sent or coalesced. */
+const dispatchesOf = (events: readonly SessionEvent[], id: string) =>
+  events.filter(
+    (event) =>
+      event.type === 'loop/change' &&
+      (event.data as { operation: string; id?: string }).operation === 'dispatch' &&
+      (event.data as { id?: string }).id === id,
+  ).length
+
+/**
+ * Wait until the turn the loop's first heartbeat opened is still running and a later occurrence
+ * has been handled in it: coalesced (a dispatch, nothing sent), since that turn already took one.
+ */
+const untilCoalescedIntoHeartbeatTurn = (agent: Agent, id: string) =>
+  until(
+    'an occurrence coalesced into the running heartbeat turn',
+    () => agent.status === 'running' && dispatchesOf(agent.session.events, id) >= 2,
+  )
 
 /** Wait until a heartbeat of the loop reaches a step logged after position `from`. */
 const untilDeliveredAfter = (what: string, agent: Agent, id: string, from: number) =>
@@ -111,10 +126,11 @@ it('Stop keeping the inbox while a next-step heartbeat waits: the next occurrenc
   await runCommand(host, agent, `/loop delete ${id}`)
 }, 30_000)
 
-it('Stop keeping the inbox while a next-turn heartbeat waits behind a heartbeat turn: the loop keeps firing', async () => {
+it('Stop during a heartbeat turn an occurrence coalesced into: the next occurrence wakes the idle agent', async () => {
   const { host, agent, id } = await slowAgentWithLoop('ses-stop-turn', 'STOP_TURN')
-  // The first heartbeat opens a (slow) turn; the next one waits for the next turn.
-  await untilWaitingForNextTurn('a next-turn heartbeat waiting behind the heartbeat turn', agent, id)
+  // The first heartbeat opens a (slow) turn; the next occurrence coalesces into it, nothing waits.
+  await untilCoalescedIntoHeartbeatTurn(agent, id)
+  expect(waitingOf(agent, id)).toEqual([])
   agent.cancel({ kind: 'user' }, { keepInbox: true })
   const stoppedAt = agent.session.events.length
   await untilDeliveredAfter('a heartbeat delivered after Stop', agent, id, stoppedAt)
@@ -136,7 +152,7 @@ it('Stop clearing the inbox discards the waiting heartbeat: the next occurrence 
 }, 30_000)
 
 it('a turn that ends in an error with a heartbeat waiting: the next occurrence replaces it and the loop keeps firing', async () => {
-  // The heartbeat turn's request is held until the next heartbeat waits, then refused (a non-retryable 400).
+  // The task's request is held until the loop's heartbeat waits for the next step, then refused (a non-retryable 400).
   const host = await model.start({
     sequence: ['invalid_request', 'success'],
     repeatLast: true,
@@ -153,8 +169,12 @@ it('a turn that ends in an error with a heartbeat waiting: the next occurrence r
     return next()
   })
   const agent = await createRealAgent(host, 'ses-error-turn')
+  task(agent)
+  await until('the task turn', () => agent.status === 'running')
   const id = await createLoopByCommand(host, agent, 1, 'ERROR_TURN')
-  await untilWaitingForNextTurn('a next-turn heartbeat waiting behind the held request', agent, id)
+  await until('a next-step heartbeat waiting behind the held request', () =>
+    agent.inbox.nextStep.some((message) => readHeartbeat(message)?.loopId === id),
+  )
   release()
   await until('the turn to end in an error', () =>
     agent.session.events.some(
@@ -207,11 +227,13 @@ it('/loop delete while a next-step heartbeat waits: it never reaches the model',
   expect(turnStarts(agent.session.events)).toBe(1)
 }, 30_000)
 
-it('/loop delete while a next-turn heartbeat waits: no further turn', async () => {
+it('/loop delete during a heartbeat turn: no further turn', async () => {
   const { host, agent, id } = await slowAgentWithLoop('ses-delete-turn', 'DELETE_TURN')
-  await untilWaitingForNextTurn('a next-turn heartbeat waiting behind the heartbeat turn', agent, id)
+  await untilCoalescedIntoHeartbeatTurn(agent, id)
   expect(await runCommand(host, agent, `/loop delete ${id}`)).toEqual({ kind: 'success', text: `Deleted ${id}.` })
   await agent.whenIdle()
+  // Two intervals more, idle: a loop still active would have woken the agent by now.
+  await new Promise((resolve) => setTimeout(resolve, 2_000))
   // Only the heartbeat that opened the running turn, which was under way before the delete.
   expect(deliveredOf(agent.session.events, id)).toHaveLength(1)
   expect(turnStarts(agent.session.events)).toBe(1)

@@ -172,7 +172,7 @@ describe('delivery', () => {
     expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual(loopChanges(rig.fake.agent))
   })
 
-  it('decides each loop of a batch on the inbox as the batch left it: a heartbeat its own wake-up claimed no longer waits', async () => {
+  it("decides each loop of a batch on the agent as the batch left it: the first's wake-up started the turn that took the second's heartbeats", async () => {
     const first = await rig.create('first', 2)
     const second = await rig.create('second', 3)
     await settle()
@@ -190,16 +190,17 @@ describe('delivery', () => {
     })
     vi.setSystemTime(NOW + 3000) // when the timer (2 s) fires, both are due: first (at 2 s), then second (3 s)
     await advance(2000)
-    // The first's wake-up claimed both stale heartbeats into the open turn: the second goes to the next turn, not coalesced.
+    // The first's wake-up claimed both stale heartbeats into the turn it started: the second, due in a running turn
+    // that already took its heartbeat, coalesces (decided on the idle agent from before, it would replace them instead).
     expect(
       rig.fake.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target]),
-    ).toEqual([
-      [heartbeat(first, 'first'), 'next-turn'],
-      [heartbeat(second, 'second'), 'next-turn'],
-    ])
+    ).toEqual([[heartbeat(first, 'first'), 'next-turn']])
     expect(rig.fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
       heartbeat(first, 'first'),
-      heartbeat(second, 'second'),
+    ])
+    expect(loopChanges(rig.fake.agent).slice(-2)).toMatchObject([
+      { operation: 'dispatch', id: first },
+      { operation: 'dispatch', id: second },
     ])
   })
 
@@ -1046,18 +1047,21 @@ describe('catching up with a log the runtime did not follow', () => {
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     runtime.start()
     await advance(1000)
+    // loop_taken's occurrence coalesces into the open turn; loop_earlier's goes to its next step.
     expect(
       agent.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target]),
-    ).toEqual([
-      [heartbeat('loop_taken', 'loop_taken'), 'next-turn'],
-      [heartbeat('loop_earlier', 'loop_earlier'), 'next-step'],
-    ])
+    ).toEqual([[heartbeat('loop_earlier', 'loop_earlier'), 'next-step']])
+    expect(
+      loopChanges(agent.agent)
+        .slice(-2)
+        .map((change) => (change as { id: string }).id),
+    ).toEqual(['loop_taken', 'loop_earlier'])
     await runtime.dispose()
   })
 })
 
 describe('a heartbeat claimed but not yet logged', () => {
-  it("already counts as the open turn's: the next occurrence waits for the next turn", async () => {
+  it("already counts as the open turn's: the next occurrence coalesces into it", async () => {
     rig.fake.send.mockImplementation((message, inboxTarget) => rig.fake.agent.inbox.append(inboxTarget, message))
     rig.fake.setStatus('running')
     const id = await rig.create('claimed', 1)
@@ -1067,8 +1071,10 @@ describe('a heartbeat claimed but not yet logged', () => {
     const [claimed] = rig.fake.agent.inbox.claim('next-step', 1)
     expect(claimed?.content).toEqual([{ type: 'text', text: heartbeat(id, 'claimed') }])
     expect(rig.fake.agent.inbox.nextStep).toEqual([])
+    const dispatches = loopChanges(rig.fake.agent).length
     await advance(1000)
-    expect(rig.fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step', 'next-turn'])
+    expect(rig.fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step'])
+    expect(loopChanges(rig.fake.agent).slice(dispatches)).toMatchObject([{ operation: 'dispatch', id }])
   })
 })
 
@@ -1258,7 +1264,7 @@ describe('the open turn, read from plain events', () => {
 
   /**
    * A heartbeat inbox over a stub running agent with an empty inbox, and which of some loops the open turn took:
-   * those whose heartbeat it would send `next-turn` (every other goes `next-step`).
+   * those whose occurrence it would coalesce, sending nothing (every other goes `next-step`).
    */
   function stubInbox() {
     const send = vi.fn()
@@ -1268,7 +1274,9 @@ describe('the open turn, read from plain events', () => {
       ids.filter((id) => {
         send.mockClear()
         expect(inbox.deliver({ ...LOOP, id })).toBeUndefined()
-        return send.mock.calls[0]![1] === 'next-turn'
+        if (send.mock.calls.length === 0) return true
+        expect(send.mock.calls[0]![1]).toBe('next-step')
+        return false
       })
     return { inbox, taken }
   }

@@ -280,11 +280,13 @@ describe('lifecycle', () => {
     expect(next.send).toHaveBeenCalledTimes(1)
     const [heartbeat, firstTarget] = next.send.mock.calls[0]!
     expect(firstTarget).toBe('next-turn')
-    // DSH claims the heartbeat for a step of turn 1 while the agent runs: the next occurrence waits for a new turn.
+    // DSH claims the heartbeat for a step of turn 1 while the agent runs: the next occurrence coalesces into it.
     next.setStatus('running')
     emitAgentEvent(host.ctx, next.agent, 'agent/inbox/claimed', { message: heartbeat, turn: 1 })
+    const dispatches = loopChanges(next.agent).length
     await advance(1000)
-    expect(next.send.mock.calls.map(([, target]) => target)).toEqual(['next-turn', 'next-turn'])
+    expect(next.send).toHaveBeenCalledTimes(1)
+    expect(loopChanges(next.agent).slice(dispatches)).toMatchObject([{ operation: 'dispatch', id }])
     // A delete decided after the claim keeps the heartbeat out of the step DSH is about to enter.
     expect(await runCommand(host, next.agent, `/loop delete ${id}`)).toEqual({
       kind: 'success',

@@ -1,4 +1,4 @@
-import { SessionId, type Session, type SessionEvent } from '@deepseek-ai/dsh-session'
+import { Session, SessionId, type SessionEvent } from '@deepseek-ai/dsh-session'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { EMPTY_LOOP_FOLD, createChange, deleteChange, dispatchChange, foldLoopEvents } from '../src/fold.ts'
 import {
@@ -69,6 +69,11 @@ describe('reducer', () => {
   it('is the fold the runtime uses: the same state as folding the log', () => {
     const log = [event(createChange(loopA)), event({ content: [] }, 'user/message'), event(deleteChange('loop_a'))]
     expect(log.reduce(applyLoopProjection, EMPTY_LOOP_FOLD)).toEqual(foldLoopEvents(log))
+  })
+
+  it("shows no loops from a sub-agent's descriptor on: a delegated session never has its own", () => {
+    const inherited = applyLoopProjection(EMPTY_LOOP_FOLD, event(createChange(loopA)))
+    expect(applyLoopProjection(inherited, event({ persona: 'general' }, 'subagent/descriptor'))).toBe(EMPTY_LOOP_FOLD)
   })
 
   it('normalizes the previous build update records', () => {
@@ -183,6 +188,36 @@ describe('in the real projection registry', () => {
       'create',
     ])
     await forked.dispose()
+  })
+
+  it('shows none of the parent loops, live and folded cold from its stored log (DSH web after a restart)', async () => {
+    await rig.command('/loop 3600 parent only')
+    await settle()
+    // As DSH's sub-agent manager seeds a fork child: the parent's prefix, then its descriptor.
+    const prefix = rig.fake.agent.session.events
+    const staged = Session.create(SessionId('ses-fork-child'), prefix)
+    staged.append('subagent/descriptor' as Parameters<Session['append']>[0], { persona: 'general' } as never)
+    const child = await rig.host.ctx.agents.create({
+      sessionId: SessionId('ses-fork-child'),
+      meta: {
+        cwd: rig.host.root,
+        parentSession: rig.fake.agent.id,
+        seedLength: prefix.length,
+        origin: 'subagent',
+        delegationDepth: 1,
+      },
+      seed: [...staged.events],
+      agentOptions: AGENT_OPTIONS,
+    })
+    expect(loopChanges(child.agent)).toMatchObject([{ operation: 'create', loop: { prompt: 'parent only' } }])
+    expect(projected(child.agent.session)).toEqual({ loops: [] })
+    // Read back from disk, the events are new objects: none is known as inherited.
+    const cold = rig.host.ctx.sessionProjections.restore({}, structuredClone(child.agent.session.events), 0)
+    expect(cold.snapshot.values[LOOP_PROJECTION_KEY]).toEqual({ loops: [] })
+    // Its parent's log folded the same way still shows the parent's loop.
+    const parentCold = rig.host.ctx.sessionProjections.restore({}, structuredClone(rig.fake.agent.session.events), 0)
+    expect(parentCold.snapshot.values[LOOP_PROJECTION_KEY]).toMatchObject({ loops: [{ prompt: 'parent only' }] })
+    await child.dispose()
   })
 })
 

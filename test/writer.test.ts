@@ -39,7 +39,7 @@ describe('what the runtime writes', () => {
   it('a dispatch or a correction decideDrive asks for decodes and applies, for any stored loop and instant', () => {
     fc.assert(
       fc.property(storedRecord, instant, (loop, now) => {
-        const decision = decideDrive([loop], now)
+        const decision = decideDrive([loop], now, false)
         if (decision.kind === 'wait') return
         const change = dispatchChange(loop.id, decision.nextAt)
         expect(decodeLoopChange(change)).toEqual(change)

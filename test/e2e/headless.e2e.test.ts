@@ -95,8 +95,8 @@ describe('a one-shot headless run', () => {
 
     // The model got the task and its tool result, and no heartbeat.
     expect(model.requests.map((request) => request.behavior)).toEqual(['task', 'task'])
-    expect(model.heartbeat.requests).toHaveLength(0)
-    expect(model.task.requests.map((request) => request.behavior)).toEqual(['tool_call_success', 'slow_success'])
+    expect(model.sides.heartbeat.requests).toHaveLength(0)
+    expect(model.sides.task.requests.map((request) => request.behavior)).toEqual(['tool_call_success', 'slow_success'])
     for (const request of model.requests)
       expect(userTexts(request.body).filter((text) => text.includes('<heartbeat>'))).toEqual([])
     expect(model.requests.map((request) => lastUserText(request.body))).toEqual([TASK, TASK])
@@ -162,7 +162,7 @@ describe('a one-shot headless run', () => {
     const expected = heartbeat(created.id, LOOP_PROMPT)
     await waitFor(
       'the heartbeat answered in dsh web',
-      () => (model.heartbeat.requests.some((request) => request.outcome === 'completed') ? true : undefined),
+      () => (model.sides.heartbeat.requests.some((request) => request.outcome === 'completed') ? true : undefined),
       15_000,
     )
     expect(await runCommand(r.url, sessionId!, `/loop delete ${created.id}`)).toEqual({
@@ -176,7 +176,7 @@ describe('a one-shot headless run', () => {
     const dispatches = dispatchesOf(webLog, created.id)
     expect(dispatches.length).toBeGreaterThanOrEqual(1)
     expect(dispatches[0]!.time).toBeGreaterThanOrEqual(reopenedAt)
-    expect(lastUserText(model.heartbeat.requests[0]!.body)).toBe(expected)
+    expect(lastUserText(model.sides.heartbeat.requests[0]!.body)).toBe(expected)
     expect(
       webLog.some(
         (event) => event.type === 'assistant/message' && JSON.stringify(event.data).includes(HEARTBEAT_ANSWER),

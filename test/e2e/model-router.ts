@@ -1,8 +1,9 @@
 /**
- * Two published mock models behind one loopback endpoint: requests whose newest
- * user message is a `<heartbeat>` go to one, everything else to the other. That is
- * how a test tells the task's answer from a heartbeat's answer in a one-shot run,
- * where the mock alone would answer both with the same text.
+ * Published mock models behind one loopback endpoint, each request routed to one
+ * of them by what it carries: by default, requests whose newest user message is a
+ * `<heartbeat>` go to one, everything else to the other. That is how a test tells
+ * the task's answer from a heartbeat's answer (in a one-shot run, where the mock
+ * alone would answer both with the same text), or a sub-agent's requests from its parent's.
  */
 import { createServer, request as forward, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -10,30 +11,30 @@ import { startMockLlmServer, type MockLlmServer, type MockLlmServerOptions } fro
 import { lastUserText } from '../../scripts/dsh-stack.ts'
 import type { ModelServer } from './rig.ts'
 
-/** Which of the two models answered. */
+/** The default routes: a heartbeat's request, or the task's. */
 export type Route = 'task' | 'heartbeat'
 
 /** One request the router forwarded. */
-export interface RoutedRequest {
-  /** One-based arrival order across both models. */
+export interface RoutedRequest<R extends string = Route> {
+  /** One-based arrival order across every model. */
   readonly attempt: number
-  readonly behavior: Route
+  /** The route that answered it. */
+  readonly behavior: R
   readonly body: unknown
   /** Arrival time (epoch ms). */
   readonly time: number
 }
 
-/** The routed model: the {@link ModelServer} a rig uses, plus each side's own record. */
-export interface RoutedModel extends ModelServer {
-  readonly requests: readonly RoutedRequest[]
-  readonly task: MockLlmServer
-  readonly heartbeat: MockLlmServer
+/** The routed model: the {@link ModelServer} a rig uses, plus each route's own mock. */
+export interface RoutedModel<R extends string = Route> extends ModelServer {
+  readonly requests: readonly RoutedRequest<R>[]
+  readonly sides: Readonly<Record<R, MockLlmServer>>
 }
 
 /** Script of one side (listener options are the router's business). */
 export type SideScript = Omit<MockLlmServerOptions, 'host' | 'port'>
 
-/** The route of a chat-completions body. */
+/** The default route of a chat-completions body. */
 export function routeOf(body: unknown): Route {
   return lastUserText(body)?.startsWith('<heartbeat>') === true ? 'heartbeat' : 'task'
 }
@@ -46,25 +47,35 @@ async function readBody(incoming: IncomingMessage): Promise<Buffer> {
 }
 
 /**
- * Start both mock models and the router on 127.0.0.1 (ephemeral ports).
- * @returns the router; `close()` stops all three.
+ * Start one mock model per route and the router on 127.0.0.1 (ephemeral ports).
+ * @param scripts - each route's script.
+ * @param route - picks the route of a chat-completions body; anything not JSON goes to `fallback`.
+ * @param fallback - the route of a body that is not JSON (that model answers it with its own 4xx).
+ * @returns the router; `close()` stops every server.
  */
-export async function startRoutedModel(scripts: Readonly<Record<Route, SideScript>>): Promise<RoutedModel> {
-  const task = await startMockLlmServer({ host: '127.0.0.1', port: 0, ...scripts.task })
-  const heartbeat = await startMockLlmServer({ host: '127.0.0.1', port: 0, ...scripts.heartbeat })
-  const requests: RoutedRequest[] = []
+export async function startRoutedModel<R extends string = Route>(
+  scripts: Readonly<Record<R, SideScript>>,
+  route: (body: unknown) => R = routeOf as (body: unknown) => R,
+  fallback: R = 'task' as R,
+): Promise<RoutedModel<R>> {
+  const names = Object.keys(scripts) as R[]
+  const started = await Promise.all(
+    names.map((name) => startMockLlmServer({ host: '127.0.0.1', port: 0, ...scripts[name] })),
+  )
+  const sides = Object.fromEntries(names.map((name, index) => [name, started[index]!])) as Record<R, MockLlmServer>
+  const requests: RoutedRequest<R>[] = []
   const server = createServer((incoming, outgoing) => {
     void readBody(incoming).then((raw) => {
       let body: unknown = undefined
       try {
         body = JSON.parse(raw.toString('utf8'))
       } catch {
-        // Not JSON (not a chat request): the task model answers it with its own 4xx.
+        // Not JSON (not a chat request): the fallback model answers it with its own 4xx.
       }
-      const route = body === undefined ? 'task' : routeOf(body)
+      const chosen = body === undefined ? fallback : route(body)
       if (incoming.url?.endsWith('/chat/completions') === true)
-        requests.push({ attempt: requests.length + 1, behavior: route, body, time: Date.now() })
-      const target = route === 'heartbeat' ? heartbeat : task
+        requests.push({ attempt: requests.length + 1, behavior: chosen, body, time: Date.now() })
+      const target = sides[chosen]
       const upstream = forward(
         {
           host: '127.0.0.1',
@@ -87,12 +98,11 @@ export async function startRoutedModel(scripts: Readonly<Record<Route, SideScrip
   return {
     baseURL: `http://127.0.0.1:${port}`,
     requests,
-    task,
-    heartbeat,
+    sides,
     async close() {
       server.closeAllConnections()
       await new Promise<void>((closed) => server.close(() => closed()))
-      await Promise.all([task.close(), heartbeat.close()])
+      await Promise.all(started.map((side) => side.close()))
     },
   }
 }

@@ -22,8 +22,12 @@ import type {} from '@deepseek-ai/dsh-session-persistence'
 import * as jsonlPlugin from '@deepseek-ai/dsh-session-persistence-jsonl'
 import * as projectionPlugin from '@deepseek-ai/dsh-session-projection'
 import * as settingsFilePlugin from '@deepseek-ai/dsh-settings-file'
+import * as storagePlugin from '@deepseek-ai/dsh-storage'
+import * as storageDomainPlugin from '@deepseek-ai/dsh-storage-domain'
+import * as storageJsonPlugin from '@deepseek-ai/dsh-storage-json'
 import * as systemPromptPlugin from '@deepseek-ai/dsh-system-prompt'
 import * as toolsPlugin from '@deepseek-ai/dsh-tools'
+import * as workspacePlugin from '@deepseek-ai/dsh-workspace'
 import * as loopPlugin from '../../src/index.ts'
 
 /** A Cordis plugin module as `ctx.plugin` takes it. */
@@ -50,6 +54,8 @@ export interface CompositionOptions {
   readonly settingsWatch?: boolean
   /** Provide DSH's one-shot service, as `dsh --profile headless "task"` does. */
   readonly oneShot?: boolean
+  /** Mount DSH web's workspace registry (its archive set) over JSON storage under the root (off by default). */
+  readonly workspace?: boolean
   /** Load the loop plugin (default true). */
   readonly loop?: boolean
   /** The loop plugin row's `config:` (passed as given). */
@@ -85,6 +91,13 @@ export async function composeHost(options: CompositionOptions): Promise<Context>
   if (options.projections !== false) plugins.push([projectionPlugin])
   if (options.settingsPath !== undefined)
     plugins.push([settingsFilePlugin, { path: options.settingsPath, watch: options.settingsWatch === true }])
+  if (options.workspace === true)
+    plugins.push(
+      [storagePlugin],
+      [storageJsonPlugin, { root: join(options.root, 'storages') }],
+      [storageDomainPlugin, { backend: 'json' }],
+      [workspacePlugin],
+    )
   plugins.push([commandsPlugin], [agentLoopPlugin, { agents: [] }])
   if (options.oneShot === true) ctx.provide('headlessStartup', { task: 'one task' })
   for (const [plugin, config] of plugins) {

@@ -43,6 +43,8 @@ export interface HostOptions {
   readonly loopConfig?: Record<string, unknown>
   /** Provide DSH's one-shot service, as `dsh --profile headless "task"` does. */
   readonly oneShot?: boolean
+  /** Mount DSH web's workspace registry, with its archive set (off by default). */
+  readonly workspace?: boolean
 }
 
 /** A booted host. */
