@@ -25,7 +25,6 @@ const LOOP_PROJECTION_STATE_VERSION = 6
  */
 const SUBAGENT_DESCRIPTOR_EVENT = 'subagent/descriptor'
 
-
 /** Wire schema of the `loop` projection value. */
 export const loopProjectionSchema = z
   .object({

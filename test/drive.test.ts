@@ -80,7 +80,11 @@ describe('deciding a drive', () => {
     expect(decideDrive([far], NOW, false)).toStrictEqual({ kind: 'deliver', loop: far, nextAt: 8_640_000_000_000_000 })
     // One that lands exactly on the last date is kept.
     const exact = { ...loopA, time_in_seconds: 8_638_200_000_000, next_at: NOW }
-    expect(decideDrive([exact], NOW, false)).toStrictEqual({ kind: 'deliver', loop: exact, nextAt: 8_640_000_000_000_000 })
+    expect(decideDrive([exact], NOW, false)).toStrictEqual({
+      kind: 'deliver',
+      loop: exact,
+      nextAt: 8_640_000_000_000_000,
+    })
   })
 
   it('moves the first schedule more than one and a half intervals ahead (the clock moved back) to one interval from now', () => {
@@ -100,7 +104,11 @@ describe('deciding a drive', () => {
       loop: loopB,
       nextAt: NOW - 29_501,
     })
-    expect(decideDrive(loops, NOW - 89_501, false)).toStrictEqual({ kind: 'reschedule', loop: loopA, nextAt: NOW - 88_501 })
+    expect(decideDrive(loops, NOW - 89_501, false)).toStrictEqual({
+      kind: 'reschedule',
+      loop: loopA,
+      nextAt: NOW - 88_501,
+    })
   })
 
   it('delivers a due loop before it corrects a skewed one', () => {
