@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url'
 import { KNOWN_SESSION_EVENT_TYPES } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it } from 'vitest'
 import { registerLoopEventType } from '../src/persistence.ts'
-import { tempDir } from './support/host.ts'
+import { tempDir } from './support/temp-dir.ts'
 
 afterEach(() => {
   ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).add('loop/change')
