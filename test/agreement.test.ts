@@ -1,5 +1,5 @@
 /**
- * The runtime and the dock read one log alike (issue 28): for generated logs (valid,
+ * The runtime and the dock read one log alike: for generated logs (valid,
  * corrupt, forked, with ids deleted and created again), written by another host and
  * opened here, `loop_list` (the runtime's fold) and the `loop` projection (what the dock
  * shows) hold the same loops, or the runtime refuses a corrupt log and the dock shows none;
@@ -10,7 +10,8 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { LOOP_PROJECTION_KEY } from '../src/projection.ts'
 import type { LoopRecord } from '../src/types.ts'
-import { bootHost, createFakeAgent, resumeFakeAgent, runTool, tempDir, type Host } from './support/host.ts'
+import { bootHost, createFakeAgent, resumeFakeAgent, runTool, type Host } from './support/host.ts'
+import { tempDir } from './support/temp-dir.ts'
 
 const RUNS = 60
 const HOUR_MS = 3_600_000

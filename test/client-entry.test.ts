@@ -9,8 +9,7 @@
  */
 import { act, cleanup, fireEvent, render, screen } from '@testing-library/react'
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import * as React from 'react'
 import * as ReactJsxRuntime from 'react/jsx-runtime'
@@ -24,6 +23,8 @@ import type { LoopSettingsCardProps } from '../src/ui/LoopSettingsCard.tsx'
 import type { SettingsScopeLike, SettingsScopeSnapshot } from '../src/ui/settings-form.ts'
 import type { LoopDockInjected, LoopDockProps } from '../src/ui/slot-props.ts'
 import type { ToolCallRowInjected, ToolCallRowProps } from '../src/ui/ToolCallRow.tsx'
+import { heartbeatText } from './support/heartbeat-xml.ts'
+import { tempDir } from './support/temp-dir.ts'
 
 const ROOT = resolve(import.meta.dirname, '..')
 const SEED: Record<string, unknown> = {
@@ -41,7 +42,7 @@ let outDir: string
 let code: string
 
 beforeAll(() => {
-  outDir = mkdtempSync(join(tmpdir(), 'loop-client-'))
+  outDir = tempDir('loop-client-')
   execFileSync(
     process.execPath,
     [join(ROOT, 'node_modules/tsdown/dist/run.mjs'), '--filter', 'client', '--out-dir', outDir, '--log-level', 'warn'],
@@ -374,7 +375,7 @@ async function checkEntry(entry: Entry) {
     content: [
       {
         type: 'text',
-        text: '<heartbeat>\n  <loop_id>loop_a1b2</loop_id>\n  <prompt>Check the build</prompt>\n</heartbeat>',
+        text: heartbeatText('loop_a1b2', 'Check the build'),
       },
     ],
     source: { kind: 'plugin', plugin: 'loop' },
@@ -385,7 +386,7 @@ async function checkEntry(entry: Entry) {
   expect(nodeView.container.querySelector('[data-loop-heartbeat] button')!.textContent).toBe(
     '↻Loop heartbeat·every 1m 30s·Check the build▾',
   )
-  const heartbeatText = nodeView.container.querySelector('pre')!.className
+  const heartbeatClass = nodeView.container.querySelector('pre')!.className
   nodeView.unmount()
 
   // Rendered as the slot renderer would, Delete → Confirm sends exactly `/loop delete <id>`.
@@ -426,7 +427,7 @@ async function checkEntry(entry: Entry) {
   printed.mockRestore()
   return {
     dock: document.querySelector<HTMLElement>('[data-loop-dock]')!,
-    texts: { heartbeat: heartbeatText, tool: toolText },
+    texts: { heartbeat: heartbeatClass, tool: toolText },
   }
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest'
 import { formatList, parseLoopCommand } from '../src/commands.ts'
-import { loopChanges, resumeFakeAgent, runCommand, TEST_NOW, useFakeHost } from './support/host.ts'
+import { loopChanges, resumeFakeAgent, runCommand, useFakeHost } from './support/host.ts'
+import { NOW } from './support/epoch.ts'
 
 describe('parseLoopCommand', () => {
   it.each([
@@ -38,7 +39,6 @@ describe('parseLoopCommand', () => {
 })
 
 describe('/loop through the real command runtime', () => {
-  const NOW = TEST_NOW
   const rig = useFakeHost('ses-cmd')
 
   /** The reply to a line the command refuses. */
@@ -173,7 +173,7 @@ describe('/loop through the real command runtime', () => {
 
 describe('formatList', () => {
   it('pluralises and shows overdue loops', () => {
-    const now = Date.parse('2026-11-30T00:00:10Z')
+    const now = NOW + 10_000
     const loops = [
       {
         id: 'loop_a',

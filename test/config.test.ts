@@ -12,7 +12,8 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { DEFAULT_LOOP_CONFIG, describeInvalidSetting, resolveLoopSettings } from '../src/config.ts'
 import * as loopPlugin from '../src/index.ts'
-import { bootHost, createFakeAgent, loopChanges, runTool, tempDir, useHosts, type Host } from './support/host.ts'
+import { bootHost, createFakeAgent, loopChanges, runTool, useHosts, type Host } from './support/host.ts'
+import { tempDir } from './support/temp-dir.ts'
 
 const hosts: Host[] = []
 afterEach(async () => {

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest'
 import { MAX_TIMER_WAIT_MS, chooseDelivery, decideDrive, type DeliveryFacts } from '../src/drive.ts'
 import { LATEST_DATE_MS } from '../src/shared/timing.ts'
 import type { LoopRecord } from '../src/types.ts'
-import { NOW, loopA, loopB } from './support/loop-fixtures.ts'
+import { NOW } from './support/epoch.ts'
+import { loopA, loopB } from './support/loop-fixtures.ts'
 
 /** loopA (1 s, due NOW + 1000) and loopB (60 s, due NOW + 500), in creation order. */
 const loops: readonly LoopRecord[] = Object.freeze([loopA, loopB])
@@ -79,7 +80,7 @@ describe('deciding a drive', () => {
     const far = { ...loopA, time_in_seconds: 8_700_000_000_000, next_at: NOW }
     expect(decideDrive([far], NOW, false)).toStrictEqual({ kind: 'deliver', loop: far, nextAt: 8_640_000_000_000_000 })
     // One that lands exactly on the last date is kept.
-    const exact = { ...loopA, time_in_seconds: 8_638_200_000_000, next_at: NOW }
+    const exact = { ...loopA, time_in_seconds: 8_638_204_003_200, next_at: NOW }
     expect(decideDrive([exact], NOW, false)).toStrictEqual({
       kind: 'deliver',
       loop: exact,

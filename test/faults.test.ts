@@ -1,8 +1,9 @@
 /**
  * Faults at the real host boundary, with fake timers: flushes that resolve
- * `false`, reject or throw at each point of a call and of a drive, a refusing
- * inbox, a failing append, agents and the plugin disposed mid-flight, late
- * timers and clock jumps. Each test reads the durable log back through the
+ * `false`, reject or throw at each point of a call and of a drive (and the exact
+ * error the caller gets), a refusing inbox and the backoff of the retries, a
+ * failing append, agents and the plugin disposed mid-flight, late timers and
+ * clock jumps. Where loops fire, the test reads the durable log back through the
  * real JSONL persistence and checks it against the heartbeats sent.
  */
 import { SessionId } from '@deepseek-ai/dsh-session'
@@ -18,14 +19,15 @@ import {
   resumeFakeAgent,
   runTool,
   settle,
-  TEST_NOW,
   useFakeHost,
 } from './support/host.ts'
+import { NOW } from './support/epoch.ts'
 import {
   FLUSH_FAULT_CAUSE,
   FLUSH_FAULTS,
   failFlush,
   failNextLoopAppend,
+  type FlushFault,
   holdFlushes,
   holdNthFlush,
   observeAppends,
@@ -33,7 +35,6 @@ import {
 } from './support/faults.ts'
 import { auditDeliveries, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
 
-const NOW = TEST_NOW
 const SESSION = 'ses-faults'
 const rig = useFakeHost(SESSION)
 let sent: SentHeartbeat[]
@@ -48,9 +49,29 @@ afterEach(() => {
 type ToolOutcome = Awaited<ReturnType<typeof runTool>>
 
 /** The caller-facing error of a tool outcome, or a marker that it succeeded. */
-function failureOf(outcome: ToolOutcome): { message: string; code: unknown } | 'succeeded' {
-  return outcome.isError ? { message: outcome.error.message, code: outcome.error.info?.code } : 'succeeded'
+function failureOf(outcome: ToolOutcome): { message: string; info?: unknown } | 'succeeded' {
+  return outcome.isError ? outcome.error : 'succeeded'
 }
+
+/** The ids a `loop_list` outcome lists, or its error message. */
+const listedIds = (outcome: ToolOutcome) =>
+  outcome.isError ? outcome.error.message : (outcome.value as { id: string }[]).map((loop) => loop.id)
+
+/** How the caller is told each flush fault: the cause, named. */
+const PERSISTENCE_FAILURE: Readonly<Record<FlushFault, string>> = {
+  false: 'Session persistence did not acknowledge the flush; no persistence is mounted for this session.',
+  reject: `Session persistence failed: ${FLUSH_FAULT_CAUSE.reject}`,
+  throw: `Session persistence failed: ${FLUSH_FAULT_CAUSE.throw}`,
+}
+
+/** The error of a call whose change was not saved. */
+const persistenceFailed = (message: string) => ({ message, info: { name: 'LoopError', code: 'persistence_failed' } })
+
+/** The error of a call whose change is live but whose save failed: it names the loop and says not to repeat the call. */
+const unsavedChange = (tool: 'loop_create' | 'loop_delete', id: string, fault: FlushFault) =>
+  persistenceFailed(
+    `${tool} changed ${id} in this session (${id} is ${tool === 'loop_create' ? 'active' : 'deleted'} now, as loop_list shows), but saving the change failed, so it may not survive a restart; do not repeat the call. ${PERSISTENCE_FAILURE[fault]}`,
+  )
 
 /** The durable log of the test session. */
 const durable = (session = SESSION) => persistedLoopChanges(rig.host, session)
@@ -76,9 +97,7 @@ describe('a flush fails before the fold of a tool call', () => {
       const injection = failFlush(rig.host, fault)
       const outcome = await rig.tool('loop_create', { prompt: 'watch CI', time_in_seconds: 10 })
       injection.restore()
-      const failure = failureOf(outcome)
-      expect(failure).toMatchObject({ code: 'persistence_failed' })
-      expect((failure as { message: string }).message).toContain(FLUSH_FAULT_CAUSE[fault])
+      expect(failureOf(outcome)).toEqual(persistenceFailed(PERSISTENCE_FAILURE[fault]))
       expect(injection.sessions).toEqual([rig.fake.agent.session])
       await settle()
       expect(loopChanges(rig.fake.agent)).toEqual([])
@@ -100,36 +119,46 @@ describe('a flush fails before the fold of a tool call', () => {
     const injection = failFlush(rig.host, fault)
     const outcome = await rig.tool('loop_delete', { id })
     injection.restore()
-    expect(failureOf(outcome)).toMatchObject({ code: 'persistence_failed' })
+    expect(failureOf(outcome)).toEqual(persistenceFailed(PERSISTENCE_FAILURE[fault]))
     await advance(5000, 1000)
     expect(await durable()).toEqual([createRecord(id, 'keep me', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
     expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 5000])
     await expectConsistent()
   })
+
+  it('a flush that fails before the fold wins over the check of the id: an unknown id is refused for the flush', async () => {
+    failFlush(rig.host, 'throw')
+    const outcome = await rig.tool('loop_delete', { id: 'loop_00000001' })
+    expect(failureOf(outcome)).toEqual(persistenceFailed(PERSISTENCE_FAILURE.throw))
+    expect(loopChanges(rig.fake.agent)).toEqual([])
+  })
+
+  it('a flush rejects with something other than an Error: the call names it', async () => {
+    vi.spyOn(rig.host.ctx.sessions, 'flush').mockRejectedValue('EIO')
+    const outcome = await rig.tool('loop_create', { prompt: 'p', time_in_seconds: 5 })
+    expect(failureOf(outcome)).toEqual(persistenceFailed('Session persistence failed: EIO'))
+  })
 })
 
 describe('a flush fails after the append of a tool call', () => {
   it.each(FLUSH_FAULTS)(
-    'flush %s after a create: the caller is told it failed, with the loop id; the list it is told to run saves it once',
+    'flush %s after a create: the caller is told it failed, with the loop id; the list it is told to run answers without saving, and the loop is saved once',
     async (fault) => {
-      const injection = failFlush(rig.host, fault, { after: 1 })
+      // Every flush after the first (before the append) fails, as on a full disk.
+      const injection = failFlush(rig.host, fault, { after: 1, times: Number.MAX_SAFE_INTEGER })
       const outcome = await rig.tool('loop_create', { prompt: 'half saved', time_in_seconds: 10 })
-      injection.restore()
       const created = loopChanges(rig.fake.agent)
       expect(created).toHaveLength(1)
       const id = (created[0] as { loop: { id: string } }).loop.id
-      const failure = failureOf(outcome)
       // No success for an unconfirmed change; the error names the loop so the caller can list or delete it.
-      expect(failure).toMatchObject({ code: 'persistence_failed' })
-      expect((failure as { message: string }).message).toContain(id)
-      expect((failure as { message: string }).message).toContain(FLUSH_FAULT_CAUSE[fault])
-      // The caller checks the list, as the error tells it to: the loop is there, and now it is saved, once.
-      const listed = await rig.tool('loop_list', {})
-      expect(listed.isError ? listed.error.message : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual(
-        [id],
-      )
-      expect(await durable()).toEqual([createRecord(id, 'half saved', 10, NOW + 10_000)])
+      expect(failureOf(outcome)).toEqual(unsavedChange('loop_create', id, fault))
+      // The caller checks the list, as the error tells it to: the loop is there, and the read flushes nothing.
+      const flushes = injection.calls()
+      expect(listedIds(await rig.tool('loop_list', {}))).toEqual([id])
+      expect(injection.calls()).toBe(flushes)
+      injection.restore()
       await advance(9999, 1000)
+      expect(await durable()).toEqual([createRecord(id, 'half saved', 10, NOW + 10_000)])
       expect(sent).toEqual([])
       await advance(1)
       expect(await durable()).toEqual([
@@ -148,11 +177,8 @@ describe('a flush fails after the append of a tool call', () => {
       const injection = failFlush(rig.host, fault, { after: 1 })
       const outcome = await rig.tool('loop_delete', { id })
       injection.restore()
-      const failure = failureOf(outcome)
-      expect(failure).toMatchObject({ code: 'persistence_failed' })
-      expect((failure as { message: string }).message).toContain(id)
-      const listed = await rig.tool('loop_list', {})
-      expect(listed.isError ? listed.error.message : listed.value).toEqual([])
+      expect(failureOf(outcome)).toEqual(unsavedChange('loop_delete', id, fault))
+      expect(listedIds(await rig.tool('loop_list', {}))).toEqual([])
       expect(await durable()).toEqual([
         createRecord(id, 'half deleted', 5, NOW + 5000),
         { version: 1, operation: 'delete', id },
@@ -379,7 +405,20 @@ describe('a long outage', () => {
     async (fault) => {
       const id = await rig.create('through an outage', 1)
       const injection = failFlush(rig.host, fault, { times: Number.MAX_SAFE_INTEGER })
-      await advance(300_000, 10_000)
+      await advance(1000)
+      expect(injection.calls()).toBe(1)
+      // Each failed attempt retries after twice the delay of the one before: 1 s, 2 s, 4 s, …
+      for (const [delay, calls] of [
+        [1000, 2],
+        [2000, 3],
+        [4000, 4],
+      ] as const) {
+        await advance(delay - 1, 1000)
+        expect(injection.calls()).toBe(calls - 1)
+        await advance(1)
+        expect(injection.calls()).toBe(calls)
+      }
+      await advance(300_000 - 8000, 10_000)
       expect(sent).toEqual([])
       // Backoff 1 s doubling to 60 s: about ten attempts in five minutes, not one per second.
       expect(injection.calls()).toBeGreaterThanOrEqual(5)
@@ -413,6 +452,32 @@ describe('the inbox and the log refuse', () => {
     expect(sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000])
     expect(await durable()).toEqual([createRecord(id, 'refused once', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
     await expectConsistent()
+  })
+
+  it('agent.send keeps refusing: the retry delay doubles after each refusal, up to its cap, and no dispatch is appended', async () => {
+    await rig.create('refused again', 1)
+    rig.fake.send.mockImplementation(() => {
+      throw new Error('inbox closed')
+    })
+    await advance(1000)
+    expect(rig.fake.send).toHaveBeenCalledTimes(1)
+    // Retries at +1 s, +2 s, +4 s, … after each refusal; one more send per step.
+    for (const [attempt, delay] of [
+      [2, 1000],
+      [3, 2000],
+      [4, 4000],
+      [5, 8000],
+      [6, 16_000],
+      [7, 32_000],
+      [8, 60_000],
+      [9, 60_000],
+    ] as const) {
+      await advance(delay - 1, 1000)
+      expect(rig.fake.send).toHaveBeenCalledTimes(attempt - 1)
+      await advance(1)
+      expect(rig.fake.send).toHaveBeenCalledTimes(attempt)
+    }
+    expect(loopChanges(rig.fake.agent)).toHaveLength(1)
   })
 
   it('session.append throws on a create: the call fails with the cause, nothing is saved, the next create works', async () => {
@@ -464,6 +529,7 @@ describe('an agent goes away mid-drive', () => {
     await disposal
     await advance(5000)
     expect(rig.fake.send).not.toHaveBeenCalled()
+    expect(loopChanges(rig.fake.agent)).toEqual([createRecord(id, 'mid-drive', 5, NOW + 5000)])
     expect(await durable()).toEqual([createRecord(id, 'mid-drive', 5, NOW + 5000)])
 
     const resumed = await resumeFakeAgent(rig.host, SESSION)
@@ -472,6 +538,30 @@ describe('an agent goes away mid-drive', () => {
     expect(resumedSent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 10_000])
     expect(await durable()).toEqual([createRecord(id, 'mid-drive', 5, NOW + 5000), dispatchRecord(id, NOW + 15_000)])
     await expectConsistent(SESSION, resumedSent)
+  })
+
+  it('disposed while the drive waits on a flush that then rejects: no retry timer is armed, nothing is sent', async () => {
+    await rig.create('disposed mid-flush', 1)
+    await settle()
+    const timersWithLoop = vi.getTimerCount()
+    let rejectFlush: (reason: unknown) => void = () => undefined
+    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementationOnce(
+      () =>
+        new Promise<boolean>((_, reject) => {
+          rejectFlush = reject
+        }),
+    )
+    await vi.advanceTimersByTimeAsync(1000)
+    expect(spy).toHaveBeenCalledTimes(1)
+    const disposal = rig.fake.handle.dispose()
+    await settle() // disposal now waits for the drive, which waits for the flush
+    rejectFlush('storage detached')
+    await disposal
+    spy.mockRestore()
+    // The loop's timer was cleared by the drive and no retry timer was armed after disposal.
+    expect(vi.getTimerCount()).toBe(timersWithLoop - 1)
+    await advance(5000)
+    expect(rig.fake.send).not.toHaveBeenCalled()
   })
 
   it('disposed while the dispatch flush is in flight: the dispatch is saved once and the resumed session does not repeat it', async () => {
@@ -549,7 +639,7 @@ describe('the plugin goes away mid-flight', () => {
     await vi.advanceTimersByTimeAsync(0)
     await held.release()
     await disposal
-    expect(failureOf(await creating)).toMatchObject({ code: 'agent_unavailable' })
+    expect(failureOf(await creating)).toMatchObject({ info: { code: 'agent_unavailable' } })
     expect(vi.getTimerCount()).toBe(baseTimers)
     await advance(120_000, 1000)
     expect([...busySent, ...idleSent]).toEqual([])

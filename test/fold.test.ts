@@ -20,7 +20,8 @@ import {
   type LoopFold,
 } from '../src/fold.ts'
 import type { LoopRecord, StoredLoopChange } from '../src/types.ts'
-import { NOW, caught, event, foldOf, loopA, loopB } from './support/loop-fixtures.ts'
+import { NOW } from './support/epoch.ts'
+import { caught, event, foldOf, loopA, loopB } from './support/loop-fixtures.ts'
 
 /** Freeze a value and everything it holds, so any write in place throws (modules run in strict mode). */
 function deepFreeze<T>(value: T): T {

@@ -17,10 +17,10 @@ import {
   resumeFakeAgent,
   runCommand,
   sendTask,
-  tempDir,
   until,
   useMockModel,
 } from './support/host.ts'
+import { tempDir } from './support/temp-dir.ts'
 
 /** The facts of the real rc.8 host. */
 const RC8: HostFacts = {

@@ -16,10 +16,10 @@ import {
   createRealAgent,
   runCommand,
   sendTask,
-  tempDir,
   until,
   useMockModel,
 } from './support/host.ts'
+import { tempDir } from './support/temp-dir.ts'
 
 const model = useMockModel()
 

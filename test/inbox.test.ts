@@ -5,19 +5,11 @@ import { freezeMessage, MessageId, type UserMessage } from '@deepseek-ai/dsh-llm
 import { admitClaimedHeartbeats, waitingHeartbeats } from '../src/inbox.ts'
 import { renderHeartbeat } from '../src/shared/heartbeat.ts'
 import type { LoopRecord } from '../src/types.ts'
-import { NOW } from './support/loop-fixtures.ts'
+import { NOW } from './support/epoch.ts'
+import { heartbeatMessage } from './support/loop-fixtures.ts'
 
 /** An active loop with this id. */
 const record = (id: string): LoopRecord => ({ id, prompt: `check ${id}`, time_in_seconds: 60, next_at: NOW })
-
-/** A heartbeat of one loop, exactly as the runtime sends it. */
-const heartbeat = (loopId: string, id = `msg-${loopId}`): UserMessage =>
-  freezeMessage({
-    id: MessageId(id),
-    role: 'user',
-    content: [{ type: 'text', text: renderHeartbeat(record(loopId)) }],
-    source: { kind: 'plugin', plugin: 'loop' },
-  })
 
 /** A message that is not a heartbeat. */
 const text = (id: string, body: string, plugin?: string): UserMessage =>
@@ -32,9 +24,9 @@ const user = text('msg-user', 'hello')
 
 describe('waiting heartbeats', () => {
   it('groups heartbeats by loop, in inbox order, skipping every other message', () => {
-    const first = heartbeat('loop_a', 'msg-1')
-    const second = heartbeat('loop_a', 'msg-2')
-    const third = heartbeat('loop_b', 'msg-3')
+    const first = heartbeatMessage('loop_a', { id: 'msg-1' })
+    const second = heartbeatMessage('loop_a', { id: 'msg-2' })
+    const third = heartbeatMessage('loop_b', { id: 'msg-3' })
     // The text of a heartbeat, sent by the user or another plugin, is not one.
     const copied = text('msg-copy', renderHeartbeat(record('loop_c')))
     const foreign = text('msg-goal', renderHeartbeat(record('loop_c')), 'goal')
@@ -52,8 +44,8 @@ describe('waiting heartbeats', () => {
 
   it('reads any iterable once, in order', () => {
     function* inbox() {
-      yield heartbeat('loop_b', 'msg-b')
-      yield heartbeat('loop_a', 'msg-a')
+      yield heartbeatMessage('loop_b', { id: 'msg-b' })
+      yield heartbeatMessage('loop_a', { id: 'msg-a' })
     }
     expect([...waitingHeartbeats(inbox())]).toEqual([
       ['loop_b', [MessageId('msg-b')]],
@@ -63,8 +55,8 @@ describe('waiting heartbeats', () => {
 })
 
 describe('admitting a step', () => {
-  const live = heartbeat('loop_live')
-  const gone = heartbeat('loop_gone')
+  const live = heartbeatMessage('loop_live')
+  const gone = heartbeatMessage('loop_gone')
   const active = [record('loop_live')]
   const enter = (...messages: UserMessage[]): PreStepDecision => Object.freeze({ kind: 'enter', messages })
 
@@ -105,7 +97,7 @@ describe('admitting a step', () => {
       kind: 'enter',
       messages: [],
     })
-    const other = heartbeat('loop_other')
+    const other = heartbeatMessage('loop_other')
     expect(admitClaimedHeartbeats([gone, other], enter(gone, other, snapshot), active)).toStrictEqual({
       kind: 'enter',
       messages: [],
@@ -114,9 +106,13 @@ describe('admitting a step', () => {
 
   it('decides on the claimed batch, not the messages a hook edited', () => {
     // A hook merged two claimed heartbeats of deleted loops into one: still nothing to run.
-    const merged = heartbeat('loop_gone', 'msg-merged')
+    const merged = heartbeatMessage('loop_gone', { id: 'msg-merged' })
     expect(
-      admitClaimedHeartbeats([gone, heartbeat('loop_old')], enter(merged, text('msg-note', 'note', 'memory')), active),
+      admitClaimedHeartbeats(
+        [gone, heartbeatMessage('loop_old')],
+        enter(merged, text('msg-note', 'note', 'memory')),
+        active,
+      ),
     ).toStrictEqual({ kind: 'enter', messages: [] })
     // A hook replaced the claimed user message with an edited copy: the step runs with it.
     const edited = text('msg-user', 'hello, edited')

@@ -12,11 +12,11 @@ import {
   persistedLoopChanges,
   runTool,
   settle,
-  TEST_NOW,
   type FakeAgent,
   type Host,
   useHosts,
 } from './support/host.ts'
+import { NOW } from './support/epoch.ts'
 import { auditDeliveries, occurrencesUntil, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
 
 const DAY_MS = 86_400_000
@@ -93,7 +93,7 @@ describe('load over a simulated day', () => {
       const dispatches = await expectExactDay(agent, 'ses-load-1000', sent, 1000, until)
       expect(sent).toHaveLength(dispatches)
       console.info(
-        `load: 1 session x 1000 loops, ${dispatches} dispatches over 24 h simulated, created from ${new Date(TEST_NOW).toISOString()}`,
+        `load: 1 session x 1000 loops, ${dispatches} dispatches over 24 h simulated, created from ${new Date(NOW).toISOString()}`,
       )
     },
     CASE_TIMEOUT_MS,

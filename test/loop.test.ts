@@ -1,22 +1,22 @@
 /**
  * The runtime (src/loop.ts) on a real host: delivery and its rule (chooseDelivery), the timer
- * and the injected clock, lifecycle, failures and retries, the queue of drives and transactions,
+ * and the injected clock, lifecycle, a corrupt log, the queue of drives and transactions,
  * cancellation, one waiting heartbeat per loop, the pre-step filter, and the SessionView fold.
+ * Failing flushes and appends, refused sends and the retries after them are test/faults.test.ts's.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { CallId, createUserMessage, MessageId } from '@deepseek-ai/dsh-llm'
-import type { Agent } from '@deepseek-ai/dsh-agent'
-import { SessionId, type Session, type SessionEvent } from '@deepseek-ai/dsh-session'
+import { CallId, createUserMessage } from '@deepseek-ai/dsh-llm'
+import { SessionId, type Session } from '@deepseek-ai/dsh-session'
 import { registerLoopCommand } from '../src/commands.ts'
 import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
-import { HeartbeatInbox } from '../src/delivery.ts'
 import { MAX_TIMER_WAIT_MS } from '../src/drive.ts'
-import { createChange, deleteChange, dispatchChange } from '../src/fold.ts'
+import { createChange, deleteChange } from '../src/fold.ts'
 import * as loopPlugin from '../src/index.ts'
-import { FIRST_RETRY_DELAY_MS, LoopRuntime } from '../src/loop.ts'
-import { renderHeartbeat } from '../src/shared/heartbeat.ts'
+import { LoopRuntime } from '../src/loop.ts'
 import { registerLoopTools } from '../src/tools.ts'
 import { failFlush, holdFlushes, observeAppends, observeFlushes, recordTimers } from './support/faults.ts'
+import { heartbeatText } from './support/heartbeat-xml.ts'
+import { heartbeatMessage } from './support/loop-fixtures.ts'
 import { ManualClock } from './support/manual-clock.ts'
 import {
   AGENT_OPTIONS,
@@ -32,11 +32,10 @@ import {
   signal,
   type FakeAgent,
   type Host,
-  TEST_NOW,
   useFakeHost,
 } from './support/host.ts'
+import { NOW } from './support/epoch.ts'
 
-const NOW = TEST_NOW
 const rig = useFakeHost('ses-run')
 
 /** Append a create to a session's log past the runtime: a loop due `dueInMs` from now (one interval unless given). */
@@ -50,16 +49,9 @@ async function bareAgent(sessionId: string): Promise<{ bare: Host; agent: FakeAg
   return { bare, agent: await createFakeAgent(bare, sessionId) }
 }
 
-/** The exact heartbeat text for an id and prompt. */
-const heartbeat = (id: string, prompt: string) =>
-  `<heartbeat>\n  <loop_id>${id}</loop_id>\n  <prompt>${prompt}</prompt>\n</heartbeat>`
-
-/** A heartbeat message as the runtime sends it, a new message id each time. */
-const heartbeatMessage = (id: string, prompt: string) =>
-  createUserMessage({
-    content: [{ type: 'text', text: heartbeat(id, prompt) }],
-    source: { kind: 'plugin', plugin: 'loop' },
-  })
+/** What every tool call of a session whose loop log is corrupt is told, naming the record at fault. */
+const corruptLog = (record: string) =>
+  `Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: ${record}).`
 
 /** The heartbeat text of each send, in order. */
 const sentTexts = (target: FakeAgent = rig.fake) =>
@@ -78,7 +70,7 @@ describe('delivery', () => {
     expect(message).toEqual({
       id: expect.any(String),
       role: 'user',
-      content: [{ type: 'text', text: heartbeat(id, 'Check whether the build is still healthy') }],
+      content: [{ type: 'text', text: heartbeatText(id, 'Check whether the build is still healthy') }],
       source: { kind: 'plugin', plugin: 'loop' },
     })
     expect(rig.fake.steer).not.toHaveBeenCalled()
@@ -110,7 +102,11 @@ describe('delivery', () => {
     rig.fake.setStatus('running')
     await advance(2000)
     expect(rig.fake.send.mock.calls).toEqual([
-      [expect.objectContaining({ content: [{ type: 'text', text: heartbeat(id, 'while busy') }] }), 'next-step', true],
+      [
+        expect.objectContaining({ content: [{ type: 'text', text: heartbeatText(id, 'while busy') }] }),
+        'next-step',
+        true,
+      ],
     ])
     rig.fake.setStatus('idle')
     await advance(2000)
@@ -129,7 +125,7 @@ describe('delivery', () => {
     const flush = observeFlushes(rig.host, (session) => steps.push(`flush ${session.id}`))
     rig.fake.send.mockImplementation((message, target) => {
       steps.push(
-        `send ${(message.content[0] as { text: string }).text === heartbeat(id, 'in order') ? id : 'other'} ${target}`,
+        `send ${(message.content[0] as { text: string }).text === heartbeatText(id, 'in order') ? id : 'other'} ${target}`,
       )
     })
     const append = observeAppends(rig.fake.agent.session, (type, data) =>
@@ -177,7 +173,7 @@ describe('delivery', () => {
     const second = await rig.create('second', 3)
     await settle()
     // Two stale heartbeats of the second loop wait in the idle agent's inbox (a log from another build).
-    const stale = () => heartbeatMessage(second, 'second')
+    const stale = () => heartbeatMessage(second, { prompt: 'second' })
     rig.fake.agent.inbox.append('next-step', stale())
     rig.fake.agent.inbox.append('next-turn', stale())
     // Like DSH: a waking send to an idle agent starts a turn that claims at once (all next-step input and the first queued turn).
@@ -194,9 +190,9 @@ describe('delivery', () => {
     // that already took its heartbeat, coalesces (decided on the idle agent from before, it would replace them instead).
     expect(
       rig.fake.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target]),
-    ).toEqual([[heartbeat(first, 'first'), 'next-turn']])
+    ).toEqual([[heartbeatText(first, 'first'), 'next-turn']])
     expect(rig.fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
-      heartbeat(first, 'first'),
+      heartbeatText(first, 'first'),
     ])
     expect(loopChanges(rig.fake.agent).slice(-2)).toMatchObject([
       { operation: 'dispatch', id: first },
@@ -207,7 +203,7 @@ describe('delivery', () => {
   it('escapes the id and prompt inside the heartbeat', async () => {
     const id = await rig.create(`Is "main" <green> & 'ok'?`, 1)
     await advance(1000)
-    expect(sentTexts()).toEqual([heartbeat(id, 'Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?')])
+    expect(sentTexts()).toEqual([heartbeatText(id, 'Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?')])
   })
 })
 
@@ -217,9 +213,9 @@ describe('timer', () => {
     const fast = await rig.create('fast', 2)
     expect(vi.getTimerCount()).toBe(1)
     await advance(2000)
-    expect(sentTexts()).toEqual([heartbeat(fast, 'fast')])
+    expect(sentTexts()).toEqual([heartbeatText(fast, 'fast')])
     await advance(1000)
-    expect(sentTexts()).toEqual([heartbeat(fast, 'fast'), heartbeat(slow, 'slow')])
+    expect(sentTexts()).toEqual([heartbeatText(fast, 'fast'), heartbeatText(slow, 'slow')])
     expect(vi.getTimerCount()).toBe(1)
   })
 
@@ -229,7 +225,7 @@ describe('timer', () => {
     const c = await rig.create('C', 3)
     vi.setSystemTime(NOW + 10_000) // the process was asleep: all three are overdue
     await advance(2000)
-    expect(sentTexts()).toEqual([heartbeat(b, 'B'), heartbeat(c, 'C'), heartbeat(a, 'A')])
+    expect(sentTexts()).toEqual([heartbeatText(b, 'B'), heartbeatText(c, 'C'), heartbeatText(a, 'A')])
   })
 
   it('does not burst missed intervals: one heartbeat, next occurrence in the future', async () => {
@@ -257,7 +253,7 @@ describe('timer', () => {
     // The machine sleeps for two hours: the wall clock moves, the timer does not count it.
     vi.setSystemTime(Date.now() + 2 * 3_600_000)
     await advance(MAX_TIMER_WAIT_MS, 1000)
-    expect(sentTexts()).toEqual([heartbeat(id, 'hourly')])
+    expect(sentTexts()).toEqual([heartbeatText(id, 'hourly')])
     expect(loopChanges(rig.fake.agent).at(-1)).toEqual({
       version: 1,
       operation: 'dispatch',
@@ -275,7 +271,7 @@ describe('timer', () => {
     expect(loopChanges(rig.fake.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 4000 })
     expect(rig.fake.send).not.toHaveBeenCalled()
     await advance(2000)
-    expect(sentTexts()).toEqual([heartbeat(id, 'every two seconds')])
+    expect(sentTexts()).toEqual([heartbeatText(id, 'every two seconds')])
     expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual(loopChanges(rig.fake.agent))
   })
 
@@ -290,7 +286,7 @@ describe('timer', () => {
     await vi.advanceTimersByTimeAsync(1)
     await Promise.all(creates)
     await settle()
-    expect(sentTexts()).toEqual([heartbeat(id, 'once')])
+    expect(sentTexts()).toEqual([heartbeatText(id, 'once')])
     expect(
       loopChanges(rig.fake.agent).filter((change) => (change as { operation: string }).operation === 'dispatch'),
     ).toEqual([{ version: 1, operation: 'dispatch', id, next_at: NOW + 2000 }])
@@ -347,7 +343,7 @@ describe('lifecycle', () => {
     await oldDisposal
     await newFiber
     await settle()
-    expect(sentTexts(agent)).toEqual([heartbeat(id, 'carry on')])
+    expect(sentTexts(agent)).toEqual([heartbeatText(id, 'carry on')])
     const expected = [
       { version: 1, operation: 'create', loop: { id, prompt: 'carry on', time_in_seconds: 2, next_at: NOW + 2000 } },
       { version: 1, operation: 'dispatch', id, next_at: NOW + 4000 },
@@ -364,7 +360,7 @@ describe('lifecycle', () => {
     expect(heldAgain.waiting()).toBe(1)
     await heldAgain.release()
     await settle()
-    expect(sentTexts(agent)).toEqual([heartbeat(id, 'carry on'), heartbeat(id, 'carry on')])
+    expect(sentTexts(agent)).toEqual([heartbeatText(id, 'carry on'), heartbeatText(id, 'carry on')])
     const listed = await runTool(reloadable, agent.agent, 'loop_list', {})
     expect(
       listed.isError
@@ -379,7 +375,7 @@ describe('lifecycle', () => {
     vi.setSystemTime(NOW + 3_600_000)
     const resumed = await resumeFakeAgent(rig.host, 'ses-run')
     await settle()
-    expect(sentTexts(resumed)).toEqual([heartbeat(id, 'after downtime')])
+    expect(sentTexts(resumed)).toEqual([heartbeatText(id, 'after downtime')])
     expect(loopChanges(resumed.agent).at(-1)).toEqual({
       version: 1,
       operation: 'dispatch',
@@ -389,130 +385,7 @@ describe('lifecycle', () => {
   })
 })
 
-describe('failures', () => {
-  it('sends nothing when the agent is disposed while the pre-dispatch flush waits', async () => {
-    await rig.create('too late', 1)
-    await settle()
-    let release!: () => void
-    const real = rig.host.ctx.sessions.flush.bind(rig.host.ctx.sessions)
-    const spy = vi
-      .spyOn(rig.host.ctx.sessions, 'flush')
-      .mockImplementationOnce(
-        (session) => new Promise<boolean>((resolve) => (release = () => void real(session).then(resolve))),
-      )
-    await vi.advanceTimersByTimeAsync(1000)
-    expect(spy).toHaveBeenCalledTimes(1)
-    const disposal = rig.fake.handle.dispose()
-    release()
-    spy.mockRestore()
-    await disposal
-    expect(rig.fake.send).not.toHaveBeenCalled()
-    expect(loopChanges(rig.fake.agent).map((change) => (change as { operation: string }).operation)).toEqual(['create'])
-  })
-
-  it('does not send when the pre-dispatch flush fails, and retries with backoff', async () => {
-    await rig.create('retry', 1)
-    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockRejectedValue(new Error('disk gone'))
-    await advance(1000)
-    expect(rig.fake.send).not.toHaveBeenCalled()
-    expect(loopChanges(rig.fake.agent)).toHaveLength(1)
-    await advance(FIRST_RETRY_DELAY_MS)
-    expect(spy).toHaveBeenCalledTimes(2)
-    spy.mockRestore()
-    await advance(2 * FIRST_RETRY_DELAY_MS)
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
-  })
-
-  it('does not count the advance as durable when the post-dispatch flush fails', async () => {
-    const id = await rig.create('once', 1)
-    const real = rig.host.ctx.sessions.flush.bind(rig.host.ctx.sessions)
-    const spy = vi
-      .spyOn(rig.host.ctx.sessions, 'flush')
-      .mockImplementationOnce(real)
-      .mockRejectedValueOnce(new Error('disk full'))
-    await advance(1000)
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
-    expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual([loopChanges(rig.fake.agent)[0]])
-    spy.mockRestore()
-    // The retry drive flushes the in-memory dispatch first, then finds nothing due: no second send.
-    await advance(FIRST_RETRY_DELAY_MS - 1)
-    await settle()
-    expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual([
-      loopChanges(rig.fake.agent)[0],
-      { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 },
-    ])
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
-  })
-
-  it('arms nothing when a drive fails while its agent is being disposed', async () => {
-    await rig.create('disposed mid-flush', 1)
-    await settle()
-    const timersWithLoop = vi.getTimerCount()
-    let rejectFlush: (reason: unknown) => void = () => undefined
-    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementationOnce(
-      () =>
-        new Promise<boolean>((_, reject) => {
-          rejectFlush = reject
-        }),
-    )
-    await vi.advanceTimersByTimeAsync(1000)
-    expect(spy).toHaveBeenCalledTimes(1)
-    const disposal = rig.fake.handle.dispose()
-    await settle() // disposal now waits for the drive, which waits for the flush
-    rejectFlush('storage detached')
-    await disposal
-    spy.mockRestore()
-    // The loop's timer was cleared by the drive and no retry timer was armed after disposal.
-    expect(vi.getTimerCount()).toBe(timersWithLoop - 1)
-    await advance(5000)
-    expect(rig.fake.send).not.toHaveBeenCalled()
-  })
-
-  it('names non-Error flush failures in the tool error', async () => {
-    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockRejectedValue('EIO')
-    const created = await rig.tool('loop_create', { prompt: 'p', time_in_seconds: 5 })
-    expect(created.isError ? created.error.message : 'succeeded').toBe('Session persistence failed: EIO')
-    spy.mockRestore()
-  })
-
-  it('appends no dispatch when the inbox refuses the heartbeat', async () => {
-    await rig.create('refused', 1)
-    rig.fake.send.mockImplementationOnce(() => {
-      throw new Error('inbox closed')
-    })
-    await advance(1000)
-    expect(loopChanges(rig.fake.agent)).toHaveLength(1)
-    await advance(FIRST_RETRY_DELAY_MS)
-    expect(rig.fake.send).toHaveBeenCalledTimes(2)
-    expect(loopChanges(rig.fake.agent)).toHaveLength(2)
-  })
-
-  it('doubles the retry delay while the inbox keeps refusing, up to the cap', async () => {
-    await rig.create('refused again', 1)
-    rig.fake.send.mockImplementation(() => {
-      throw new Error('inbox closed')
-    })
-    await advance(1000)
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
-    // Retries at +1 s, +2 s, +4 s, … after each refusal; one more send per step.
-    for (const [attempt, delay] of [
-      [2, 1000],
-      [3, 2000],
-      [4, 4000],
-      [5, 8000],
-      [6, 16_000],
-      [7, 32_000],
-      [8, 60_000],
-      [9, 60_000],
-    ] as const) {
-      await advance(delay - 1, 1000)
-      expect(rig.fake.send).toHaveBeenCalledTimes(attempt - 1)
-      await advance(1)
-      expect(rig.fake.send).toHaveBeenCalledTimes(attempt)
-    }
-    expect(loopChanges(rig.fake.agent)).toHaveLength(1)
-  })
-
+describe('a corrupt loop log: the session fails closed', () => {
   /**
    * The session `fake` reopened after a corrupt record reached its log: the only way one gets
    * there, since the runtime is the log's only writer of loop changes (a damaged file, another
@@ -535,7 +408,7 @@ describe('failures', () => {
     expect(reopened.send).not.toHaveBeenCalled()
     const listed = await runTool(rig.host, reopened.agent, 'loop_list', {})
     expect(listed.isError ? listed.error.message : undefined).toBe(
-      'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_missing).',
+      corruptLog('delete targets inactive loop loop_missing'),
     )
   })
 
@@ -551,8 +424,7 @@ describe('failures', () => {
     expect(healthy.send).toHaveBeenCalledTimes(3)
     const listed = await runTool(rig.host, reopened.agent, 'loop_list', {})
     expect(listed.isError ? listed.error : undefined).toEqual({
-      message:
-        'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_missing).',
+      message: corruptLog('delete targets inactive loop loop_missing'),
       info: { name: 'LoopError', code: 'corrupt_loop_log' },
     })
   })
@@ -560,13 +432,43 @@ describe('failures', () => {
   it('names the corrupt record to every tool call and refuses writes', async () => {
     await settle()
     const reopened = await reopenWithCorruptRecord({ version: 9 })
-    const message =
-      'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: unsupported version 9).'
+    const message = corruptLog('unsupported version 9')
     const listed = await runTool(rig.host, reopened.agent, 'loop_list', {})
     expect(listed.isError ? listed.error.message : 'succeeded').toBe(message)
     const created = await runTool(rig.host, reopened.agent, 'loop_create', { prompt: 'p', time_in_seconds: 1 })
     expect(created.isError ? created.error.message : 'succeeded').toBe(message)
     expect(loopChanges(reopened.agent)).toHaveLength(1)
+  })
+
+  // Corrupt before the runtime first read it: a runtime the test starts on that log.
+  it('fails closed at the first drive and names the record to tool calls', async () => {
+    const { bare, agent } = await bareAgent('ses-early-corrupt')
+    agent.agent.session.append('loop/change', { version: 1, operation: 'dispatch', id: 'loop_ghost', next_at: 5 })
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    runtime.start()
+    await advance(2000)
+    expect(agent.send).not.toHaveBeenCalled()
+    await expect(runtime.transact('loop_list', signal(), () => ({ result: 0 }))).rejects.toThrow(
+      corruptLog('dispatch targets inactive loop loop_ghost'),
+    )
+    await runtime.dispose()
+  })
+
+  it('fails closed without a retry when its first flush fails too', async () => {
+    const { bare, agent } = await bareAgent('ses-early-corrupt-unflushed')
+    agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
+    const injection = failFlush(bare, 'reject', { times: 1 })
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    runtime.start()
+    await advance(5000)
+    injection.restore()
+    // A retry would have flushed again after 1 s.
+    expect(injection.calls()).toBe(1)
+    expect(agent.send).not.toHaveBeenCalled()
+    await expect(runtime.transact('loop_list', signal(), () => ({ result: 0 }))).rejects.toThrow(
+      corruptLog('delete targets inactive loop loop_ghost'),
+    )
+    await runtime.dispose()
   })
 })
 
@@ -578,22 +480,6 @@ describe('the queue, driven directly', () => {
   beforeEach(async () => {
     ;({ bare, agent } = await bareAgent('ses-queue'))
   })
-
-  /** Replace flush with one whose acknowledgements the test releases. */
-  function holdFlushes() {
-    const held: ((acknowledged: boolean) => void)[] = []
-    const spy = vi
-      .spyOn(bare.ctx.sessions, 'flush')
-      .mockImplementation(() => new Promise<boolean>((resolve) => held.push(resolve)))
-    return {
-      spy,
-      held,
-      release() {
-        spy.mockRestore()
-        for (const resolve of held.splice(0)) resolve(true)
-      },
-    }
-  }
 
   /** Append a create for a loop due at the current instant. */
   function appendDueLoop(id: string): void {
@@ -607,7 +493,7 @@ describe('the queue, driven directly', () => {
   async function driveHeldAtFlush(id: string) {
     appendDueLoop(id)
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
-    const flushes = holdFlushes()
+    const flushes = holdFlushes(bare)
     runtime.start()
     await vi.advanceTimersByTimeAsync(0)
     return { runtime, flushes }
@@ -615,9 +501,9 @@ describe('the queue, driven directly', () => {
 
   it('coalesces drive requests made during a drive: the due loop is sent and dispatched once', async () => {
     const { runtime, flushes } = await driveHeldAtFlush('loop_once')
-    expect(flushes.spy).toHaveBeenCalledTimes(1)
+    expect(flushes.waiting()).toBe(1)
     for (let request = 0; request < 5; request += 1) runtime.requestDrive()
-    flushes.release()
+    await flushes.release()
     await settle()
     expect(agent.send).toHaveBeenCalledTimes(1)
     expect(loopChanges(agent.agent).map((change) => (change as { operation: string }).operation)).toEqual([
@@ -629,10 +515,10 @@ describe('the queue, driven directly', () => {
 
   it('decides again after the pre-dispatch flush: a clock set back meanwhile leaves nothing due, so nothing is sent', async () => {
     const { runtime, flushes } = await driveHeldAtFlush('loop_clock')
-    expect(flushes.spy).toHaveBeenCalledTimes(1)
+    expect(flushes.waiting()).toBe(1)
     // The wall clock moves back ten seconds while the flush is in progress.
     vi.setSystemTime(Date.now() - 10_000)
-    flushes.release()
+    await flushes.release()
     await settle()
     expect(agent.send).not.toHaveBeenCalled()
     expect(loopChanges(agent.agent).map((change) => (change as { operation: string }).operation)).toEqual(['create'])
@@ -650,8 +536,8 @@ describe('the queue, driven directly', () => {
     }))
     await vi.advanceTimersByTimeAsync(0)
     // The transaction waits behind the drive: nothing was deleted or flushed for it yet.
-    expect(flushes.spy).toHaveBeenCalledTimes(1)
-    flushes.release()
+    expect(flushes.waiting()).toBe(1)
+    await flushes.release()
     // The drive decided first (one send and its dispatch), then the delete saw the loop still active.
     expect(await deletion).toEqual(['loop_due'])
     await settle()
@@ -669,7 +555,7 @@ describe('the queue, driven directly', () => {
   it('dispose waits for a queued transaction before it resolves', async () => {
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
     await settle()
-    const flushes = holdFlushes()
+    const flushes = holdFlushes(bare)
     const listing = runtime.transact('loop_list', signal(), (state) => ({ result: state.loops.length }))
     await vi.advanceTimersByTimeAsync(0)
     let disposed = false
@@ -678,11 +564,12 @@ describe('the queue, driven directly', () => {
     })
     await vi.advanceTimersByTimeAsync(0)
     expect(disposed).toBe(false)
-    flushes.release()
+    const released = flushes.release()
     // Disposal began while the transaction waited: its second liveness check refuses it.
     await expect(listing).rejects.toThrow(
       'The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.',
     )
+    await released
     await disposal
     expect(disposed).toBe(true)
   })
@@ -690,13 +577,14 @@ describe('the queue, driven directly', () => {
   it('a drive queued before disposal does nothing once it runs', async () => {
     appendDueLoop('loop_late')
     const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
-    const flushes = holdFlushes()
+    const flushes = holdFlushes(bare)
     const blocker = runtime.transact('loop_list', signal(), () => ({ result: undefined }))
     await vi.advanceTimersByTimeAsync(0)
     runtime.start() // queued behind the transaction
     const disposal = runtime.dispose()
-    flushes.release()
+    const released = flushes.release()
     await blocker.catch(() => undefined)
+    await released
     await disposal
     await settle()
     expect(agent.send).not.toHaveBeenCalled()
@@ -729,38 +617,6 @@ describe('the queue, driven directly', () => {
   })
 })
 
-describe('a log that was corrupt before the runtime observed it', () => {
-  it('fails closed at the first drive and names the record to tool calls', async () => {
-    const { bare, agent } = await bareAgent('ses-early-corrupt')
-    agent.agent.session.append('loop/change', { version: 1, operation: 'dispatch', id: 'loop_ghost', next_at: 5 })
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
-    runtime.start()
-    await advance(2000)
-    expect(agent.send).not.toHaveBeenCalled()
-    await expect(runtime.transact('loop_list', signal(), () => ({ result: 0 }))).rejects.toThrow(
-      'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: dispatch targets inactive loop loop_ghost).',
-    )
-    await runtime.dispose()
-  })
-
-  it('fails closed without a retry when its first flush fails too', async () => {
-    const { bare, agent } = await bareAgent('ses-early-corrupt-unflushed')
-    agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
-    const injection = failFlush(bare, 'reject', { times: 1 })
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
-    runtime.start()
-    await advance(5000)
-    injection.restore()
-    // A retry would have flushed again after 1 s.
-    expect(injection.calls()).toBe(1)
-    expect(agent.send).not.toHaveBeenCalled()
-    await expect(runtime.transact('loop_list', signal(), () => ({ result: 0 }))).rejects.toThrow(
-      'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: delete targets inactive loop loop_ghost).',
-    )
-    await runtime.dispose()
-  })
-})
-
 describe('one waiting heartbeat per loop', () => {
   /** Make the fake agent's send admit the message to its real, durable inbox without running a model. */
   function admitToInbox(target: FakeAgent): void {
@@ -774,7 +630,7 @@ describe('one waiting heartbeat per loop', () => {
     await advance(7000)
     expect(rig.fake.send).toHaveBeenCalledTimes(1)
     expect(rig.fake.agent.inbox.nextStep.map((message) => (message.content[0] as { text: string }).text)).toEqual([
-      heartbeat(id, 'one at a time'),
+      heartbeatText(id, 'one at a time'),
     ])
     // Seven occurrences: one heartbeat, six durable advances without a send.
     expect(loopChanges(rig.fake.agent).slice(1)).toEqual(
@@ -800,7 +656,7 @@ describe('one waiting heartbeat per loop', () => {
     admitToInbox(resumed)
     resumed.setStatus('running') // a turn is under way: it will take the waiting heartbeat
     expect(resumed.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
-      heartbeat(id, 'survives a crash'),
+      heartbeatText(id, 'survives a crash'),
     ])
     await advance(3000)
     expect(resumed.send).not.toHaveBeenCalled()
@@ -823,8 +679,8 @@ describe('one waiting heartbeat per loop', () => {
         wakeup,
       ]),
     ).toEqual([
-      [heartbeat(id, 'stale'), 'next-step', true],
-      [heartbeat(id, 'stale'), 'next-turn', true],
+      [heartbeatText(id, 'stale'), 'next-step', true],
+      [heartbeatText(id, 'stale'), 'next-turn', true],
     ])
     const fresh = rig.fake.send.mock.calls[1]![0]
     expect(fresh.id).not.toBe(stale.id)
@@ -850,7 +706,7 @@ describe('one waiting heartbeat per loop', () => {
     const resumed = await resumeFakeAgent(restarted, 'ses-run')
     admitToInbox(resumed)
     const [stale] = resumed.agent.inbox.nextTurn
-    expect((stale!.content[0] as { text: string }).text).toBe(heartbeat(id, 'after restart'))
+    expect((stale!.content[0] as { text: string }).text).toBe(heartbeatText(id, 'after restart'))
     await advance(1000)
     expect(resumed.send).toHaveBeenCalledTimes(1)
     expect(resumed.agent.inbox.nextTurn).toEqual([resumed.send.mock.calls[0]![0]])
@@ -869,8 +725,8 @@ describe('one waiting heartbeat per loop', () => {
     await advance(1000)
     const [goneBeat, keptBeat] = rig.fake.agent.inbox.nextStep
     expect([goneBeat, keptBeat].map((message) => (message!.content[0] as { text: string }).text)).toEqual([
-      heartbeat(gone, 'deleted while waiting'),
-      heartbeat(kept, 'kept'),
+      heartbeatText(gone, 'deleted while waiting'),
+      heartbeatText(kept, 'kept'),
     ])
     const before = rig.fake.agent.session.events.length
     const result = await rig.tool('loop_delete', { id: gone })
@@ -892,7 +748,7 @@ describe('one waiting heartbeat per loop', () => {
   it('replaces every waiting heartbeat of the loop when an idle inbox holds more than one (a log from another build)', async () => {
     admitToInbox(rig.fake)
     const id = await rig.create('twice', 1)
-    const beat = () => heartbeatMessage(id, 'twice')
+    const beat = () => heartbeatMessage(id, { prompt: 'twice' })
     rig.fake.agent.inbox.append('next-turn', beat())
     rig.fake.agent.inbox.append('next-step', beat())
     await advance(1000)
@@ -915,7 +771,7 @@ describe('one waiting heartbeat per loop', () => {
 })
 
 describe('admitting a step', () => {
-  const beat = (id: string) => heartbeatMessage(id, id)
+  const beat = (id: string) => heartbeatMessage(id)
   const user = createUserMessage({ content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } })
 
   it('drops only heartbeats of loops that are not active, keeps the decision when nothing is dropped, and passes a rejection', async () => {
@@ -1009,7 +865,7 @@ describe('a log the runtime and the dock read alike', () => {
       loops: [{ id: 'loop_again', prompt: 'second life', time_in_seconds: 1, next_at: NOW + 1000 }],
     })
     await advance(1000)
-    expect(sentTexts(resumed)).toEqual([heartbeat('loop_again', 'second life')])
+    expect(sentTexts(resumed)).toEqual([heartbeatText('loop_again', 'second life')])
   })
 
   it('a create of an active id stops the runtime with its diagnostic, and the dock shows no loops', async () => {
@@ -1020,9 +876,7 @@ describe('a log the runtime and the dock read alike', () => {
     await first.handle.dispose()
     const resumed = await resumeFakeAgent(rig.host, 'ses-twice')
     const listed = await runTool(rig.host, resumed.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error.message : listed.value).toBe(
-      'Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: create of active loop loop_twice).',
-    )
+    expect(listed.isError ? listed.error.message : listed.value).toBe(corruptLog('create of active loop loop_twice'))
     expect(rig.host.ctx.sessionProjections.snapshot(resumed.agent.session).values['loop']).toEqual({ loops: [] })
   })
 })
@@ -1031,7 +885,7 @@ describe('catching up with a log the runtime did not follow', () => {
   it('knows which loops the open turn already took, and only the open turn', async () => {
     const { bare, agent } = await bareAgent('ses-catch-up')
     const session = agent.agent.session
-    const beat = (id: string) => heartbeatMessage(id, id)
+    const beat = (id: string) => heartbeatMessage(id)
     appendCreate(session, 'loop_taken', 'loop_taken', 1)
     appendCreate(session, 'loop_earlier', 'loop_earlier', 1)
     // A closed turn took loop_earlier; the open turn took loop_taken.
@@ -1050,7 +904,7 @@ describe('catching up with a log the runtime did not follow', () => {
     // loop_taken's occurrence coalesces into the open turn; loop_earlier's goes to its next step.
     expect(
       agent.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target]),
-    ).toEqual([[heartbeat('loop_earlier', 'loop_earlier'), 'next-step']])
+    ).toEqual([[heartbeatText('loop_earlier', 'loop_earlier'), 'next-step']])
     expect(
       loopChanges(agent.agent)
         .slice(-2)
@@ -1069,7 +923,7 @@ describe('a heartbeat claimed but not yet logged', () => {
     expect(rig.fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step'])
     // DSH takes it out of the inbox for the next step; the step's user message is logged only later.
     const [claimed] = rig.fake.agent.inbox.claim('next-step', 1)
-    expect(claimed?.content).toEqual([{ type: 'text', text: heartbeat(id, 'claimed') }])
+    expect(claimed?.content).toEqual([{ type: 'text', text: heartbeatText(id, 'claimed') }])
     expect(rig.fake.agent.inbox.nextStep).toEqual([])
     const dispatches = loopChanges(rig.fake.agent).length
     await advance(1000)
@@ -1081,13 +935,7 @@ describe('a heartbeat claimed but not yet logged', () => {
 describe('cancellation', () => {
   it('saves nothing when the call is cancelled while it waits for the flush', async () => {
     const { host, fake } = rig
-    const held: (() => void)[] = []
-    const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
-    const spy = vi
-      .spyOn(host.ctx.sessions, 'flush')
-      .mockImplementation(
-        (session) => new Promise<boolean>((resolve) => held.push(() => void real(session).then(resolve))),
-      )
+    const held = holdFlushes(host)
     const controller = new AbortController()
     const call = host.ctx.tools.execute({
       callId: CallId('cancel-1'),
@@ -1098,8 +946,7 @@ describe('cancellation', () => {
     })
     await vi.advanceTimersByTimeAsync(0)
     controller.abort()
-    spy.mockRestore()
-    for (const release of held.splice(0)) release()
+    await held.release()
     const result = await call
     expect(result.isError ? result.error : 'succeeded').toEqual({
       message: 'loop_create was cancelled; nothing was saved.',
@@ -1118,14 +965,11 @@ describe('cancellation', () => {
   it('keeps a change once it is appended, even if the caller cancels during the final flush', async () => {
     const { host, fake } = rig
     const controller = new AbortController()
-    const real = host.ctx.sessions.flush.bind(host.ctx.sessions)
-    const spy = vi
-      .spyOn(host.ctx.sessions, 'flush')
-      .mockImplementationOnce(real)
-      .mockImplementationOnce((session) => {
-        controller.abort()
-        return real(session)
-      })
+    let flushes = 0
+    // The second flush of the call is the one after its append.
+    const spy = observeFlushes(host, () => {
+      if (++flushes === 2) controller.abort()
+    })
     const result = await host.ctx.tools.execute({
       callId: CallId('cancel-2'),
       name: 'loop_create',
@@ -1172,7 +1016,7 @@ describe('the runtime on an injected clock', () => {
   beforeEach(async () => {
     vi.useRealTimers()
     ;({ bare: host, agent: fake } = await bareAgent('ses-clock'))
-    clock = new ManualClock(TEST_NOW)
+    clock = new ManualClock(NOW)
     runtime = new LoopRuntime(host.ctx, fake.agent, { oneShot: false, clock })
     disposeTools = registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShot: false })
     runtime.start()
@@ -1195,24 +1039,24 @@ describe('the runtime on an injected clock', () => {
       time_in_seconds: 120,
     })
     expect(created.isError ? created.error.message : created.value).toMatchObject({
-      next_at: TEST_NOW + 120_000,
+      next_at: NOW + 120_000,
       state: 'scheduled',
     })
     // The wait is capped: the first wake-up only re-reads the clock.
-    await armed([TEST_NOW + MAX_TIMER_WAIT_MS])
+    await armed([NOW + MAX_TIMER_WAIT_MS])
     clock.advance(MAX_TIMER_WAIT_MS)
-    await armed([TEST_NOW + 120_000])
+    await armed([NOW + 120_000])
     await idle()
     expect(fake.send).not.toHaveBeenCalled()
     clock.advance(120_000 - MAX_TIMER_WAIT_MS - 1)
     await idle()
     expect(fake.send).not.toHaveBeenCalled()
-    expect(clock.pending()).toEqual([TEST_NOW + 120_000])
+    expect(clock.pending()).toEqual([NOW + 120_000])
     clock.advance(1)
     await vi.waitFor(() => expect(fake.send).toHaveBeenCalledTimes(1), { timeout: 20_000, interval: 5 })
-    await armed([TEST_NOW + 120_000 + MAX_TIMER_WAIT_MS])
+    await armed([NOW + 120_000 + MAX_TIMER_WAIT_MS])
     expect(loopChanges(fake.agent).slice(1)).toEqual([
-      { version: 1, operation: 'dispatch', id: expect.stringMatching(/^loop_/), next_at: TEST_NOW + 240_000 },
+      { version: 1, operation: 'dispatch', id: expect.stringMatching(/^loop_/), next_at: NOW + 240_000 },
     ])
   })
 
@@ -1224,7 +1068,7 @@ describe('the runtime on an injected clock', () => {
       clock.advance(30_000)
       const listed = await runTool(host, fake.agent, 'loop_list', {})
       expect(listed.isError ? listed.error.message : listed.value).toMatchObject([
-        { next_at: TEST_NOW + 90_000, state: 'scheduled' },
+        { next_at: NOW + 90_000, state: 'scheduled' },
       ])
       const reply = await runCommand(host, fake.agent, '/loop list')
       expect(reply).toMatchObject({
@@ -1234,88 +1078,5 @@ describe('the runtime on an injected clock', () => {
     } finally {
       disposeCommand()
     }
-  })
-})
-
-const LOOP = { id: 'loop_00000001', prompt: 'check CI', time_in_seconds: 60, next_at: 1_000 }
-
-/** A heartbeat message of one loop, exactly as the runtime sends it. */
-const heartbeatOf = (loopId: string, id = `msg-${loopId}`) => ({
-  ...createUserMessage({
-    content: [{ type: 'text', text: renderHeartbeat({ ...LOOP, id: loopId }) }],
-    source: { kind: 'plugin', plugin: 'loop' },
-  }),
-  id: MessageId(id),
-})
-
-/** A log built from plain values: each entry's position is its seq. */
-function plainLog(...entries: readonly (readonly [string, unknown])[]): SessionEvent[] {
-  return entries.map(([type, data], seq) => ({ type, seq, time: 0, data }) as SessionEvent)
-}
-
-describe('the open turn, read from plain events', () => {
-  const events = plainLog(
-    ['loop/change', createChange(LOOP)],
-    ['turn/start', { turn: 3 }],
-    ['user/message', heartbeatOf('loop_00000001')],
-    ['loop/change', dispatchChange('loop_00000001', 61_000)],
-  )
-  const closedEvents = [...events, ...plainLog(['turn/end', { turn: 3 }]).map((event) => ({ ...event, seq: 4 }))]
-
-  /**
-   * A heartbeat inbox over a stub running agent with an empty inbox, and which of some loops the open turn took:
-   * those whose occurrence it would coalesce, sending nothing (every other goes `next-step`).
-   */
-  function stubInbox() {
-    const send = vi.fn()
-    const agent = { id: 'ses-plain', status: 'running', inbox: { nextStep: [], nextTurn: [] }, send }
-    const inbox = new HeartbeatInbox(agent as unknown as Agent, { info: vi.fn() })
-    const taken = (...ids: string[]) =>
-      ids.filter((id) => {
-        send.mockClear()
-        expect(inbox.deliver({ ...LOOP, id })).toBeUndefined()
-        if (send.mock.calls.length === 0) return true
-        expect(send.mock.calls[0]![1]).toBe('next-step')
-        return false
-      })
-    return { inbox, taken }
-  }
-
-  it("takes the open turn's heartbeats from after the last turn boundary, and a turn/end closes it", () => {
-    const open = stubInbox()
-    open.inbox.readLog(events, 0)
-    expect(open.taken('loop_00000001', 'loop_b')).toEqual(['loop_00000001'])
-    const closed = stubInbox()
-    closed.inbox.readLog(closedEvents, 0)
-    expect(closed.taken('loop_00000001')).toEqual([])
-    // A fork's inherited turn is not this session's: read from the seed boundary, nothing of it counts.
-    const forked = stubInbox()
-    forked.inbox.readLog(events, 4)
-    expect(forked.taken('loop_00000001')).toEqual([])
-  })
-
-  it('keeps a turn by the number its claims name: the same turn adds, a newer one starts over', () => {
-    const { inbox, taken } = stubInbox()
-    // A claim noted before the log is read, in the turn the log shows open: kept through the read.
-    inbox.noteClaimed(heartbeatOf('loop_early'), 3)
-    inbox.readLog(events, 0)
-    expect(taken('loop_early', 'loop_00000001', 'loop_b')).toEqual(['loop_early', 'loop_00000001'])
-    inbox.noteClaimed(heartbeatOf('loop_b'), 3)
-    expect(taken('loop_early', 'loop_00000001', 'loop_b')).toEqual(['loop_early', 'loop_00000001', 'loop_b'])
-    inbox.noteClaimed({ role: 'user', content: [{ type: 'text', text: 'a user message opens turn 4' }] }, 4)
-    expect(taken('loop_early', 'loop_00000001', 'loop_b')).toEqual([])
-    inbox.noteClaimed(heartbeatOf('loop_c'), 4)
-    expect(taken('loop_b', 'loop_c')).toEqual(['loop_c'])
-    // A turn/start without a number (not DSH's): its heartbeats count until the first claim names a turn.
-    const unnumbered = stubInbox()
-    unnumbered.inbox.readLog(plainLog(['turn/start', {}], ['user/message', heartbeatOf('loop_a')]), 0)
-    expect(unnumbered.taken('loop_a', 'loop_b')).toEqual(['loop_a'])
-    unnumbered.inbox.noteClaimed(heartbeatOf('loop_b'), 1)
-    expect(unnumbered.taken('loop_a', 'loop_b')).toEqual(['loop_b'])
-    // A claim from before the last closed turn is not kept through a read that finds the turn ended.
-    const ended = stubInbox()
-    ended.inbox.noteClaimed(heartbeatOf('loop_early'), 3)
-    ended.inbox.readLog(closedEvents, 0)
-    expect(ended.taken('loop_early')).toEqual([])
   })
 })

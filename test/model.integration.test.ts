@@ -5,6 +5,7 @@
  */
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { expect, it } from 'vitest'
+import { heartbeatText } from './support/heartbeat-xml.ts'
 import { createLoopByCommand, createRealAgent, runCommand, sendTask, until, useMockModel } from './support/host.ts'
 
 const model = useMockModel()
@@ -17,10 +18,6 @@ function lastUserText(body: unknown): string {
   if (typeof content === 'string') return content
   return (content as { type: string; text?: string }[]).map((part) => part.text ?? '').join('')
 }
-
-/** Heartbeat text for a loop. */
-const heartbeat = (id: string, prompt: string) =>
-  `<heartbeat>\n  <loop_id>${id}</loop_id>\n  <prompt>${prompt}</prompt>\n</heartbeat>`
 
 /** Index of the first event matching a predicate, failing when absent. */
 function indexOf(events: readonly SessionEvent[], predicate: (event: SessionEvent) => boolean, what: string): number {
@@ -40,7 +37,7 @@ it('a due heartbeat wakes the idle agent and a real turn answers it', async () =
 
   const id = await createLoopByCommand(host, agent, 1, 'LOOP_SMOKE_OK')
   await until('the first model request', () => model.server.requests.length >= 1)
-  expect(lastUserText(model.server.requests[0]!.body)).toBe(heartbeat(id, 'LOOP_SMOKE_OK'))
+  expect(lastUserText(model.server.requests[0]!.body)).toBe(heartbeatText(id, 'LOOP_SMOKE_OK'))
   await until('the assistant reply', () => agent.session.events.some((event) => event.type === 'assistant/message'))
   await runCommand(host, agent, `/loop delete ${id}`)
 
@@ -50,7 +47,7 @@ it('a due heartbeat wakes the idle agent and a real turn answers it', async () =
   const userMessage = events.find((event) => event.type === 'user/message')
   expect(userMessage?.data).toMatchObject({
     source: { kind: 'plugin', plugin: 'loop' },
-    content: [{ type: 'text', text: heartbeat(id, 'LOOP_SMOKE_OK') }],
+    content: [{ type: 'text', text: heartbeatText(id, 'LOOP_SMOKE_OK') }],
   })
   expect(indexOf(events, (event) => event.type === 'turn/start', 'turn/start')).toBeLessThan(
     indexOf(events, (event) => event.type === 'assistant/message', 'assistant/message'),
@@ -72,7 +69,7 @@ it('a running agent takes the heartbeat as next-step input inside the same turn'
   sendTask(agent, 'start a long task')
   await until('the agent to run', () => agent.status === 'running')
   await until('a request carrying the heartbeat', () =>
-    model.server.requests.some((request) => lastUserText(request.body) === heartbeat(id, 'LOOP_BUSY_OK')),
+    model.server.requests.some((request) => lastUserText(request.body) === heartbeatText(id, 'LOOP_BUSY_OK')),
   )
   await runCommand(host, agent, `/loop delete ${id}`)
   await agent.whenIdle()

@@ -13,14 +13,13 @@ import {
   runTool,
   settle,
   signal,
-  tempDir,
-  TEST_NOW,
   type FakeAgent,
   useHosts,
 } from './support/host.ts'
+import { tempDir } from './support/temp-dir.ts'
+import { NOW } from './support/epoch.ts'
 import { holdFlushes } from './support/faults.ts'
 
-const NOW = TEST_NOW
 const hosts = useHosts()
 afterEach(() => {
   ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).add('loop/change')
@@ -322,7 +321,7 @@ describe('one-shot hosts (dsh --profile headless)', () => {
       {
         version: 1,
         operation: 'create',
-        loop: { id: expect.any(String), prompt: 'later', time_in_seconds: 1, next_at: TEST_NOW + 1000 },
+        loop: { id: expect.any(String), prompt: 'later', time_in_seconds: 1, next_at: NOW + 1000 },
       },
     ])
   })

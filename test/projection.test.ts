@@ -17,12 +17,11 @@ import {
   runTool,
   settle,
   type Host,
-  TEST_NOW,
   useFakeHost,
   useHosts,
 } from './support/host.ts'
+import { NOW } from './support/epoch.ts'
 
-const NOW = TEST_NOW
 const hosts = useHosts()
 
 /** The loop projection a host's real registry holds for a session. */

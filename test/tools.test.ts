@@ -1,6 +1,7 @@
 /**
  * The loop tools (src/tools.ts) through the real tool runtime: registration and its rollback,
- * schemas, validation, isolation, persistence failures, and how each call reads (presentCall).
+ * schemas, validation, isolation, and how each call reads (presentCall). How a call reports a
+ * failing flush is test/faults.test.ts's.
  */
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
@@ -16,12 +17,11 @@ import {
   runTool,
   settle,
   type Host,
-  TEST_NOW,
   useFakeHost,
 } from './support/host.ts'
+import { NOW } from './support/epoch.ts'
 import { holdFlushes } from './support/faults.ts'
 
-const NOW = TEST_NOW
 const rig = useFakeHost('ses-tools')
 
 const loopToolNames = (scope?: Parameters<Host['ctx']['tools']['schemas']>[0]) =>
@@ -296,63 +296,6 @@ describe('session isolation', () => {
     await expect(definition!.execute({}, { agent: undefined } as never)).rejects.toThrow(
       'Loop tools act only for the agent of the session that owns them.',
     )
-  })
-})
-
-describe('persistence failures', () => {
-  it('reports a flush that resolves false as an error and appends nothing', async () => {
-    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockResolvedValue(false)
-    const result = await rig.tool('loop_create', { prompt: 'p', time_in_seconds: 5 })
-    expect(result.isError ? result.error : undefined).toEqual({
-      message: 'Session persistence did not acknowledge the flush; no persistence is mounted for this session.',
-      info: { name: 'LoopError', code: 'persistence_failed' },
-    })
-    expect(loopChanges(rig.fake.agent)).toEqual([])
-    spy.mockRestore()
-  })
-
-  it('reports a rejected flush after the append as an error, never a success', async () => {
-    const real = rig.host.ctx.sessions.flush.bind(rig.host.ctx.sessions)
-    // The first flush (before the append) works; every later one fails, as on a full disk.
-    const spy = vi
-      .spyOn(rig.host.ctx.sessions, 'flush')
-      .mockImplementationOnce(real)
-      .mockRejectedValue(new Error('disk full'))
-    const result = await rig.tool('loop_create', { prompt: 'p', time_in_seconds: 5 })
-    // The error names the loop: it is live in this session, so the caller can list or delete it.
-    const [created] = loopChanges(rig.fake.agent) as [{ loop: { id: string } }]
-    const id = created.loop.id
-    expect(result.isError ? result.error : 'succeeded').toEqual({
-      message: `loop_create changed ${id} in this session (${id} is active now, as loop_list shows), but saving the change failed, so it may not survive a restart; do not repeat the call. Session persistence failed: disk full`,
-      info: { name: 'LoopError', code: 'persistence_failed' },
-    })
-    // The advice works while saving still fails: a read flushes nothing.
-    const flushes = spy.mock.calls.length
-    const listed = await rig.tool('loop_list', {})
-    expect(listed.isError ? listed.error : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([id])
-    expect(spy.mock.calls.length).toBe(flushes)
-    spy.mockRestore()
-    const deleteSpy = vi
-      .spyOn(rig.host.ctx.sessions, 'flush')
-      .mockImplementationOnce(real)
-      .mockRejectedValueOnce(new Error('disk full'))
-    const deleted = await rig.tool('loop_delete', { id })
-    deleteSpy.mockRestore()
-    expect(deleted.isError ? deleted.error.message : 'succeeded').toBe(
-      `loop_delete changed ${id} in this session (${id} is deleted now, as loop_list shows), but saving the change failed, so it may not survive a restart; do not repeat the call. Session persistence failed: disk full`,
-    )
-  })
-
-  it('reports a flush that throws synchronously as an error', async () => {
-    const spy = vi.spyOn(rig.host.ctx.sessions, 'flush').mockImplementation(() => {
-      throw new Error('session "ses-tools" is not live in this store')
-    })
-    const result = await rig.tool('loop_delete', { id: 'loop_00000001' })
-    expect(result.isError ? result.error.message : 'succeeded').toBe(
-      'Session persistence failed: session "ses-tools" is not live in this store',
-    )
-    expect(loopChanges(rig.fake.agent)).toEqual([])
-    spy.mockRestore()
   })
 })
 

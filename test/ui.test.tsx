@@ -12,7 +12,7 @@ import { createElement } from 'react'
 import { describe, expect, it, vi } from 'vitest'
 import { deferred, type Deferred } from './support/ui-deferred.ts'
 import { languageSource, type Language } from './support/ui-locale.ts'
-import { A, B, C, D, loop, projectionSource, runAtT0 } from './support/ui-loops.ts'
+import { A, B, C, D, loop, projectionSource, runAtNow } from './support/ui-loops.ts'
 import type { LoopProjection, LoopRecord } from '../src/types.ts'
 import { LoopDock } from '../src/ui/LoopDock.tsx'
 import { REPAINT_MS } from '../src/ui/dock.ts'
@@ -86,8 +86,8 @@ const settle = async (pending: Deferred, outcome: { value: unknown } | { error: 
   })
 }
 
-// Every test runs on fake timers from T0 and ends unmounted, on real timers, with every spy restored.
-runAtT0()
+// Every test runs on fake timers from the test epoch and ends unmounted, on real timers, with every spy restored.
+runAtNow()
 
 describe('thresholds', () => {
   it('renders nothing and reserves no space for no projection, no loops or a malformed projection', () => {

@@ -10,11 +10,12 @@ import {
   validateDeleteInput,
   validateListInput,
 } from '../src/validation.ts'
-import { NOW, caught, foldOf, loopA, loopB } from './support/loop-fixtures.ts'
+import { NOW } from './support/epoch.ts'
+import { caught, foldOf, loopA, loopB } from './support/loop-fixtures.ts'
 
 const MAX_PROMPT = 4000
 /** The longest interval a loop created at NOW may have: (8.64e15 - NOW) / 1000, rounded down. */
-const LONGEST = 8_638_200_000_000
+const LONGEST = 8_638_204_003_200
 
 /** The refusal of a prompt without content. */
 const EMPTY = 'prompt must be a string with non-whitespace content.'

@@ -1,5 +1,5 @@
 /**
- * What the plugin writes, its own reader accepts (issue 29): every change the
+ * What the plugin writes, its own reader accepts: every change the
  * runtime can append (a create from accepted input, a dispatch or a clock
  * correction from `decideDrive`, a delete) decodes and folds, for any stored
  * loop and any instant; and a loop with no representable next occurrence leaves
@@ -12,14 +12,8 @@ import { createChange, decodeLoopChange, deleteChange, dispatchChange, foldLoopE
 import { LATEST_DATE_MS } from '../src/shared/timing.ts'
 import type { LoopRecord } from '../src/types.ts'
 import { validateCreateInput } from '../src/validation.ts'
-import {
-  createFakeAgent,
-  persistedLoopChanges,
-  resumeFakeAgent,
-  settle,
-  TEST_NOW,
-  useFakeHost,
-} from './support/host.ts'
+import { createFakeAgent, persistedLoopChanges, resumeFakeAgent, settle, useFakeHost } from './support/host.ts'
+import { NOW } from './support/epoch.ts'
 
 /** Any record the decoder accepts: every stored interval and instant, up to the largest safe integers. */
 const storedRecord: fc.Arbitrary<LoopRecord> = fc.record({
@@ -73,7 +67,7 @@ describe('a loop with no representable next occurrence', () => {
   it('fires, stops its schedule at the last date, and its session reopens and deletes it', async () => {
     // An interval of about 285,000 years, from a hand-edited log or an older build: next_at + interval
     // passes Number.MAX_SAFE_INTEGER.
-    const loop = { id: 'loop_0000002a', prompt: 'far', time_in_seconds: 9_000_000_000_000, next_at: TEST_NOW }
+    const loop = { id: 'loop_0000002a', prompt: 'far', time_in_seconds: 9_000_000_000_000, next_at: NOW }
     // Written by a host without the plugin, so no runtime acts on it before the reopen.
     await rig.reboot({ loop: false })
     const writer = await createFakeAgent(rig.host, 'ses-writer')

@@ -11,7 +11,8 @@ import type { Agent } from '@deepseek-ai/dsh-agent'
 import { CallId } from '@deepseek-ai/dsh-llm'
 import { KNOWN_SESSION_EVENT_TYPES } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
-import { composeHost, createRootAgent, resumeRootAgent, tempDir } from '../../test/support/compose-host.ts'
+import { composeHost, createRootAgent, resumeRootAgent } from '../../test/support/compose-host.ts'
+import { tempDir } from '../../test/support/temp-dir.ts'
 
 export interface Host {
   readonly ctx: Context

@@ -19,8 +19,7 @@
  * Run: `pnpm run test:browser` (installs Chromium and fonts-noto-cjk when missing).
  */
 import { startMockLlmServer, type MockLlmServer } from '@deepseek-ai/dsh-llm-mock-server'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
@@ -42,6 +41,7 @@ import {
   type DshWeb,
   type HistoryEvent,
 } from '../../scripts/dsh-stack.ts'
+import { tempDir } from '../support/temp-dir.ts'
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium'
 const CHROMIUM_FLAGS = [
@@ -87,7 +87,7 @@ function publishScreenshots(pairs: readonly (readonly [shot: string, doc: string
   }
 }
 
-/** Wall-clock phases, printed at the end: the issue asks how long this test takes. */
+/** Wall-clock phases, printed at the end, so a run shows how long each part of this test takes. */
 const timings: [string, number][] = []
 const suiteStarted = performance.now()
 async function phase<T>(name: string, work: () => Promise<T> | T): Promise<T> {
@@ -114,7 +114,7 @@ const consoleErrors: string[] = []
 
 beforeAll(async () => {
   try {
-    scratch = mkdtempSync(join(tmpdir(), 'loop-browser-'))
+    scratch = tempDir('loop-browser-')
     mkdirSync(SHOTS, { recursive: true })
     home = prepareHome(join(scratch, 'home'))
     settingsFile = join(home, 'settings.yaml')

@@ -19,7 +19,8 @@ import {
   runCommand,
   type DurableRecord,
 } from '../../scripts/dsh-stack.ts'
-import { REPLY, createLoop, heartbeat, loopProjection, sleepUntil, test } from './rig.ts'
+import { heartbeatLoopId, heartbeatText } from '../support/heartbeat-xml.ts'
+import { REPLY, createLoop, loopProjection, sleepUntil, test } from './rig.ts'
 
 const CYCLES = 20
 /** Timer and append jitter tolerated on "never early" (ms). */
@@ -66,7 +67,9 @@ interface Dispatch {
   readonly next_at: number
 }
 
-const LOOP_ID = /<loop_id>([^<]*)<\/loop_id>/
+/** The loop id a message's text names. */
+const loopIdIn = (message: { content?: { text?: string }[] }) =>
+  heartbeatLoopId(message.content?.map((part) => part.text ?? '').join('') ?? '')
 
 /** Every heartbeat send in a log: inbox splices that insert a loop plugin message. */
 function sendsIn(log: readonly DurableRecord[]): Send[] {
@@ -80,7 +83,7 @@ function sendsIn(log: readonly DurableRecord[]): Send[] {
       .map((message) => ({
         seq: record.seq,
         time: record.time,
-        loopId: LOOP_ID.exec(message.content?.map((part) => part.text ?? '').join('') ?? '')?.[1] ?? '',
+        loopId: loopIdIn(message) ?? '',
       }))
   })
 }
@@ -112,9 +115,7 @@ function waitingAtDispatch(log: readonly DurableRecord[]): Map<number, string[]>
       }
       const queue = queues.get(data.target) ?? []
       const inserted = (data.inserted ?? []).map((message) =>
-        message.source?.plugin === 'loop'
-          ? LOOP_ID.exec(message.content?.map((part) => part.text ?? '').join('') ?? '')?.[1]
-          : undefined,
+        message.source?.plugin === 'loop' ? loopIdIn(message) : undefined,
       )
       queue.splice(data.start, data.removedCount ?? 0, ...inserted)
       queues.set(data.target, queue)
@@ -156,7 +157,7 @@ function consumedIn(log: readonly DurableRecord[], loopId: string): DurableRecor
     (record) =>
       record.type === 'user/message' &&
       (record.data as { source?: { plugin?: string } }).source?.plugin === 'loop' &&
-      JSON.stringify(record.data).includes(`<loop_id>${loopId}</loop_id>`),
+      loopIdIn(record.data as { content?: { text?: string }[] }) === loopId,
   )
 }
 
@@ -272,7 +273,7 @@ describe('crashes in a real process', () => {
       let coalescedTotal = 0
       const duplicatesPerRun = runs.map(() => 0)
       for (const loop of loops) {
-        const text = heartbeat(loop.id, loop.prompt)
+        const text = heartbeatText(loop.id, loop.prompt)
         const loopSends = sends.filter((send) => send.loopId === loop.id)
         const loopDispatches = dispatches.filter((dispatch) => dispatch.loopId === loop.id)
         const consumed = consumedIn(finalLog, loop.id)

@@ -13,11 +13,11 @@ import {
   spliceTarget,
   waitFor,
 } from '../../scripts/dsh-stack.ts'
+import { heartbeatText } from '../support/heartbeat-xml.ts'
 import {
   createLoop,
   dispatchesOf,
   events,
-  heartbeat,
   heartbeatsOf,
   loopProjection,
   requestsEndingWith,
@@ -72,7 +72,7 @@ describe('loop in a real dsh web', () => {
     })
 
     // Within a few seconds the idle agent wakes: a request whose last user message is the heartbeat.
-    const expected = heartbeat(id, 'LOOP_SMOKE_OK')
+    const expected = heartbeatText(id, 'LOOP_SMOKE_OK')
     await waitFor(
       'a model request ending with the heartbeat',
       () => (requestsEndingWith(r.model, expected).length > 0 ? true : undefined),
@@ -110,7 +110,7 @@ describe('loop in a real dsh web', () => {
 
     const log = await waitForHeartbeats(r.url, sessionId, { [id]: 1 }, 30_000)
     const first = heartbeatsOf(log, id)[0]!
-    expect(first.text).toBe(heartbeat(id, 'MID_TURN_CHECK'))
+    expect(first.text).toBe(heartbeatText(id, 'MID_TURN_CHECK'))
     const turn = turnAround(log, first.seq)
     // The heartbeat lies inside the prompt's turn (turn 1), after its first step ended complete.
     expect(turn.start.data).toEqual({ turn: 1 })
@@ -152,9 +152,9 @@ describe('loop in a real dsh web', () => {
 
     const logA = await waitForHeartbeats(r.url, sessionA, { [a1]: 3, [a2]: 2 })
     const logB = await waitForHeartbeats(r.url, sessionB, { [b1]: 2 })
-    const expectedA1 = heartbeat(a1, 'ALPHA_ONE')
-    const expectedA2 = heartbeat(a2, 'ALPHA &lt;two&gt; &amp; &quot;quoted&quot; &apos;too&apos;')
-    const expectedB1 = heartbeat(b1, 'BRAVO_OTHER')
+    const expectedA1 = heartbeatText(a1, 'ALPHA_ONE')
+    const expectedA2 = heartbeatText(a2, 'ALPHA &lt;two&gt; &amp; &quot;quoted&quot; &apos;too&apos;')
+    const expectedB1 = heartbeatText(b1, 'BRAVO_OTHER')
 
     // Each heartbeat is its own user message, in its own session only, and each is answered.
     for (const beat of heartbeatsIn(logA)) expect([expectedA1, expectedA2]).toContain(beat.text)

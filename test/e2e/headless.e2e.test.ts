@@ -15,7 +15,8 @@ import {
   type DurableRecord,
 } from '../../scripts/dsh-stack.ts'
 import { startRoutedModel } from './model-router.ts'
-import { dispatchesOf, heartbeat, heartbeatsOf, settle, test } from './rig.ts'
+import { heartbeatLoopId, heartbeatText } from '../support/heartbeat-xml.ts'
+import { dispatchesOf, heartbeatsOf, settle, test } from './rig.ts'
 
 const TASK = 'Summarize the build status, then report it.'
 const TASK_ANSWER = 'TASK_ANSWER: the build is green.'
@@ -98,7 +99,7 @@ describe('a one-shot headless run', () => {
     expect(model.sides.heartbeat.requests).toHaveLength(0)
     expect(model.sides.task.requests.map((request) => request.behavior)).toEqual(['tool_call_success', 'slow_success'])
     for (const request of model.requests)
-      expect(userTexts(request.body).filter((text) => text.includes('<heartbeat>'))).toEqual([])
+      expect(userTexts(request.body).filter((text) => heartbeatLoopId(text) !== undefined)).toEqual([])
     expect(model.requests.map((request) => lastUserText(request.body))).toEqual([TASK, TASK])
 
     // The session log holds the loop's create and nothing dispatched it.
@@ -159,7 +160,7 @@ describe('a one-shot headless run', () => {
     await reopenSession(r.url, sessionId!)
     const listed = await runCommand(r.url, sessionId!, '/loop list')
     expect(listed.text).toMatch(new RegExp(`^1 active loop:\\n${created.id}  every 2s  [^\\n]+  ${LOOP_PROMPT}$`))
-    const expected = heartbeat(created.id, LOOP_PROMPT)
+    const expected = heartbeatText(created.id, LOOP_PROMPT)
     await waitFor(
       'the heartbeat answered in dsh web',
       () => (model.sides.heartbeat.requests.some((request) => request.outcome === 'completed') ? true : undefined),

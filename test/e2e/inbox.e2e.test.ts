@@ -14,7 +14,8 @@ import {
   waitFor,
   type HistoryEvent,
 } from '../../scripts/dsh-stack.ts'
-import { createLoop, dispatchesOf, events, heartbeatsOf, requestsEndingWith, heartbeat, settle, test } from './rig.ts'
+import { heartbeatLoopId, heartbeatText } from '../support/heartbeat-xml.ts'
+import { createLoop, dispatchesOf, events, heartbeatsOf, requestsEndingWith, settle, test } from './rig.ts'
 
 /** Every step streams 30 characters, 3 at a time, 300 ms apart: about 3 s. */
 const SLOW_STEPS = {
@@ -40,7 +41,7 @@ function loopIdOf(message: {
   content?: { text?: string }[]
 }): string | undefined {
   if (message.source?.kind !== 'plugin' || message.source.plugin !== 'loop') return undefined
-  return /<loop_id>([^<]*)<\/loop_id>/.exec(message.content?.[0]?.text ?? '')?.[1]
+  return heartbeatLoopId(message.content?.[0]?.text ?? '')
 }
 
 /**
@@ -127,8 +128,8 @@ describe('a heartbeat waiting in the inbox', () => {
       // Before the fix: 4–5 dispatches, 0 heartbeats, 0 turns.
       expect(figures.delivered).toBeGreaterThanOrEqual(2)
       expect(figures.turns).toBeGreaterThanOrEqual(2)
-      expect(delivered.every((beat) => beat.text === heartbeat(id, 'AFTER_STOP'))).toBe(true)
-      expect(requestsEndingWith(r.model, heartbeat(id, 'AFTER_STOP')).length).toBeGreaterThanOrEqual(2)
+      expect(delivered.every((beat) => beat.text === heartbeatText(id, 'AFTER_STOP'))).toBe(true)
+      expect(requestsEndingWith(r.model, heartbeatText(id, 'AFTER_STOP')).length).toBeGreaterThanOrEqual(2)
       // Never more than one heartbeat of the loop waiting, the stale one included.
       expect(replayInbox(log, id).most).toBe(1)
       // Every turn after Stop took at most one heartbeat of the loop.
@@ -151,7 +152,7 @@ describe('a heartbeat waiting in the inbox', () => {
       if (target === 'next-step') await prompt(r.url, sessionId, 'Start the long task')
       const before = await waitingHeartbeat(r.url, sessionId, id, target)
       const deliveredBefore = heartbeatsOf(before, id).length
-      const requestsBefore = requestsEndingWith(r.model, heartbeat(id, 'DELETED_WHILE_WAITING')).length
+      const requestsBefore = requestsEndingWith(r.model, heartbeatText(id, 'DELETED_WHILE_WAITING')).length
       expect(await runCommand(r.url, sessionId, `/loop delete ${id}`)).toEqual({
         kind: 'success',
         text: `Deleted ${id}.`,
@@ -174,7 +175,7 @@ describe('a heartbeat waiting in the inbox', () => {
       // Before the fix: one more step (next-step) or one more whole turn (next-turn) with the heartbeat.
       expect(figures).toEqual({ stepsAfterDelete: 0, turnsAfterDelete: 0, heartbeatsAfterDelete: 0 })
       expect(heartbeatsOf(log, id).length).toBe(deliveredBefore)
-      expect(requestsEndingWith(r.model, heartbeat(id, 'DELETED_WHILE_WAITING')).length).toBe(requestsBefore)
+      expect(requestsEndingWith(r.model, heartbeatText(id, 'DELETED_WHILE_WAITING')).length).toBe(requestsBefore)
       expect(replayInbox(log, id).pending).toEqual([])
       // The removal is durable and comes right before the delete record.
       const removal = log.filter((event) => event.seq < deletion.seq).at(-1)!

@@ -9,6 +9,7 @@ import { createServer, request as forward, type IncomingMessage } from 'node:htt
 import type { AddressInfo } from 'node:net'
 import { startMockLlmServer, type MockLlmServer, type MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
 import { lastUserText } from '../../scripts/dsh-stack.ts'
+import { heartbeatLoopId } from '../support/heartbeat-xml.ts'
 import type { ModelServer } from './rig.ts'
 
 /** The default routes: a heartbeat's request, or the task's. */
@@ -36,7 +37,7 @@ export type SideScript = Omit<MockLlmServerOptions, 'host' | 'port'>
 
 /** The default route of a chat-completions body. */
 export function routeOf(body: unknown): Route {
-  return lastUserText(body)?.startsWith('<heartbeat>') === true ? 'heartbeat' : 'task'
+  return heartbeatLoopId(lastUserText(body) ?? '') === undefined ? 'task' : 'heartbeat'
 }
 
 /** Read a whole request body. */

@@ -16,7 +16,8 @@ import {
   reopenSession,
   runCommand,
 } from '../../scripts/dsh-stack.ts'
-import { PLUGIN, PROFILE, createLoop, events, heartbeat, settle, sleepUntil, test, waitForHeartbeats } from './rig.ts'
+import { heartbeatText } from '../support/heartbeat-xml.ts'
+import { PLUGIN, PROFILE, createLoop, events, settle, sleepUntil, test, waitForHeartbeats } from './rig.ts'
 
 /** Digest of every persisted file of one session (the JSONL log and whatever sits beside it). */
 function sessionFiles(home: string, sessionId: string): Record<string, string> {
@@ -113,8 +114,12 @@ describe('removing the plugin', () => {
     const log = await settle(r.url, sessionId)
     expect(log.slice(0, before.events.length)).toEqual(before.events)
     const resumed = heartbeatsIn(log).filter((beat) => beat.time >= reopenedAt)
-    expect(resumed.filter((beat) => beat.text === heartbeat(a, 'SURVIVES_REMOVAL_A')).length).toBeGreaterThanOrEqual(2)
-    expect(resumed.filter((beat) => beat.text === heartbeat(b, 'SURVIVES_REMOVAL_B')).length).toBeGreaterThanOrEqual(1)
+    expect(
+      resumed.filter((beat) => beat.text === heartbeatText(a, 'SURVIVES_REMOVAL_A')).length,
+    ).toBeGreaterThanOrEqual(2)
+    expect(
+      resumed.filter((beat) => beat.text === heartbeatText(b, 'SURVIVES_REMOVAL_B')).length,
+    ).toBeGreaterThanOrEqual(1)
     expect((await events(r.url, sessionId)).length).toBeGreaterThan(before.events.length)
   })
 })

@@ -22,10 +22,10 @@ import {
   runCommand,
   waitFor,
 } from '../../scripts/dsh-stack.ts'
+import { heartbeatText } from '../support/heartbeat-xml.ts'
 import {
   createLoop,
   dispatchesOf,
-  heartbeat,
   heartbeatsOf,
   settle,
   sleepUntil,
@@ -65,7 +65,7 @@ function agentShape(body: unknown): { tools: string[]; model: string } {
 function heartbeatRequests(model: ModelServer, loopId: string, prompt: string, from = 0): unknown[] {
   return model.requests
     .slice(from)
-    .filter((request) => lastUserText(request.body) === heartbeat(loopId, prompt))
+    .filter((request) => lastUserText(request.body) === heartbeatText(loopId, prompt))
     .map((request) => request.body)
 }
 
@@ -200,8 +200,8 @@ describe('restart with loops active', () => {
       const afterOpen = heartbeatsIn(log).filter((beat) => beat.time >= openedAt)
       expect(afterOpen.filter((beat) => beat.loopId === fast).length).toBeGreaterThanOrEqual(2)
       expect(afterOpen.filter((beat) => beat.loopId === slow).length).toBeGreaterThanOrEqual(1)
-      expect(heartbeatsOf(log, fast).every((beat) => beat.text === heartbeat(fast, 'RESTART_FAST'))).toBe(true)
-      expect(heartbeatsOf(log, slow).every((beat) => beat.text === heartbeat(slow, 'RESTART_SLOW'))).toBe(true)
+      expect(heartbeatsOf(log, fast).every((beat) => beat.text === heartbeatText(fast, 'RESTART_FAST'))).toBe(true)
+      expect(heartbeatsOf(log, slow).every((beat) => beat.text === heartbeatText(slow, 'RESTART_SLOW'))).toBe(true)
       const lastBeat = afterOpen.at(-1)!
       expect(log.some((event) => event.type === 'assistant/message' && event.seq > lastBeat.seq)).toBe(true)
 

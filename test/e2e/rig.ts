@@ -215,11 +215,6 @@ export async function createLoop(url: string, sessionId: string, seconds: number
   return id!
 }
 
-/** The heartbeat text the loop must deliver, written out independently of the plugin's code. */
-export function heartbeat(loopId: string, escapedPrompt: string): string {
-  return `<heartbeat>\n  <loop_id>${loopId}</loop_id>\n  <prompt>${escapedPrompt}</prompt>\n</heartbeat>`
-}
-
 /** Heartbeats of one loop in a log. */
 export function heartbeatsOf(log: readonly HistoryEvent[], loopId: string): HeartbeatMessage[] {
   return heartbeatsIn(log).filter((beat) => beat.loopId === loopId)

@@ -7,6 +7,7 @@ import {
   formatInterval,
   promptOnOneLine,
 } from '../../src/shared/format.ts'
+import { NOW } from '../support/epoch.ts'
 
 describe('formatDuration', () => {
   it.each([
@@ -33,23 +34,22 @@ describe('formatDuration', () => {
 })
 
 describe('describeNextDue', () => {
-  const now = 1_000_000
   it('counts down, rounding up so it never shows 0s early', () => {
-    expect(describeNextDue(now + 8000, now)).toEqual({ overdue: false, text: 'next in 8s' })
-    expect(describeNextDue(now + 7001, now)).toEqual({ overdue: false, text: 'next in 8s' })
-    expect(describeNextDue(now + 1, now)).toEqual({ overdue: false, text: 'next in 1s' })
-    expect(describeNextDue(now + 90_000, now)).toEqual({ overdue: false, text: 'next in 1m 30s' })
+    expect(describeNextDue(NOW + 8000, NOW)).toEqual({ overdue: false, text: 'next in 8s' })
+    expect(describeNextDue(NOW + 7001, NOW)).toEqual({ overdue: false, text: 'next in 8s' })
+    expect(describeNextDue(NOW + 1, NOW)).toEqual({ overdue: false, text: 'next in 1s' })
+    expect(describeNextDue(NOW + 90_000, NOW)).toEqual({ overdue: false, text: 'next in 1m 30s' })
   })
 
   it('is overdue from the due instant on', () => {
-    expect(describeNextDue(now, now)).toEqual({ overdue: true, text: 'overdue by 0s' })
-    expect(describeNextDue(now - 3500, now)).toEqual({ overdue: true, text: 'overdue by 3s' })
+    expect(describeNextDue(NOW, NOW)).toEqual({ overdue: true, text: 'overdue by 0s' })
+    expect(describeNextDue(NOW - 3500, NOW)).toEqual({ overdue: true, text: 'overdue by 3s' })
   })
 })
 
 describe('formatInstant', () => {
   it('is ISO 8601 UTC for representable instants and total beyond them', () => {
-    expect(formatInstant(Date.parse('2026-11-30T00:00:07Z'))).toBe('2026-11-30T00:00:07.000Z')
+    expect(formatInstant(NOW + 7000)).toBe('2026-11-30T00:00:07.000Z')
     expect(formatInstant(8_700_000_000_000_000)).toBe('beyond the representable date range')
     expect(formatInstant(Number.MAX_SAFE_INTEGER)).toBe('beyond the representable date range')
   })

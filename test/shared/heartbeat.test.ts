@@ -1,7 +1,9 @@
 /** The heartbeat message (src/shared/heartbeat.ts): escaping, the exact rendered element, and recognising its own (as the runtime and the browser read it). */
 import { describe, expect, it } from 'vitest'
 import { escapeXml, readHeartbeat, renderHeartbeat } from '../../src/shared/heartbeat.ts'
-import { NOW, loopA } from '../support/loop-fixtures.ts'
+import { NOW } from '../support/epoch.ts'
+import { heartbeatText } from '../support/heartbeat-xml.ts'
+import { loopA } from '../support/loop-fixtures.ts'
 
 describe('heartbeat', () => {
   it('escapes the five XML specials', () => {
@@ -10,7 +12,7 @@ describe('heartbeat', () => {
 
   it('renders the exact element with escaped id and prompt', () => {
     expect(renderHeartbeat({ ...loopA, id: 'loop_x-1', prompt: 'Is "main" <green> & \'ok\'?' })).toBe(
-      '<heartbeat>\n  <loop_id>loop_x-1</loop_id>\n  <prompt>Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?</prompt>\n</heartbeat>',
+      heartbeatText('loop_x-1', 'Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?'),
     )
   })
 

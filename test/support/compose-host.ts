@@ -6,8 +6,6 @@
  * boundary is installed by each caller's agent `setup`.
  * @module test/support/compose-host
  */
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from '@deepseek-ai/cordis'
 import * as agentPlugin from '@deepseek-ai/dsh-agent'
@@ -60,15 +58,6 @@ export interface CompositionOptions {
   readonly loop?: boolean
   /** The loop plugin row's `config:` (passed as given). */
   readonly loopConfig?: unknown
-}
-
-/**
- * A fresh temp directory.
- * @param prefix - directory name prefix.
- * @returns its path.
- */
-export function tempDir(prefix: string): string {
-  return mkdtempSync(join(tmpdir(), prefix))
 }
 
 /**

@@ -6,9 +6,32 @@
  * the heartbeat's own shape is enforced: element-only, no attributes,
  * declarations, comments, processing instructions or CDATA, so a heartbeat that
  * reads back here reads back the same in any conforming parser.
+ *
+ * Also the one place the tests write a heartbeat's text out ({@link heartbeatText},
+ * independently of the plugin's renderer) and read its loop id from a log or a
+ * request ({@link heartbeatLoopId}).
  * @module test/support/heartbeat-xml
  */
 import { SaxesParser } from 'saxes'
+
+/**
+ * The exact text of a heartbeat, written out independently of the plugin's code.
+ * @param loopId - the loop's id.
+ * @param escapedPrompt - its prompt as the heartbeat carries it, XML specials already escaped.
+ * @returns the text given to `agent.send`.
+ */
+export function heartbeatText(loopId: string, escapedPrompt: string): string {
+  return `<heartbeat>\n  <loop_id>${loopId}</loop_id>\n  <prompt>${escapedPrompt}</prompt>\n</heartbeat>`
+}
+
+/**
+ * The loop id a heartbeat's text names, read as a log or a request shows it (no well-formedness check: {@link parseHeartbeat} is the strict reader).
+ * @param text - a message's text.
+ * @returns the id, or `undefined` when the text names none.
+ */
+export function heartbeatLoopId(text: string): string | undefined {
+  return /<loop_id>([^<]*)<\/loop_id>/.exec(text)?.[1]
+}
 
 /** A heartbeat read back from its text. */
 export interface ParsedHeartbeat {

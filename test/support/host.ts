@@ -16,7 +16,9 @@ import { SessionId } from '@deepseek-ai/dsh-session'
 import { CallId, createUserMessage } from '@deepseek-ai/dsh-llm'
 import { startMockLlmServer, type MockLlmServer, type MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
 import { afterEach, beforeEach, vi, type Mock } from 'vitest'
-import { AGENT_OPTIONS, composeHost, createRootAgent, resumeRootAgent, tempDir as makeTempDir } from './compose-host.ts'
+import { AGENT_OPTIONS, composeHost, createRootAgent, resumeRootAgent } from './compose-host.ts'
+import { NOW } from './epoch.ts'
+import { tempDir } from './temp-dir.ts'
 
 export { AGENT_OPTIONS }
 
@@ -52,11 +54,6 @@ export interface Host {
   readonly ctx: Context
   readonly root: string
   dispose(): Promise<void>
-}
-
-/** A fresh temp directory. */
-export function tempDir(prefix = 'loop-test-'): string {
-  return makeTempDir(prefix)
 }
 
 /**
@@ -281,11 +278,8 @@ export async function runCommand(host: Host, agent: Agent, line: string) {
   return execution.result
 }
 
-/** Start of the fake clock in every fake-timer test. */
-export const TEST_NOW = Date.parse('2026-11-30T00:00:00Z')
-
 /** Fake timers and Date only: persistence I/O stays real. */
-function useFakeClock(now: number = TEST_NOW): void {
+function useFakeClock(now: number = NOW): void {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now })
 }
 
@@ -382,9 +376,9 @@ export interface HostFixture {
 /**
  * The host set-up of a file whose tests each run on a fresh host (registers a
  * `beforeEach` and an `afterEach`): before each test the clock is faked at
- * {@link TEST_NOW}, a host booted with `options` and a fake-boundary root agent
- * created on `sessionId`; after it every host the test booted is disposed and
- * real timers come back.
+ * {@link NOW} (test/support/epoch.ts), a host booted with `options` and a
+ * fake-boundary root agent created on `sessionId`; after it every host the test
+ * booted is disposed and real timers come back.
  * @param sessionId - the session id of the test's agent.
  * @param options - how to boot the test's host.
  * @returns the fixture; read `host` and `fake` inside a test or hook, not at load.

@@ -1,6 +1,6 @@
 /**
- * Loops and the `loop` projection for the browser half's jsdom tests: a
- * fixed clock origin (and fake timers from it), four loops due at known
+ * Loops and the `loop` projection for the browser half's jsdom tests: fake
+ * timers from the test epoch (test/support/epoch.ts), four loops due at known
  * offsets from it, and a settable projection behind a `useSyncExternalStore`
  * reader.
  */
@@ -9,18 +9,16 @@ import { useSyncExternalStore } from 'react'
 import { afterEach, beforeEach, vi } from 'vitest'
 import type { LoopProjection, LoopRecord } from '../../src/types.ts'
 import type { LoopDockProps } from '../../src/ui/slot-props.ts'
-
-/** The clock the tests start at (fake timers, or passed as `now`). */
-export const T0 = Date.UTC(2026, 0, 1, 12, 0, 0)
+import { NOW } from './epoch.ts'
 
 /**
  * Run every test of the calling file on fake timers (timeouts, intervals and
- * `Date`) starting at `T0`, and end each unmounted, on real timers, with
+ * `Date`) starting at `NOW`, and end each unmounted, on real timers, with
  * every spy restored.
  */
-export function runAtT0() {
+export function runAtNow() {
   beforeEach(() => {
-    vi.useFakeTimers({ now: T0, toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] })
+    vi.useFakeTimers({ now: NOW, toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] })
   })
   afterEach(() => {
     cleanup()
@@ -29,12 +27,12 @@ export function runAtT0() {
   })
 }
 
-/** A loop record due `dueInMs` after `T0`. */
+/** A loop record due `dueInMs` after `NOW`. */
 export const loop = (id: string, prompt: string, time_in_seconds: number, dueInMs: number): LoopRecord => ({
   id,
   prompt,
   time_in_seconds,
-  next_at: T0 + dueInMs,
+  next_at: NOW + dueInMs,
 })
 
 /** Every 30s, due in 8s. */

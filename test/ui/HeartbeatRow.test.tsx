@@ -10,13 +10,14 @@ import { act, fireEvent, render, screen } from '@testing-library/react'
 import { createElement } from 'react'
 import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { languageSource, type Language } from '../support/ui-locale.ts'
-import { A, B, D, projectionSource, runAtT0 } from '../support/ui-loops.ts'
+import { heartbeatText } from '../support/heartbeat-xml.ts'
+import { A, B, D, projectionSource, runAtNow } from '../support/ui-loops.ts'
 import type { LoopProjection, LoopRecord } from '../../src/types.ts'
 import { renderHeartbeat } from '../../src/shared/heartbeat.ts'
 import { ContextNode, type AnyTranslate, type HeartbeatRowProps } from '../../src/ui/HeartbeatRow.tsx'
 
-// Every test runs on fake timers from T0 and ends unmounted, on real timers, with every spy restored.
-runAtT0()
+// Every test runs on fake timers from the test epoch and ends unmounted, on real timers, with every spy restored.
+runAtNow()
 
 describe('heartbeat row', () => {
   const heartbeatOf = (record: LoopRecord) => ({
@@ -107,9 +108,7 @@ describe('heartbeat row', () => {
     expect(toggleOf().getAttribute('aria-expanded')).toBe('true')
     expect(toggleOf().textContent!.endsWith('▴')).toBe(true)
     expect(textOf().hidden).toBe(false)
-    expect(textOf().textContent).toBe(
-      `<heartbeat>\n  <loop_id>loop_aaaa1111</loop_id>\n  <prompt>${A.prompt}</prompt>\n</heartbeat>`,
-    )
+    expect(textOf().textContent).toBe(heartbeatText('loop_aaaa1111', A.prompt))
     expect(screen.getByLabelText('Text the model received')).toBe(textOf())
     fireEvent.click(toggleOf())
     expect(textOf().hidden).toBe(true)

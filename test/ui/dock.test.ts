@@ -1,7 +1,8 @@
 /** The dock's pure rules (src/ui/dock.ts): layout by count, reading the projection and a delete's reply, and their words. */
 import { describe, expect, it } from 'vitest'
 import { translator } from '../support/ui-locale.ts'
-import { A, B, C, D, T0 } from '../support/ui-loops.ts'
+import { NOW } from '../support/epoch.ts'
+import { A, B, C, D } from '../support/ui-loops.ts'
 import type { LoopProjection } from '../../src/types.ts'
 import {
   deleteCommand,
@@ -33,13 +34,16 @@ describe('dock rules (src/ui/dock.ts)', () => {
     const zh = translator('zh')
     expect(localInterval(en, A.time_in_seconds)).toBe('every 30s')
     expect(localInterval(zh, 5_400)).toBe('每1小时30分钟')
-    expect(localDue(en, A.next_at, T0)).toEqual({ overdue: false, text: 'next in 8s' })
-    expect(localDue(en, A.next_at, T0 + 11_000)).toEqual({ overdue: true, text: 'overdue by 3s' })
-    expect(localDue(zh, A.next_at, T0)).toEqual({ overdue: false, text: '8秒后触发' })
-    expect(localDue(zh, A.next_at, T0 + 71_000)).toEqual({ overdue: true, text: '已逾期1分钟3秒' })
-    expect(summaryText(en, [A, B, C], T0)).toEqual({ text: '3 active loops · next in 5s', overdue: false })
-    expect(summaryText(en, [A, B, C, D], T0 + 7_000)).toEqual({ text: '4 active loops · overdue by 2s', overdue: true })
-    expect(summaryText(zh, [A, B, C], T0)).toEqual({ text: '3 个活动循环 · 5秒后触发', overdue: false })
+    expect(localDue(en, A.next_at, NOW)).toEqual({ overdue: false, text: 'next in 8s' })
+    expect(localDue(en, A.next_at, NOW + 11_000)).toEqual({ overdue: true, text: 'overdue by 3s' })
+    expect(localDue(zh, A.next_at, NOW)).toEqual({ overdue: false, text: '8秒后触发' })
+    expect(localDue(zh, A.next_at, NOW + 71_000)).toEqual({ overdue: true, text: '已逾期1分钟3秒' })
+    expect(summaryText(en, [A, B, C], NOW)).toEqual({ text: '3 active loops · next in 5s', overdue: false })
+    expect(summaryText(en, [A, B, C, D], NOW + 7_000)).toEqual({
+      text: '4 active loops · overdue by 2s',
+      overdue: true,
+    })
+    expect(summaryText(zh, [A, B, C], NOW)).toEqual({ text: '3 个活动循环 · 5秒后触发', overdue: false })
   })
 
   it('sends exactly /loop delete <id>', () => {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { translator } from '../support/ui-locale.ts'
-import { T0 } from '../support/ui-loops.ts'
+import { NOW } from '../support/epoch.ts'
 import { describeNextDue, formatDuration, formatInterval } from '../../src/shared/format.ts'
 import { LOOP_DICTIONARIES, localDue, localDuration, localInterval } from '../../src/ui/locales.ts'
 
@@ -42,7 +42,7 @@ describe('localized durations (src/ui/locales.ts)', () => {
       expect(localInterval(en, seconds)).toBe(formatInterval(seconds))
     }
     for (const offset of [-90_061_000, -65_500, -1_000, -999, 0, 1, 999, 1_000, 1_001, 59_999, 125_000, 7_200_000]) {
-      expect(localDue(en, T0 + offset, T0)).toEqual(describeNextDue(T0 + offset, T0))
+      expect(localDue(en, NOW + offset, NOW)).toEqual(describeNextDue(NOW + offset, NOW))
     }
   })
 })
