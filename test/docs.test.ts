@@ -16,8 +16,7 @@
  * a code means pasting one row into both READMEs.
  *
  * SPEC.md §10's departures table is checked the same way: every row names, in
- * its last cell, test files that exist and test titles each file holds; a figure
- * it quotes as `BENCHMARKS.md row N, "target": figure` is that target's median in BENCHMARKS.md.
+ * its last cell, test files that exist and test titles each file holds.
  */
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -236,15 +235,5 @@ describe("SPEC.md's departures", () => {
         else expect(source, `"${title}" in the test cell of "${row[0]}"`).toContain(title!.replace(/,? …$/, ''))
       }
     }
-  })
-
-  it('quote the figures BENCHMARKS.md holds', () => {
-    const benchmarks = readFileSync(`${root}BENCHMARKS.md`, 'utf8')
-    // Each result row: row number, target, median, spread, verdict.
-    const results = tableRows(benchmarks.slice(0, benchmarks.indexOf('## Method')))
-    const quotes = [...table.matchAll(/BENCHMARKS\.md row (\d+), "([^"]+)": ([^)]+)\)/g)]
-    expect(quotes.length).toBeGreaterThan(0)
-    for (const [quote, row, target, figure] of quotes)
-      expect(results.find(([number, text]) => number === row && text === target)?.[2], quote).toBe(figure)
   })
 })

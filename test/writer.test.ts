@@ -65,9 +65,10 @@ describe('a loop with no representable next occurrence', () => {
   const rig = useFakeHost('ses-writer')
 
   it('fires, stops its schedule at the last date, and its session reopens and deletes it', async () => {
-    // An interval of about 285,000 years, from a hand-edited log or an older build: next_at + interval
-    // passes Number.MAX_SAFE_INTEGER.
-    const loop = { id: 'loop_0000002a', prompt: 'far', time_in_seconds: 9_000_000_000_000, next_at: NOW }
+    // An interval of about 285,000 years, from a hand-edited log (a create of it is refused): next_at plus
+    // one interval passes Number.MAX_SAFE_INTEGER, so an uncapped dispatch would store a next_at no reader accepts.
+    const loop = { id: 'loop_0000002a', prompt: 'far', time_in_seconds: 9_007_199_254_740, next_at: NOW }
+    expect(Number.isSafeInteger(loop.next_at + loop.time_in_seconds * 1000)).toBe(false)
     // Written by a host without the plugin, so no runtime acts on it before the reopen.
     await rig.reboot({ loop: false })
     const writer = await createFakeAgent(rig.host, 'ses-writer')

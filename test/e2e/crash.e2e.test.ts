@@ -99,13 +99,20 @@ function dispatchesIn(log: readonly DurableRecord[]): Dispatch[] {
 }
 
 /**
- * Replays the agent's inbox from its `agent/inbox/spliced` records (as DSH itself does on resume) and returns, for
- * each dispatch record, the loops whose heartbeat was waiting in the inbox at that moment.
+ * Replays the agent's inbox from its `agent/inbox/spliced` records (as DSH itself does on resume) and the turns, and
+ * returns, for each dispatch record, the loops a heartbeat of which was held at that moment: waiting in the inbox, or
+ * taken by the open turn (taken out of the inbox, or logged as its user message, since the last `turn/start`).
  */
-function waitingAtDispatch(log: readonly DurableRecord[]): Map<number, string[]> {
+function heldAtDispatch(log: readonly DurableRecord[]): Map<number, string[]> {
   const queues = new Map<string, (string | undefined)[]>()
-  const waiting = new Map<number, string[]>()
+  let openTurn = new Set<string>()
+  const held = new Map<number, string[]>()
   for (const record of log) {
+    if (record.type === 'turn/start' || record.type === 'turn/end') openTurn = new Set()
+    if (record.type === 'user/message') {
+      const loopId = loopIdIn(record.data as { content?: { text?: string }[] })
+      if (loopId !== undefined) openTurn.add(loopId)
+    }
     if (record.type === 'agent/inbox/spliced') {
       const data = record.data as {
         target: string
@@ -117,17 +124,16 @@ function waitingAtDispatch(log: readonly DurableRecord[]): Map<number, string[]>
       const inserted = (data.inserted ?? []).map((message) =>
         message.source?.plugin === 'loop' ? loopIdIn(message) : undefined,
       )
-      queue.splice(data.start, data.removedCount ?? 0, ...inserted)
+      const removed = queue.splice(data.start, data.removedCount ?? 0, ...inserted)
+      for (const loopId of removed) if (loopId !== undefined) openTurn.add(loopId)
       queues.set(data.target, queue)
     }
     if (record.type === 'loop/change' && (record.data as { operation?: string }).operation === 'dispatch') {
-      waiting.set(
-        record.seq,
-        [...queues.values()].flat().filter((id): id is string => id !== undefined),
-      )
+      const waiting = [...queues.values()].flat().filter((id): id is string => id !== undefined)
+      held.set(record.seq, [...waiting, ...openTurn])
     }
   }
-  return waiting
+  return held
 }
 
 /** The `create` record of a loop. */
@@ -269,7 +275,7 @@ describe('crashes in a real process', () => {
       expect(new Set(sends.map((send) => send.loopId))).toEqual(new Set([fast, slow]))
       const table = runs.map((run) => [`${run.index}`.padStart(2), run.plan.padEnd(32)])
       const catchUps: string[] = []
-      const waiting = waitingAtDispatch(finalLog)
+      const held = heldAtDispatch(finalLog)
       let coalescedTotal = 0
       const duplicatesPerRun = runs.map(() => 0)
       for (const loop of loops) {
@@ -298,8 +304,8 @@ describe('crashes in a real process', () => {
           due = dispatch.next_at
         }
         // Every send has its own dispatch right after it (the first dispatch before the next send of that loop): nothing is
-        // sent twice for one decision. Any further dispatch before the next send is a coalesced occurrence, which the
-        // specification allows only while a heartbeat of that loop still waits in the agent's inbox.
+        // sent twice for one decision. Any further dispatch before the next send is a coalesced occurrence, which SPEC.md
+        // §4 allows only while a heartbeat of that loop is held: still waiting in the inbox, or taken by the open turn.
         const ownDispatch = new Map<number, Dispatch>()
         for (const [index, send] of loopSends.entries()) {
           const following = loopSends[index + 1]
@@ -309,13 +315,13 @@ describe('crashes in a real process', () => {
           expect(own, `${loop.id} send at seq ${send.seq} has no dispatch`).toBeDefined()
           ownDispatch.set(send.seq, own!)
           for (const dispatch of coalesced)
-            expect(waiting.get(dispatch.seq), `${loop.id} dispatch at seq ${dispatch.seq} without a send`).toContain(
+            expect(held.get(dispatch.seq), `${loop.id} dispatch at seq ${dispatch.seq} without a send`).toContain(
               loop.id,
             )
         }
         // Dispatches before the first send are coalesced too (none: the loop was created with an empty inbox).
         for (const dispatch of loopDispatches.filter((entry) => entry.seq < (loopSends[0]?.seq ?? Infinity)))
-          expect(waiting.get(dispatch.seq)).toContain(loop.id)
+          expect(held.get(dispatch.seq)).toContain(loop.id)
         coalescedTotal += loopDispatches.length - ownDispatch.size
         // No burst: two sends closer than the interval only when the first was a catch-up (a resumed overdue loop fires at
         // once, and §7.3 then keeps the original grid, so the next one follows at the next grid point, however near).

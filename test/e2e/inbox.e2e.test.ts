@@ -1,6 +1,7 @@
 /**
  * Waiting heartbeats in a real `dsh web`: Stop (the HTTP API's `session.cancel`, which keeps
- * the inbox) while a heartbeat waits, and `/loop delete` while one waits, with a
+ * the inbox) and `/loop delete` while a heartbeat waits for the next step, or while a
+ * heartbeat turn runs that a later occurrence coalesced into (nothing waits then), with a
  * model whose every step streams for about 3 s and a 2 s loop.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -99,18 +100,41 @@ async function stop(url: string, sessionId: string): Promise<void> {
 
 const count = (log: readonly HistoryEvent[], type: string) => log.filter((event) => event.type === type).length
 
+/** The situations a Stop or a delete meets: a heartbeat waiting for the next step, or a heartbeat turn with nothing waiting. */
+type Situation = 'next-step heartbeat waits' | 'heartbeat turn runs'
+
+/**
+ * Wait for the situation. A next-step heartbeat waits behind a long user task. A heartbeat turn runs: the loop's first
+ * heartbeat opened it, a later occurrence coalesced into it (a second dispatch), and nothing of the loop waits.
+ */
+async function reach(url: string, sessionId: string, loopId: string, situation: Situation): Promise<HistoryEvent[]> {
+  if (situation === 'next-step heartbeat waits') {
+    await prompt(url, sessionId, 'Start the long task')
+    return waitingHeartbeat(url, sessionId, loopId, 'next-step')
+  }
+  return waitFor(
+    `a heartbeat turn of ${loopId} an occurrence coalesced into`,
+    async () => {
+      const log = await events(url, sessionId)
+      const open = count(log, 'turn/start') > count(log, 'turn/end')
+      const waiting = replayInbox(log, loopId).pending.some((message) => message.loopId === loopId)
+      return open && !waiting && heartbeatsOf(log, loopId).length === 1 && dispatchesOf(log, loopId).length >= 2
+        ? log
+        : undefined
+    },
+    30_000,
+  )
+}
+
 describe('a heartbeat waiting in the inbox', () => {
-  for (const target of ['next-step', 'next-turn'] as const) {
-    test(`Stop while a ${target} heartbeat waits: the loop keeps firing (heartbeats delivered and turns in the 10 s after Stop)`, async ({
+  for (const situation of ['next-step heartbeat waits', 'heartbeat turn runs'] as const) {
+    test(`Stop while a ${situation}: the loop keeps firing (heartbeats delivered and turns in the 10 s after Stop)`, async ({
       rig,
     }) => {
       const r = await rig(SLOW_STEPS)
       const sessionId = await createSession(r.url)
       const id = await createLoop(r.url, sessionId, 2, 'AFTER_STOP')
-      // next-step: a long user task is running when the loop falls due. next-turn: the turn a
-      // heartbeat opened already took this loop, so the next heartbeat waits for the next turn.
-      if (target === 'next-step') await prompt(r.url, sessionId, 'Start the long task')
-      await waitingHeartbeat(r.url, sessionId, id, target)
+      await reach(r.url, sessionId, id, situation)
       await stop(r.url, sessionId)
       const stoppedAt = Date.now()
       await sleep(AFTER_STOP_MS)
@@ -122,9 +146,7 @@ describe('a heartbeat waiting in the inbox', () => {
         delivered: delivered.length,
         turns: count(after, 'turn/start'),
       }
-      console.log(
-        `Stop while a ${target} heartbeat waits, ${AFTER_STOP_MS / 1000} s after Stop: ${JSON.stringify(figures)}`,
-      )
+      console.log(`Stop while a ${situation}, ${AFTER_STOP_MS / 1000} s after Stop: ${JSON.stringify(figures)}`)
       // Before the fix: 4–5 dispatches, 0 heartbeats, 0 turns.
       expect(figures.delivered).toBeGreaterThanOrEqual(2)
       expect(figures.turns).toBeGreaterThanOrEqual(2)
@@ -145,12 +167,11 @@ describe('a heartbeat waiting in the inbox', () => {
       })
     })
 
-    test(`/loop delete while a ${target} heartbeat waits: the heartbeat never reaches the model`, async ({ rig }) => {
+    test(`/loop delete while a ${situation}: no heartbeat of it reaches the model after`, async ({ rig }) => {
       const r = await rig(SLOW_STEPS)
       const sessionId = await createSession(r.url)
       const id = await createLoop(r.url, sessionId, 2, 'DELETED_WHILE_WAITING')
-      if (target === 'next-step') await prompt(r.url, sessionId, 'Start the long task')
-      const before = await waitingHeartbeat(r.url, sessionId, id, target)
+      const before = await reach(r.url, sessionId, id, situation)
       const deliveredBefore = heartbeatsOf(before, id).length
       const requestsBefore = requestsEndingWith(r.model, heartbeatText(id, 'DELETED_WHILE_WAITING')).length
       expect(await runCommand(r.url, sessionId, `/loop delete ${id}`)).toEqual({
@@ -171,16 +192,24 @@ describe('a heartbeat waiting in the inbox', () => {
         turnsAfterDelete: count(afterDelete, 'turn/start'),
         heartbeatsAfterDelete: heartbeatsOf(afterDelete, id).length,
       }
-      console.log(`/loop delete while a ${target} heartbeat waits: ${JSON.stringify(figures)}`)
-      // Before the fix: one more step (next-step) or one more whole turn (next-turn) with the heartbeat.
+      console.log(`/loop delete while a ${situation}: ${JSON.stringify(figures)}`)
+      // Before the fix: one more step with the waiting heartbeat.
       expect(figures).toEqual({ stepsAfterDelete: 0, turnsAfterDelete: 0, heartbeatsAfterDelete: 0 })
       expect(heartbeatsOf(log, id).length).toBe(deliveredBefore)
       expect(requestsEndingWith(r.model, heartbeatText(id, 'DELETED_WHILE_WAITING')).length).toBe(requestsBefore)
       expect(replayInbox(log, id).pending).toEqual([])
-      // The removal is durable and comes right before the delete record.
+      // A waiting heartbeat's removal is durable and comes right before the delete record.
       const removal = log.filter((event) => event.seq < deletion.seq).at(-1)!
-      expect(removal.type).toBe('agent/inbox/spliced')
-      expect(removal.data).toEqual({ target, start: 0, removedCount: 1, inserted: [], outcome: 'canceled' })
+      if (situation === 'next-step heartbeat waits') {
+        expect(removal.type).toBe('agent/inbox/spliced')
+        expect(removal.data).toEqual({
+          target: 'next-step',
+          start: 0,
+          removedCount: 1,
+          inserted: [],
+          outcome: 'canceled',
+        })
+      } else expect(removal.type).not.toBe('agent/inbox/spliced')
     })
   }
 })
