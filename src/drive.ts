@@ -1,8 +1,8 @@
 /**
- * The drive's decisions (§7), pure functions of the active loops, `now` and
- * what the session says about a loop's heartbeats: which loop a drive handles,
- * where its schedule moves, how its heartbeat is delivered, and when to wake.
- * The runtime (`loop.ts`) carries them out.
+ * The drive's decision (§7), a pure function of the active loops, `now` and
+ * the archive set: which loop a drive handles, where its schedule moves, and
+ * when to wake. The runtime (`loop.ts`) carries it out; how a heartbeat is
+ * delivered is the delivery rule of `delivery.ts`.
  * @module dsh-plugin-loop/drive
  */
 import { LATEST_DATE_MS, earliestNextAt } from './shared/timing.ts'
@@ -67,37 +67,4 @@ export function decideDrive(loops: readonly LoopRecord[], now: number, archived:
     return { kind: 'reschedule', loop: skewed, nextAt: storable(now + skewed.time_in_seconds * 1000) }
   const earliest = earliestNextAt(loops)
   return { kind: 'wait', delay: earliest === undefined ? undefined : Math.min(earliest - now, MAX_TIMER_WAIT_MS) }
-}
-
-/** What the session says about one loop's heartbeats at the instant it is due. */
-export interface DeliveryFacts {
-  /** Whether the agent is running (a turn or a step is in progress). */
-  readonly running: boolean
-  /** Whether a heartbeat of this loop is still waiting, unconsumed, in the agent's inbox. */
-  readonly waiting: boolean
-  /** Whether a heartbeat of this loop is already a user message of the open turn. */
-  readonly inOpenTurn: boolean
-}
-
-/** How one due occurrence is handled. */
-export type Delivery =
-  | { readonly kind: 'send'; readonly target: 'next-step' | 'next-turn' }
-  | { readonly kind: 'replace'; readonly target: 'next-turn' }
-  | { readonly kind: 'coalesce' }
-
-/**
- * The delivery rule (SPEC.md §4). At most one undelivered heartbeat per loop:
- * while one waits for a running agent, the occurrence only moves the schedule.
- * One left waiting in an idle agent's inbox has nothing to deliver it, so a
- * fresh one that wakes the agent replaces it. At most one heartbeat per loop
- * per turn, and none queued for the next: every turn ends, and the agent goes
- * idle after it, when DSH starts its own idle-time work. Otherwise adaptive:
- * the next step while running, a new turn while idle.
- * @param facts - inbox and turn facts for the due loop.
- * @returns send (with its inbox target), replace the waiting heartbeat, or coalesce.
- */
-export function chooseDelivery(facts: DeliveryFacts): Delivery {
-  if (facts.waiting) return facts.running ? { kind: 'coalesce' } : { kind: 'replace', target: 'next-turn' }
-  if (!facts.running) return { kind: 'send', target: 'next-turn' }
-  return facts.inOpenTurn ? { kind: 'coalesce' } : { kind: 'send', target: 'next-step' }
 }

@@ -1,11 +1,11 @@
 /**
- * The heartbeat inbox (src/delivery.ts) over a stub agent and plain events: which loops the
- * open turn already took, read from the log and from the claims noted since.
+ * The delivery rule (src/delivery.ts) over plain facts, and the heartbeat inbox over a stub agent
+ * and plain events: which loops the open turn already took, read from the log and from the claims noted since.
  */
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { describe, expect, it, vi } from 'vitest'
-import { HeartbeatInbox } from '../src/delivery.ts'
+import { HeartbeatInbox, chooseDelivery, type DeliveryFacts } from '../src/delivery.ts'
 import { createChange, dispatchChange } from '../src/fold.ts'
 import { NOW } from './support/epoch.ts'
 import { heartbeatMessage } from './support/loop-fixtures.ts'
@@ -81,5 +81,41 @@ describe('the open turn, read from plain events', () => {
     ended.inbox.noteClaimed(heartbeatMessage('loop_early'), 3)
     ended.inbox.readLog(closedEvents, 0)
     expect(ended.taken('loop_early')).toEqual([])
+  })
+})
+
+describe('delivery rule', () => {
+  it.each<[string, DeliveryFacts, ReturnType<typeof chooseDelivery>]>([
+    ['idle', { running: false, waiting: false, inOpenTurn: false }, { kind: 'send', target: 'next-turn' }],
+    [
+      'idle, one already in the last turn',
+      { running: false, waiting: false, inOpenTurn: true },
+      { kind: 'send', target: 'next-turn' },
+    ],
+    [
+      'running, not yet in this turn',
+      { running: true, waiting: false, inOpenTurn: false },
+      { kind: 'send', target: 'next-step' },
+    ],
+    // Nothing queued for the next turn either: after this turn the agent goes idle, for DSH's own idle-time work.
+    ['running, already in this turn', { running: true, waiting: false, inOpenTurn: true }, { kind: 'coalesce' }],
+    [
+      'a heartbeat left waiting in an idle inbox',
+      { running: false, waiting: true, inOpenTurn: false },
+      { kind: 'replace', target: 'next-turn' },
+    ],
+    [
+      'a heartbeat left waiting in an idle inbox, one in the last turn',
+      { running: false, waiting: true, inOpenTurn: true },
+      { kind: 'replace', target: 'next-turn' },
+    ],
+    [
+      'a heartbeat still waiting (running, not in this turn)',
+      { running: true, waiting: true, inOpenTurn: false },
+      { kind: 'coalesce' },
+    ],
+    ['a heartbeat still waiting (running)', { running: true, waiting: true, inOpenTurn: true }, { kind: 'coalesce' }],
+  ])('%s', (_name, facts, expected) => {
+    expect(chooseDelivery(facts)).toStrictEqual(expected)
   })
 })
