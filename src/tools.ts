@@ -16,12 +16,12 @@ import {
   assertIntervalFits,
   assertRoomForLoop,
   requireActiveLoop,
-  toLoopView,
   validateCreateInput,
   validateDeleteInput,
   validateListInput,
 } from './validation.ts'
 
+/** What `loop_create` returns and `loop_list` returns a list of: a {@link LoopView}. */
 const VIEW_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -35,6 +35,12 @@ const VIEW_SCHEMA = {
   },
 } as const
 
+/** The model-facing view of an active record at `now` ({@link VIEW_SCHEMA}): its derived state and delivery mode added. */
+export function toLoopView(loop: LoopRecord, now: number): LoopView {
+  return { ...loop, state: loop.next_at <= now ? 'overdue' : 'scheduled', delivery_mode: 'session-local' }
+}
+
+/** What `loop_delete` returns: a {@link LoopDeleteResult}. */
 const DELETE_SCHEMA = {
   type: 'object',
   additionalProperties: false,

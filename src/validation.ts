@@ -8,7 +8,7 @@ import { LoopError } from './errors.ts'
 import { firstNonXmlCharacter, isLoopId, type LoopFold } from './fold.ts'
 import { isRecord } from './shared/guards.ts'
 import { LATEST_DATE_MS, longestIntervalSeconds } from './shared/timing.ts'
-import type { LoopRecord, LoopView } from './types.ts'
+import type { LoopRecord } from './types.ts'
 
 /** Validated `loop_create` input. */
 export interface LoopCreateInput {
@@ -141,9 +141,4 @@ export function requireActiveLoop(fold: LoopFold, id: string): LoopRecord {
     'loop_not_found',
     `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.`,
   )
-}
-
-/** The model-facing view of an active record at `now`: its derived state and delivery mode added. */
-export function toLoopView(loop: LoopRecord, now: number): LoopView {
-  return { ...loop, state: loop.next_at <= now ? 'overdue' : 'scheduled', delivery_mode: 'session-local' }
 }
