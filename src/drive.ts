@@ -5,7 +5,7 @@
  * delivered is the delivery rule of `delivery.ts`.
  * @module dsh-plugin-loop/drive
  */
-import { LATEST_DATE_MS, earliestNextAt } from './shared/timing.ts'
+import { earliestNextAt, firstOccurrence, nextOccurrence } from './shared/timing.ts'
 import type { LoopRecord } from './types.ts'
 
 /**
@@ -25,31 +25,12 @@ export type DriveDecision =
   /** Nothing to do now: drive again after `delay` ms, or never (`undefined`) without loops. */
   | { readonly kind: 'wait'; readonly delay: number | undefined }
 
-/** An occurrence as the log can hold it: past the last date a timestamp holds, the schedule stops there. */
-function storable(nextAt: number): number {
-  return Math.min(nextAt, LATEST_DATE_MS)
-}
-
-/**
- * The anti-burst advance of §7.3: skip whole missed intervals so the result is
- * strictly after `now`, on the loop's original grid. A one-second loop delayed
- * five seconds yields one heartbeat, not five.
- * @param loop - the loop being dispatched.
- * @param now - dispatch time.
- * @returns the next `next_at`.
- */
-function nextOccurrence(loop: LoopRecord, now: number): number {
-  const intervalMs = loop.time_in_seconds * 1000
-  const skipped = Math.floor((now - loop.next_at) / intervalMs) + 1
-  return storable(loop.next_at + skipped * intervalMs)
-}
-
 /**
  * One drive's decision (§7.2 steps 4–5): the earliest loop with `next_at <= now`
  * (ties in creation order) is delivered. With none due, the first loop more than
  * one and a half intervals ahead (further than a create or a dispatch ever
- * schedules: only a clock set forward and then back puts it there) is moved to
- * one interval from now. Otherwise the drive waits for the earliest `next_at`,
+ * schedules: only a clock set forward and then back puts it there) starts its
+ * schedule again, one interval from now. Otherwise the drive waits for the earliest `next_at`,
  * at most {@link MAX_TIMER_WAIT_MS}. An archived session is not driven: it only
  * looks again within that minute, its loops untouched.
  * @param loops - the active loops in creation order.
@@ -64,7 +45,7 @@ export function decideDrive(loops: readonly LoopRecord[], now: number, archived:
   if (due !== undefined) return { kind: 'deliver', loop: due, nextAt: nextOccurrence(due, now) }
   const skewed = loops.find((loop) => loop.next_at - now > loop.time_in_seconds * 1500)
   if (skewed !== undefined)
-    return { kind: 'reschedule', loop: skewed, nextAt: storable(now + skewed.time_in_seconds * 1000) }
+    return { kind: 'reschedule', loop: skewed, nextAt: firstOccurrence(skewed.time_in_seconds, now) }
   const earliest = earliestNextAt(loops)
   return { kind: 'wait', delay: earliest === undefined ? undefined : Math.min(earliest - now, MAX_TIMER_WAIT_MS) }
 }

@@ -11,6 +11,7 @@ import { LoopError } from './errors.ts'
 import { createChange, deleteChange, nextLoopId } from './fold.ts'
 import type { LoopRuntime } from './loop.ts'
 import { cutToWidth, formatInterval } from './shared/format.ts'
+import { firstOccurrence } from './shared/timing.ts'
 import type { LoopDeleteResult, LoopRecord, LoopView } from './types.ts'
 import {
   assertIntervalFits,
@@ -146,7 +147,7 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
             id: nextLoopId(fold, agent.id),
             prompt,
             time_in_seconds: seconds,
-            next_at: now + seconds * 1000,
+            next_at: firstOccurrence(seconds, now),
           }
           return { result: toLoopView(loop, now), change: createChange(loop) }
         })
