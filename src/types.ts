@@ -4,6 +4,7 @@
  */
 import type {} from '@deepseek-ai/dsh-session/types'
 import type {} from '@deepseek-ai/dsh-session-projection/types'
+import type { LOOP_PROJECTION_KEY } from './shared/projection-key.ts'
 
 /** One active recurring prompt, as the session log and the `loop` projection hold it. */
 export interface LoopRecord {
@@ -98,6 +99,6 @@ declare module '@deepseek-ai/dsh-session/types' {
 declare module '@deepseek-ai/dsh-session-projection/types' {
   interface SessionProjectionMap {
     /** Active loops of one session, read by the inline dock. */
-    loop: LoopProjection
+    [LOOP_PROJECTION_KEY]: LoopProjection
   }
 }
