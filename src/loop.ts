@@ -41,13 +41,31 @@ interface WorkspaceArchive {
   readonly archivedSessionIds: readonly string[]
 }
 
-/** What one state-changing tool call decides over the fold. */
-export interface LoopTransaction<T> {
-  /** What the tool returns once the change (if any) is durable. */
-  readonly result: T
-  /** At most one durable change to append: a tool creates or deletes. */
-  readonly change?: LoopCreateChange | LoopDeleteChange
-}
+/**
+ * What one state-changing tool call decides over the fold: a plain value, which
+ * the runtime carries out. Either only a result, or a result and one durable
+ * change (a tool creates or deletes) with what goes with it.
+ */
+export type LoopTransaction<T> =
+  | {
+      /** What the tool returns. */
+      readonly result: T
+      /** Nothing to append. */
+      readonly change?: undefined
+    }
+  | {
+      /** What the tool returns once the change is durable. */
+      readonly result: T
+      /** The change to append. */
+      readonly change: LoopCreateChange | LoopDeleteChange
+      /**
+       * The loop whose waiting heartbeats leave the inbox right before the append
+       * (a delete's), so the removals and the change are durable with one flush.
+       */
+      readonly withdraw?: string
+      /** The caller's error when the change is appended but its flush fails, in the tool's words. */
+      readonly notSaved: (error: unknown) => LoopError
+    }
 
 /** How a runtime behaves in its host. */
 export interface LoopRuntimeOptions {
@@ -58,20 +76,6 @@ export interface LoopRuntimeOptions {
   readonly oneShot: boolean
   /** Time and timers; the process clock unless a test drives its own. */
   readonly clock?: LoopClock | undefined
-}
-
-/**
- * The error of a change appended but not saved: it is live in this process and
- * `loop_list` shows it (a read does not flush), but it may not survive a restart.
- */
-function notSaved(label: string, change: LoopCreateChange | LoopDeleteChange, error: unknown): LoopError {
-  const id = change.operation === 'create' ? change.loop.id : change.id
-  const state = change.operation === 'create' ? 'is active now' : 'is deleted now'
-  return new LoopError(
-    'persistence_failed',
-    `${label} changed ${id} in this session (${id} ${state}, as loop_list shows), but saving the change failed, so it may not survive a restart; do not repeat the call. ${describeError(error)}`,
-    { cause: error },
-  )
 }
 
 /**
@@ -157,11 +161,12 @@ export class LoopRuntime {
 
   /**
    * Run one state-changing tool call on the queue: flush, decide over the fold,
-   * append its change, flush again. Cancellation is honoured until the append;
-   * once appended, the change stands and is reported.
+   * withdraw what the decision names from the inbox, append its change, flush
+   * again. Cancellation is honoured until the append; once appended, the change
+   * stands and is reported.
    * @param label - the tool name, for messages.
    * @param signal - the call's cancellation signal.
-   * @param decide - receives the fold; returns the result and the change to append.
+   * @param decide - receives the fold; returns the result and what to make durable, changing nothing itself.
    * @returns the result once its change is flushed.
    */
   transact<T>(label: string, signal: AbortSignal, decide: (fold: LoopFold) => LoopTransaction<T>): Promise<T> {
@@ -169,17 +174,18 @@ export class LoopRuntime {
       this.assertRunnable(label, signal)
       await flushSession(this.ctx, this.agent.session)
       this.assertRunnable(label, signal)
-      const { result, change } = decide(this.current())
-      if (change === undefined) return result
-      this.append(change)
+      const decision = decide(this.current())
+      if (decision.change === undefined) return decision.result
+      if (decision.withdraw !== undefined) this.inbox.withdraw(decision.withdraw)
+      this.append(decision.change)
       try {
         await flushSession(this.ctx, this.agent.session)
       } catch (error) {
-        throw notSaved(label, change, error)
+        throw decision.notSaved(error)
       } finally {
         this.requestDrive()
       }
-      return result
+      return decision.result
     })
   }
 

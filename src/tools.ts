@@ -10,7 +10,7 @@ import type { LoopConfig } from './config.ts'
 import { LoopError } from './errors.ts'
 import { createChange, deleteChange, nextLoopId } from './fold.ts'
 import type { LoopRuntime } from './loop.ts'
-import { cutToWidth, formatInterval } from './shared/format.ts'
+import { cutToWidth, describeError, formatInterval } from './shared/format.ts'
 import { firstOccurrence } from './shared/timing.ts'
 import type { LoopDeleteResult, LoopRecord, LoopView } from './types.ts'
 import {
@@ -92,6 +92,23 @@ function presentCreateTitle(prompt: string, seconds: number): string {
   return ['Create loop', formatInterval(seconds), cutToWidth(prompt.trim().replace(/\s+/g, ' '), 80)].join(' · ')
 }
 
+/**
+ * The error of a change appended but not saved: it is live in this process and
+ * `loop_list` shows it (a read does not flush), but it may not survive a restart.
+ * @param tool - the tool that made the change.
+ * @param id - the loop it changed.
+ * @param state - what the loop is now.
+ * @returns the error, given the flush's failure.
+ */
+function notSaved(tool: string, id: string, state: 'active' | 'deleted'): (error: unknown) => LoopError {
+  return (error) =>
+    new LoopError(
+      'persistence_failed',
+      `${tool} changed ${id} in this session (${id} is ${state} now, as loop_list shows), but saving the change failed, so it may not survive a restart; do not repeat the call. ${describeError(error)}`,
+      { cause: error },
+    )
+}
+
 /** Refuse calls that do not come from the agent these tools belong to. */
 function assertOwner(agent: Agent, caller: Agent | undefined): void {
   if (caller !== agent)
@@ -149,7 +166,11 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
             time_in_seconds: seconds,
             next_at: firstOccurrence(seconds, now),
           }
-          return { result: toLoopView(loop, now), change: createChange(loop) }
+          return {
+            result: toLoopView(loop, now),
+            change: createChange(loop),
+            notSaved: notSaved('loop_create', loop.id, 'active'),
+          }
         })
       },
       presentCall: (args) => ({
@@ -184,9 +205,13 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
         const id = validateDeleteInput(args)
         return runtime.transact('loop_delete', exec.signal, (fold) => {
           requireActiveLoop(fold, id)
-          // The delete owns what it does to the inbox: the loop's waiting heartbeat leaves with it, in the same flush.
-          runtime.inbox.withdraw(id)
-          return { result: { deleted: true, id }, change: deleteChange(id) }
+          // The delete says what it does to the inbox: the loop's waiting heartbeat leaves with it, in the same flush.
+          return {
+            result: { deleted: true, id },
+            change: deleteChange(id),
+            withdraw: id,
+            notSaved: notSaved('loop_delete', id, 'deleted'),
+          }
         })
       },
       presentCall: (args) => ({ card: 'generic', kind: 'delete', title: `Delete loop · ${args.id}` }),

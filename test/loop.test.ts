@@ -9,6 +9,7 @@ import { CallId, createUserMessage } from '@deepseek-ai/dsh-llm'
 import { SessionId, type Session } from '@deepseek-ai/dsh-session'
 import { registerLoopCommand } from '../src/commands.ts'
 import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
+import { LoopError } from '../src/errors.ts'
 import { MAX_TIMER_WAIT_MS } from '../src/drive.ts'
 import { createChange, deleteChange } from '../src/fold.ts'
 import * as loopPlugin from '../src/index.ts'
@@ -52,6 +53,9 @@ async function bareAgent(sessionId: string): Promise<{ bare: Host; agent: FakeAg
 /** What every tool call of a session whose loop log is corrupt is told, naming the record at fault. */
 const corruptLog = (record: string) =>
   `Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: ${record}).`
+
+/** A hand-made transaction's error for a change whose flush fails; these tests' flushes succeed. */
+const notSaved = (error: unknown) => new LoopError('persistence_failed', 'not saved', { cause: error })
 
 /** The heartbeat text of each send, in order. */
 const sentTexts = (target: FakeAgent = rig.fake) =>
@@ -533,6 +537,7 @@ describe('the queue, driven directly', () => {
     const deletion = runtime.transact('loop_delete', signal(), (state) => ({
       result: state.loops.map((loop) => loop.id),
       change: { version: 1, operation: 'delete', id: 'loop_due' },
+      notSaved,
     }))
     await vi.advanceTimersByTimeAsync(0)
     // The transaction waits behind the drive: nothing was deleted or flushed for it yet.
@@ -835,6 +840,7 @@ describe('reading the log', () => {
     const deleted = await runtime.transact('loop_delete', signal(), (state) => ({
       result: state.loops.map((loop) => loop.next_at),
       change: { version: 1, operation: 'delete', id: 'loop_two' },
+      notSaved,
     }))
     expect(deleted).toEqual([Date.now() + 60_000 - 3000, Date.now() + 1000])
     expect(
