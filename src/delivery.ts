@@ -71,7 +71,7 @@ export class HeartbeatInbox {
    * @param events - the session's log.
    * @param from - the seed boundary; a fork's inherited turns are not this session's.
    */
-  readLog(events: readonly SessionEvent[], from: number): void {
+  readOpenTurn(events: readonly SessionEvent[], from: number): void {
     let start = from
     for (let index = events.length - 1; index >= from; index -= 1) {
       const event = events[index]!

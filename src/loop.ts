@@ -94,7 +94,9 @@ export class LoopRuntime {
   private tail: Promise<void> = Promise.resolve()
   private draining: Promise<void> | undefined
   private requested = false
-  private stopping = false
+  /** Set once {@link dispose} begins: nothing new starts, and a late timer or retry arms nothing. */
+  private disposing = false
+  /** Why this runtime failed closed ({@link failClosed}); every later call is told it. */
   private fault: LoopError | undefined
   private disposal: Promise<void> | undefined
   private retryDelay = FIRST_RETRY_DELAY_MS
@@ -137,7 +139,7 @@ export class LoopRuntime {
 
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
   requestDrive(): void {
-    if (this.options.oneShot || this.stopping || this.fault !== undefined || !this.isLive()) return
+    if (this.options.oneShot || this.disposing || this.fault !== undefined || !this.isLive()) return
     this.requested = true
     if (this.draining !== undefined) return
     // The pump belongs to no caller: a tool call or timer that merely starts it must not own its turns.
@@ -192,7 +194,7 @@ export class LoopRuntime {
   /** Stop new work, cancel the timer and wait for the queue; a late timer cannot revive it. */
   dispose(): Promise<void> {
     this.disposal ??= (async () => {
-      this.stopping = true
+      this.disposing = true
       this.requested = false
       this.timer.clear()
       await Promise.allSettled([this.tail, this.draining])
@@ -217,7 +219,7 @@ export class LoopRuntime {
   /** Throw the caller-facing error when this call may no longer touch the session. */
   private assertRunnable(label: string, signal: AbortSignal): void {
     if (signal.aborted) throw new LoopError('cancelled', `${label} was cancelled; nothing was saved.`)
-    if (this.stopping || !this.isLive()) {
+    if (this.disposing || !this.isLive()) {
       throw new LoopError(
         'agent_unavailable',
         'The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.',
@@ -236,16 +238,16 @@ export class LoopRuntime {
     return run
   }
 
-  /** Run queued drives until no request is pending; an unexpected failure stops this runtime. */
+  /** Run queued drives until no request is pending; an unexpected failure fails this runtime closed. */
   private async drain(): Promise<void> {
     try {
-      while (this.requested && !this.stopping && this.fault === undefined) {
+      while (this.requested && !this.disposing && this.fault === undefined) {
         this.requested = false
         await this.enqueue(() => this.driveOnce())
       }
       /* v8 ignore start -- defensive: no known host failure reaches here; it keeps a bug from becoming an unhandled rejection in the host. */
     } catch (error) {
-      this.stop(
+      this.failClosed(
         new LoopError(
           'runtime_failed',
           `Loops in this session stopped after an unexpected failure: ${describeError(error)}`,
@@ -262,30 +264,32 @@ export class LoopRuntime {
 
   /**
    * The current fold. The first call reads the log (everything appended before
-   * this runtime existed); later changes are the ones this runtime appends and
-   * folds itself, as the only writer of `loop/change` in its session.
-   * @throws LoopError `corrupt_loop_log`, after stopping the runtime.
+   * this runtime existed) and may append a fork's change
+   * ({@link readLogAndNameInheritedLoops}); later changes are the ones this runtime
+   * appends and folds itself, as the only writer of `loop/change` in its session.
+   * @throws LoopError `corrupt_loop_log`, after failing closed.
    */
   private current(): LoopFold {
     if (this.fault !== undefined) throw this.fault
-    this.fold ??= this.readLog()
+    this.fold ??= this.readLogAndNameInheritedLoops()
     const { corrupt } = this.fold
     if (corrupt === undefined) return this.fold
-    throw this.stop(
+    throw this.failClosed(
       new LoopError('corrupt_loop_log', `Loops in this session are stopped: its loop log is corrupt (${corrupt}).`),
     )
   }
 
   /**
-   * Read the log once. Events inherited through a fork seed are the parent's,
-   * never this session's. DSH web shows a session that is not open by folding its
-   * whole log, so a fork whose log still shows inherited loops names them once in
-   * a `fork` change, which that reading drops (the next flush saves it).
+   * Read the log once: the open turn, for the inbox, and the fold. Events
+   * inherited through a fork seed are the parent's, never this session's. DSH web
+   * shows a session that is not open by folding its whole log, so a fork whose log
+   * still shows inherited loops names them once here, appending a `fork` change,
+   * which that reading drops (the next flush saves it).
    */
-  private readLog(): LoopFold {
+  private readLogAndNameInheritedLoops(): LoopFold {
     const { events, header } = this.agent.session
     const from = header.seedLength ?? 0
-    this.inbox.readLog(events, from)
+    this.inbox.readOpenTurn(events, from)
     const fold = foldLoopEvents(events, from)
     const inherited = from > 0 && fold.corrupt === undefined ? inheritedLoopIds(events, fold) : []
     if (inherited.length === 0) return fold
@@ -299,7 +303,7 @@ export class LoopRuntime {
   }
 
   /** Fail closed: keep the reason for every later caller, log it once, and never arm again. */
-  private stop(fault: LoopError): LoopError {
+  private failClosed(fault: LoopError): LoopError {
     this.fault = fault
     this.timer.clear()
     this.report.warn(`session "${this.agent.id}": ${fault.message}`)
@@ -318,7 +322,7 @@ export class LoopRuntime {
   /** After a failed drive, try again later with a doubling delay instead of spinning. */
   private retryLater(reason: string): void {
     // A drive that fails while its runtime is being disposed must not leave a timer behind.
-    if (this.stopping) return
+    if (this.disposing) return
     this.report.warn(`loop drive for session "${this.agent.id}" failed, retrying in ${this.retryDelay} ms: ${reason}`)
     this.timer.arm(this.retryDelay)
     this.retryDelay = Math.min(this.retryDelay * 2, MAX_RETRY_DELAY_MS)
@@ -333,7 +337,7 @@ export class LoopRuntime {
    */
   private async driveOnce(): Promise<void> {
     this.timer.clear()
-    if (this.stopping || !this.isLive()) return
+    if (this.disposing || !this.isLive()) return
     try {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {
@@ -341,7 +345,7 @@ export class LoopRuntime {
       if (this.hasLoops()) this.retryLater(describeError(error))
       return
     }
-    if (this.stopping || !this.isLive()) return
+    if (this.disposing || !this.isLive()) return
     let fold: LoopFold
     try {
       fold = this.current()
