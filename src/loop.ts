@@ -1,9 +1,10 @@
 /**
- * The per-agent runtime of §7: it reads the session's loops from the log once,
- * at first need, and then folds the changes it appends; it keeps one bounded
- * one-shot timer on an injected clock, runs serialized, coalesced drives of one
- * due loop each, orders the tools' reads and changes on the same queue, and
- * delivers heartbeats. What a drive does is decided by `drive.ts`; the fold is `fold.ts`.
+ * The per-agent runtime of the specification's §7: it reads the session's loops
+ * from the log once, at first need, and then folds the changes it appends; it
+ * keeps one bounded wake timer (`WakeTimer`) on an injected clock, runs
+ * serialized, coalesced drives of one due loop each, orders the tools' reads and
+ * changes on the same queue, and delivers heartbeats. What a drive does is
+ * decided by `drive.ts`; the fold is `fold.ts`.
  * @module dsh-plugin-loop/loop
  */
 import type { Context } from '@deepseek-ai/cordis'
@@ -73,7 +74,7 @@ export interface LoopRuntimeOptions {
    * A one-shot host (`dsh --profile headless "task"`) exits once its agent goes idle
    * after the task: loops are saved there but never dispatched, so they cannot keep it running.
    */
-  readonly oneShot: boolean
+  readonly oneShotHost: boolean
   /** Time and timers; the process clock unless a test drives its own. */
   readonly clock?: LoopClock | undefined
 }
@@ -139,7 +140,7 @@ export class LoopRuntime {
 
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
   requestDrive(): void {
-    if (this.options.oneShot || this.disposing || this.fault !== undefined || !this.isLive()) return
+    if (this.options.oneShotHost || this.disposing || this.fault !== undefined || !this.isLive()) return
     this.requested = true
     if (this.draining !== undefined) return
     // The pump belongs to no caller: a tool call or timer that merely starts it must not own its turns.

@@ -60,7 +60,7 @@ const CREATE_DESCRIPTION = [
   'Returns the loop with its id; use loop_delete to stop it.',
 ].join(' ')
 
-/** Why nothing fires in a one-shot run; appended to what the model reads there. */
+/** Why nothing fires in a one-shot host's run; appended to what the model reads there. */
 const ONE_SHOT_NOTE = [
   'This is a one-shot run (dsh --profile headless): loops are saved in this session but nothing fires in this run;',
   'they start when the session is opened in a long-lived DSH (dsh web).',
@@ -120,7 +120,7 @@ export interface LoopToolOptions {
   /** The current configuration, read at every call so settings edits apply live. */
   readonly config: () => LoopConfig
   /** Whether this is a one-shot host, where loops are saved but never fire. */
-  readonly oneShot: boolean
+  readonly oneShotHost: boolean
 }
 
 /**
@@ -132,11 +132,11 @@ export interface LoopToolOptions {
  */
 export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, options: LoopToolOptions): () => void {
   const agent = runtime.agent
-  const { config, oneShot } = options
+  const { config, oneShotHost } = options
   const definitions = [
     defineTool({
       name: 'loop_create',
-      description: oneShot ? `${CREATE_DESCRIPTION} ${ONE_SHOT_NOTE}` : CREATE_DESCRIPTION,
+      description: oneShotHost ? `${CREATE_DESCRIPTION} ${ONE_SHOT_NOTE}` : CREATE_DESCRIPTION,
       parameters: {
         prompt: {
           type: 'string',
@@ -149,7 +149,7 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
           description: 'Interval in whole seconds (a positive integer), for example 30.',
         },
       },
-      output: { schema: VIEW_SCHEMA, render: oneShot ? renderJsonWithOneShotNote : renderJson },
+      output: { schema: VIEW_SCHEMA, render: oneShotHost ? renderJsonWithOneShotNote : renderJson },
       async execute(args, exec): Promise<LoopView> {
         assertOwner(agent, exec.agent)
         // Bad input is refused before the call waits in the queue.

@@ -160,7 +160,7 @@ describe('README reference blocks match the code', () => {
     host = await bootHost()
     const fake = await createFakeAgent(host, 'docs-check')
     schemas = host.ctx.tools.schemas(fake.agent).filter((schema) => schema.name.startsWith('loop_'))
-    oneShotHost = await bootHost({ oneShot: true })
+    oneShotHost = await bootHost({ oneShotHost: true })
     const oneShot = await createFakeAgent(oneShotHost, 'docs-check-one-shot')
     oneShotCreateDescription = oneShotHost.ctx.tools
       .schemas(oneShot.agent)

@@ -91,17 +91,17 @@ describe('registration', () => {
         execute: async () => 'taken',
       }),
     )
-    const runtime = new LoopRuntime(host.ctx, fake.agent, { oneShot: false })
+    const runtime = new LoopRuntime(host.ctx, fake.agent, { oneShotHost: false })
     expect(() =>
-      registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShot: false }),
+      registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShotHost: false }),
     ).toThrow()
     expect(host.ctx.tools.get('loop_create', fake.agent)).toBeUndefined()
     expect(host.ctx.tools.get('loop_list', fake.agent)?.description).toBe('taken')
 
     const other = await createFakeAgent(host, 'ses-rollback-2')
-    const dispose = registerLoopTools(other.agent.ctx, new LoopRuntime(host.ctx, other.agent, { oneShot: false }), {
+    const dispose = registerLoopTools(other.agent.ctx, new LoopRuntime(host.ctx, other.agent, { oneShotHost: false }), {
       config: () => DEFAULT_LOOP_CONFIG,
-      oneShot: false,
+      oneShotHost: false,
     })
     dispose()
     dispose()
