@@ -1,8 +1,8 @@
 /**
- * The drive's decision (§7), a pure function of the active loops, `now` and
- * the archive set: which loop a drive handles, where its schedule moves, and
- * when to wake. The runtime (`loop.ts`) carries it out; how a heartbeat is
- * delivered is the delivery rule of `delivery.ts`.
+ * The drive's decision (the specification's §7), a pure function of the active
+ * loops, `now` and the archive set: which loop a drive handles, where its
+ * schedule moves, and when to wake. The runtime (`loop.ts`) carries it out; how
+ * a heartbeat is delivered is the delivery rule of `delivery.ts`.
  * @module dsh-plugin-loop/drive
  */
 import { earliestNextAt, firstOccurrence, nextOccurrence } from './shared/timing.ts'
@@ -12,7 +12,8 @@ import type { LoopRecord } from './types.ts'
  * Longest single timer wait. Node's timers do not count time the machine is
  * suspended, and the wall clock can move under them, so every wait re-reads
  * the clock at least this often: an overdue loop fires within a minute of waking.
- * Far below Node's 2,147,483,647 ms limit (§7.1), so no arm overflows.
+ * Far below Node's 2,147,483,647 ms limit (the specification's §7.1), so no
+ * arm overflows.
  */
 export const MAX_TIMER_WAIT_MS = 60_000
 
@@ -26,13 +27,14 @@ export type DriveDecision =
   | { readonly kind: 'wait'; readonly delay: number | undefined }
 
 /**
- * One drive's decision (§7.2 steps 4–5): the earliest loop with `next_at <= now`
- * (ties in creation order) is delivered. With none due, the first loop more than
- * one and a half intervals ahead (further than a create or a dispatch ever
- * schedules: only a clock set forward and then back puts it there) starts its
- * schedule again, one interval from now. Otherwise the drive waits for the earliest `next_at`,
- * at most {@link MAX_TIMER_WAIT_MS}. An archived session is not driven: it only
- * looks again within that minute, its loops untouched.
+ * One drive's decision (the specification's §7.2 steps 4–5): the earliest loop
+ * with `next_at <= now` (ties in creation order) is delivered. With none due,
+ * the first loop more than one and a half intervals ahead (further than a create
+ * or a dispatch ever schedules: only a clock set forward and then back puts it
+ * there) starts its schedule again, one interval from now. Otherwise the drive
+ * waits for the earliest `next_at`, at most {@link MAX_TIMER_WAIT_MS}. An
+ * archived session is not driven: it only looks again within that minute, its
+ * loops untouched.
  * @param loops - the active loops in creation order.
  * @param now - decision time.
  * @param archived - whether the session is in DSH's archive set.

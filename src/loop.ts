@@ -149,7 +149,8 @@ export class LoopRuntime {
 
   /**
    * Read the fold on the queue, after every earlier change and drive. Nothing is
-   * flushed (§3.1 asks it of state-changing calls), so a read works while saving fails.
+   * flushed (the specification's §3.1 asks it of state-changing calls), so a
+   * read works while saving fails.
    * @param label - the tool name, for messages.
    * @param signal - the call's cancellation signal.
    * @param read - receives the fold.
@@ -330,11 +331,11 @@ export class LoopRuntime {
   }
 
   /**
-   * One drive, §7.2: stop unless the exact agent is live; flush, so what is
-   * decided is durable; decide ({@link decideDrive}); deliver the due loop's
-   * heartbeat, or only move a skewed schedule; append the dispatch; flush; drive
-   * again. With nothing due, arm the timer and finish. A failed step leaves the
-   * durable state as it was and retries later.
+   * One drive, the specification's §7.2: stop unless the exact agent is live;
+   * flush, so what is decided is durable; decide ({@link decideDrive}); deliver
+   * the due loop's heartbeat, or only move a skewed schedule; append the
+   * dispatch; flush; drive again. With nothing due, arm the timer and finish. A
+   * failed step leaves the durable state as it was and retries later.
    */
   private async driveOnce(): Promise<void> {
     this.timer.clear()

@@ -1,7 +1,8 @@
 /**
- * The tools' argument rules (§3.1): what `loop_create`, `loop_list` and
- * `loop_delete` accept, refused with a message that says what to fix before
- * anything is appended. Pure: every function takes `now`, limits and plain values.
+ * The tools' argument rules (the specification's §3.1): what `loop_create`,
+ * `loop_list` and `loop_delete` accept, refused with a message that says what
+ * to fix before anything is appended. Pure: every function takes `now`, limits
+ * and plain values.
  * @module dsh-plugin-loop/validation
  */
 import { LoopError } from './errors.ts'
