@@ -1,14 +1,14 @@
 /**
- * The clock port: wall-clock time and one-shot timers, injected into the
- * runtime, the tools and the command, so a test drives time by hand.
+ * The clock port: wall-clock time and timeouts (each fires once), injected into
+ * the runtime, the tools and the command, so a test drives time by hand.
  * @module dsh-plugin-loop/clock
  */
 
-/** An armed timer (§6: the handle Node's `setTimeout` returns); only {@link LoopClock.clearTimer} reads it. */
+/** An armed timer (the specification's §6: the handle Node's `setTimeout` returns); only {@link LoopClock.clearTimer} reads it. */
 export type TimerHandle = ReturnType<typeof setTimeout>
 
 /**
- * Wall-clock time and one-shot timers: the one place the runtime, the tools and
+ * Wall-clock time and timeouts: the one place the runtime, the tools and
  * the command read the time and arm timers, so a test drives them with a manual clock.
  */
 export interface LoopClock {

@@ -1,20 +1,53 @@
 /**
- * One agent's inbox as the runtime uses it: a due loop's heartbeat goes in by
- * the delivery rule (`chooseDelivery`), and a loop's waiting heartbeats come out
- * when it is deleted or a stale one is replaced. It also keeps which loops'
- * heartbeats the open turn took: read once from the log's tail, then kept
- * current by the agent's claims, which name their turn.
+ * The delivery rule (`chooseDelivery`, pure: plain facts in) and one agent's
+ * inbox as the runtime uses it: a due loop's heartbeat goes in by that rule,
+ * and a loop's waiting heartbeats come out when it is deleted or a stale one
+ * is replaced. The inbox also keeps which loops' heartbeats the open turn
+ * took: read once from the log's tail, then kept current by the agent's
+ * claims, which name their turn.
  * @module dsh-plugin-loop/delivery
  */
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
-import { chooseDelivery } from './drive.ts'
 import { waitingHeartbeats, type InboxMessage } from './inbox.ts'
 import type { LoopReport } from './report.ts'
 import { describeError } from './shared/format.ts'
 import { HEARTBEAT_SOURCE, readHeartbeat, renderHeartbeat } from './shared/heartbeat.ts'
 import type { LoopRecord } from './types.ts'
+
+/** What the session says about one loop's heartbeats at the instant it is due. */
+export interface DeliveryFacts {
+  /** Whether the agent is running (a turn or a step is in progress). */
+  readonly running: boolean
+  /** Whether a heartbeat of this loop is still waiting, unconsumed, in the agent's inbox. */
+  readonly waiting: boolean
+  /** Whether a heartbeat of this loop is already a user message of the open turn. */
+  readonly inOpenTurn: boolean
+}
+
+/** How one due occurrence is handled. */
+export type Delivery =
+  | { readonly kind: 'send'; readonly target: 'next-step' | 'next-turn' }
+  | { readonly kind: 'replace'; readonly target: 'next-turn' }
+  | { readonly kind: 'coalesce' }
+
+/**
+ * The delivery rule (SPEC.md §4). At most one undelivered heartbeat per loop:
+ * while one waits for a running agent, the occurrence only moves the schedule.
+ * One left waiting in an idle agent's inbox has nothing to deliver it, so a
+ * fresh one that wakes the agent replaces it. At most one heartbeat per loop
+ * per turn, and none queued for the next: every turn ends, and the agent goes
+ * idle after it, when DSH starts its own idle-time work. Otherwise adaptive:
+ * the next step while running, a new turn while idle.
+ * @param facts - inbox and turn facts for the due loop.
+ * @returns send (with its inbox target), replace the waiting heartbeat, or coalesce.
+ */
+export function chooseDelivery(facts: DeliveryFacts): Delivery {
+  if (facts.waiting) return facts.running ? { kind: 'coalesce' } : { kind: 'replace', target: 'next-turn' }
+  if (!facts.running) return { kind: 'send', target: 'next-turn' }
+  return facts.inOpenTurn ? { kind: 'coalesce' } : { kind: 'send', target: 'next-step' }
+}
 
 /** Heartbeats in and out of one agent's inbox. */
 export class HeartbeatInbox {
@@ -38,7 +71,7 @@ export class HeartbeatInbox {
    * @param events - the session's log.
    * @param from - the seed boundary; a fork's inherited turns are not this session's.
    */
-  readLog(events: readonly SessionEvent[], from: number): void {
+  readOpenTurn(events: readonly SessionEvent[], from: number): void {
     let start = from
     for (let index = events.length - 1; index >= from; index -= 1) {
       const event = events[index]!

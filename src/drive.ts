@@ -1,18 +1,19 @@
 /**
- * The drive's decisions (§7), pure functions of the active loops, `now` and
- * what the session says about a loop's heartbeats: which loop a drive handles,
- * where its schedule moves, how its heartbeat is delivered, and when to wake.
- * The runtime (`loop.ts`) carries them out.
+ * The drive's decision (the specification's §7), a pure function of the active
+ * loops, `now` and the archive set: which loop a drive handles, where its
+ * schedule moves, and when to wake. The runtime (`loop.ts`) carries it out; how
+ * a heartbeat is delivered is the delivery rule of `delivery.ts`.
  * @module dsh-plugin-loop/drive
  */
-import { LATEST_DATE_MS, earliestNextAt } from './shared/timing.ts'
+import { earliestNextAt, firstOccurrence, nextOccurrence } from './shared/timing.ts'
 import type { LoopRecord } from './types.ts'
 
 /**
  * Longest single timer wait. Node's timers do not count time the machine is
  * suspended, and the wall clock can move under them, so every wait re-reads
  * the clock at least this often: an overdue loop fires within a minute of waking.
- * Far below Node's 2,147,483,647 ms limit (§7.1), so no arm overflows.
+ * Far below Node's 2,147,483,647 ms limit (the specification's §7.1), so no
+ * arm overflows.
  */
 export const MAX_TIMER_WAIT_MS = 60_000
 
@@ -25,33 +26,15 @@ export type DriveDecision =
   /** Nothing to do now: drive again after `delay` ms, or never (`undefined`) without loops. */
   | { readonly kind: 'wait'; readonly delay: number | undefined }
 
-/** An occurrence as the log can hold it: past the last date a timestamp holds, the schedule stops there. */
-function storable(nextAt: number): number {
-  return Math.min(nextAt, LATEST_DATE_MS)
-}
-
 /**
- * The anti-burst advance of §7.3: skip whole missed intervals so the result is
- * strictly after `now`, on the loop's original grid. A one-second loop delayed
- * five seconds yields one heartbeat, not five.
- * @param loop - the loop being dispatched.
- * @param now - dispatch time.
- * @returns the next `next_at`.
- */
-function nextOccurrence(loop: LoopRecord, now: number): number {
-  const intervalMs = loop.time_in_seconds * 1000
-  const skipped = Math.floor((now - loop.next_at) / intervalMs) + 1
-  return storable(loop.next_at + skipped * intervalMs)
-}
-
-/**
- * One drive's decision (§7.2 steps 4–5): the earliest loop with `next_at <= now`
- * (ties in creation order) is delivered. With none due, the first loop more than
- * one and a half intervals ahead (further than a create or a dispatch ever
- * schedules: only a clock set forward and then back puts it there) is moved to
- * one interval from now. Otherwise the drive waits for the earliest `next_at`,
- * at most {@link MAX_TIMER_WAIT_MS}. An archived session is not driven: it only
- * looks again within that minute, its loops untouched.
+ * One drive's decision (the specification's §7.2 steps 4–5): the earliest loop
+ * with `next_at <= now` (ties in creation order) is delivered. With none due,
+ * the first loop more than one and a half intervals ahead (further than a create
+ * or a dispatch ever schedules: only a clock set forward and then back puts it
+ * there) starts its schedule again, one interval from now. Otherwise the drive
+ * waits for the earliest `next_at`, at most {@link MAX_TIMER_WAIT_MS}. An
+ * archived session is not driven: it only looks again within that minute, its
+ * loops untouched.
  * @param loops - the active loops in creation order.
  * @param now - decision time.
  * @param archived - whether the session is in DSH's archive set.
@@ -64,40 +47,7 @@ export function decideDrive(loops: readonly LoopRecord[], now: number, archived:
   if (due !== undefined) return { kind: 'deliver', loop: due, nextAt: nextOccurrence(due, now) }
   const skewed = loops.find((loop) => loop.next_at - now > loop.time_in_seconds * 1500)
   if (skewed !== undefined)
-    return { kind: 'reschedule', loop: skewed, nextAt: storable(now + skewed.time_in_seconds * 1000) }
+    return { kind: 'reschedule', loop: skewed, nextAt: firstOccurrence(skewed.time_in_seconds, now) }
   const earliest = earliestNextAt(loops)
   return { kind: 'wait', delay: earliest === undefined ? undefined : Math.min(earliest - now, MAX_TIMER_WAIT_MS) }
-}
-
-/** What the session says about one loop's heartbeats at the instant it is due. */
-export interface DeliveryFacts {
-  /** Whether the agent is running (a turn or a step is in progress). */
-  readonly running: boolean
-  /** Whether a heartbeat of this loop is still waiting, unconsumed, in the agent's inbox. */
-  readonly waiting: boolean
-  /** Whether a heartbeat of this loop is already a user message of the open turn. */
-  readonly inOpenTurn: boolean
-}
-
-/** How one due occurrence is handled. */
-export type Delivery =
-  | { readonly kind: 'send'; readonly target: 'next-step' | 'next-turn' }
-  | { readonly kind: 'replace'; readonly target: 'next-turn' }
-  | { readonly kind: 'coalesce' }
-
-/**
- * The delivery rule (SPEC.md §4). At most one undelivered heartbeat per loop:
- * while one waits for a running agent, the occurrence only moves the schedule.
- * One left waiting in an idle agent's inbox has nothing to deliver it, so a
- * fresh one that wakes the agent replaces it. At most one heartbeat per loop
- * per turn, and none queued for the next: every turn ends, and the agent goes
- * idle after it, when DSH starts its own idle-time work. Otherwise adaptive:
- * the next step while running, a new turn while idle.
- * @param facts - inbox and turn facts for the due loop.
- * @returns send (with its inbox target), replace the waiting heartbeat, or coalesce.
- */
-export function chooseDelivery(facts: DeliveryFacts): Delivery {
-  if (facts.waiting) return facts.running ? { kind: 'coalesce' } : { kind: 'replace', target: 'next-turn' }
-  if (!facts.running) return { kind: 'send', target: 'next-turn' }
-  return facts.inOpenTurn ? { kind: 'coalesce' } : { kind: 'send', target: 'next-step' }
 }

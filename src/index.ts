@@ -26,10 +26,10 @@ export const name = 'loop'
 export const inject = ['agents', 'sessions', 'tools', 'commands']
 
 /**
- * The service DSH's one-shot bundle (`dsh --profile headless "task"`) provides.
+ * The service DSH's one-shot host (`dsh --profile headless "task"`) provides.
  * Its presence is how the plugin knows the process exits when the task's turn ends.
  */
-const ONE_SHOT_SERVICE = 'headlessStartup'
+const ONE_SHOT_HOST_SERVICE = 'headlessStartup'
 
 /**
  * Check the host, register the event type, then, on the DSH `loop` is built for,
@@ -73,10 +73,10 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
    */
   const attach = (agent: Agent): void => {
     if (!ctx.agents.roots().includes(agent) || agent.session.header.origin === 'subagent') return
-    const oneShot = ctx.get(ONE_SHOT_SERVICE) !== undefined
-    const runtime = new LoopRuntime(ctx, agent, { oneShot, clock })
+    const oneShotHost = ctx.get(ONE_SHOT_HOST_SERVICE) !== undefined
+    const runtime = new LoopRuntime(ctx, agent, { oneShotHost, clock })
     const cleanup = agent.ctx.effect(() => {
-      const disposeTools = registerLoopTools(agent.ctx, runtime, { config: currentConfig, oneShot })
+      const disposeTools = registerLoopTools(agent.ctx, runtime, { config: currentConfig, oneShotHost })
       runtimes.set(agent, runtime)
       runtime.start()
       return async () => {

@@ -1,9 +1,10 @@
 /**
- * The per-agent runtime of §7: it reads the session's loops from the log once,
- * at first need, and then folds the changes it appends; it keeps one bounded
- * one-shot timer on an injected clock, runs serialized, coalesced drives of one
- * due loop each, orders the tools' reads and changes on the same queue, and
- * delivers heartbeats. What a drive does is decided by `drive.ts`; the fold is `fold.ts`.
+ * The per-agent runtime of the specification's §7: it reads the session's loops
+ * from the log once, at first need, and then folds the changes it appends; it
+ * keeps one bounded wake timer (`WakeTimer`) on an injected clock, runs
+ * serialized, coalesced drives of one due loop each, orders the tools' reads and
+ * changes on the same queue, and delivers heartbeats. What a drive does is
+ * decided by `drive.ts`; the fold is `fold.ts`.
  * @module dsh-plugin-loop/loop
  */
 import type { Context } from '@deepseek-ai/cordis'
@@ -41,13 +42,31 @@ interface WorkspaceArchive {
   readonly archivedSessionIds: readonly string[]
 }
 
-/** What one state-changing tool call decides over the fold. */
-export interface LoopTransaction<T> {
-  /** What the tool returns once the change (if any) is durable. */
-  readonly result: T
-  /** At most one durable change to append: a tool creates or deletes. */
-  readonly change?: LoopCreateChange | LoopDeleteChange
-}
+/**
+ * What one state-changing tool call decides over the fold: a plain value, which
+ * the runtime carries out. Either only a result, or a result and one durable
+ * change (a tool creates or deletes) with what goes with it.
+ */
+export type LoopTransaction<T> =
+  | {
+      /** What the tool returns. */
+      readonly result: T
+      /** Nothing to append. */
+      readonly change?: undefined
+    }
+  | {
+      /** What the tool returns once the change is durable. */
+      readonly result: T
+      /** The change to append. */
+      readonly change: LoopCreateChange | LoopDeleteChange
+      /**
+       * The loop whose waiting heartbeats leave the inbox right before the append
+       * (a delete's), so the removals and the change are durable with one flush.
+       */
+      readonly withdraw?: string
+      /** The caller's error when the change is appended but its flush fails, in the tool's words. */
+      readonly notSaved: (error: unknown) => LoopError
+    }
 
 /** How a runtime behaves in its host. */
 export interface LoopRuntimeOptions {
@@ -55,23 +74,9 @@ export interface LoopRuntimeOptions {
    * A one-shot host (`dsh --profile headless "task"`) exits once its agent goes idle
    * after the task: loops are saved there but never dispatched, so they cannot keep it running.
    */
-  readonly oneShot: boolean
+  readonly oneShotHost: boolean
   /** Time and timers; the process clock unless a test drives its own. */
   readonly clock?: LoopClock | undefined
-}
-
-/**
- * The error of a change appended but not saved: it is live in this process and
- * `loop_list` shows it (a read does not flush), but it may not survive a restart.
- */
-function notSaved(label: string, change: LoopCreateChange | LoopDeleteChange, error: unknown): LoopError {
-  const id = change.operation === 'create' ? change.loop.id : change.id
-  const state = change.operation === 'create' ? 'is active now' : 'is deleted now'
-  return new LoopError(
-    'persistence_failed',
-    `${label} changed ${id} in this session (${id} ${state}, as loop_list shows), but saving the change failed, so it may not survive a restart; do not repeat the call. ${describeError(error)}`,
-    { cause: error },
-  )
 }
 
 /**
@@ -90,7 +95,9 @@ export class LoopRuntime {
   private tail: Promise<void> = Promise.resolve()
   private draining: Promise<void> | undefined
   private requested = false
-  private stopping = false
+  /** Set once {@link dispose} begins: nothing new starts, and a late timer or retry arms nothing. */
+  private disposing = false
+  /** Why this runtime failed closed ({@link failClosed}); every later call is told it. */
   private fault: LoopError | undefined
   private disposal: Promise<void> | undefined
   private retryDelay = FIRST_RETRY_DELAY_MS
@@ -133,7 +140,7 @@ export class LoopRuntime {
 
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
   requestDrive(): void {
-    if (this.options.oneShot || this.stopping || this.fault !== undefined || !this.isLive()) return
+    if (this.options.oneShotHost || this.disposing || this.fault !== undefined || !this.isLive()) return
     this.requested = true
     if (this.draining !== undefined) return
     // The pump belongs to no caller: a tool call or timer that merely starts it must not own its turns.
@@ -142,7 +149,8 @@ export class LoopRuntime {
 
   /**
    * Read the fold on the queue, after every earlier change and drive. Nothing is
-   * flushed (§3.1 asks it of state-changing calls), so a read works while saving fails.
+   * flushed (the specification's §3.1 asks it of state-changing calls), so a
+   * read works while saving fails.
    * @param label - the tool name, for messages.
    * @param signal - the call's cancellation signal.
    * @param read - receives the fold.
@@ -157,11 +165,12 @@ export class LoopRuntime {
 
   /**
    * Run one state-changing tool call on the queue: flush, decide over the fold,
-   * append its change, flush again. Cancellation is honoured until the append;
-   * once appended, the change stands and is reported.
+   * withdraw what the decision names from the inbox, append its change, flush
+   * again. Cancellation is honoured until the append; once appended, the change
+   * stands and is reported.
    * @param label - the tool name, for messages.
    * @param signal - the call's cancellation signal.
-   * @param decide - receives the fold; returns the result and the change to append.
+   * @param decide - receives the fold; returns the result and what to make durable, changing nothing itself.
    * @returns the result once its change is flushed.
    */
   transact<T>(label: string, signal: AbortSignal, decide: (fold: LoopFold) => LoopTransaction<T>): Promise<T> {
@@ -169,24 +178,25 @@ export class LoopRuntime {
       this.assertRunnable(label, signal)
       await flushSession(this.ctx, this.agent.session)
       this.assertRunnable(label, signal)
-      const { result, change } = decide(this.current())
-      if (change === undefined) return result
-      this.append(change)
+      const decision = decide(this.current())
+      if (decision.change === undefined) return decision.result
+      if (decision.withdraw !== undefined) this.inbox.withdraw(decision.withdraw)
+      this.append(decision.change)
       try {
         await flushSession(this.ctx, this.agent.session)
       } catch (error) {
-        throw notSaved(label, change, error)
+        throw decision.notSaved(error)
       } finally {
         this.requestDrive()
       }
-      return result
+      return decision.result
     })
   }
 
   /** Stop new work, cancel the timer and wait for the queue; a late timer cannot revive it. */
   dispose(): Promise<void> {
     this.disposal ??= (async () => {
-      this.stopping = true
+      this.disposing = true
       this.requested = false
       this.timer.clear()
       await Promise.allSettled([this.tail, this.draining])
@@ -211,7 +221,7 @@ export class LoopRuntime {
   /** Throw the caller-facing error when this call may no longer touch the session. */
   private assertRunnable(label: string, signal: AbortSignal): void {
     if (signal.aborted) throw new LoopError('cancelled', `${label} was cancelled; nothing was saved.`)
-    if (this.stopping || !this.isLive()) {
+    if (this.disposing || !this.isLive()) {
       throw new LoopError(
         'agent_unavailable',
         'The loops of this session have moved on: this agent or the loop plugin was replaced or is shutting down. Call the tool again; the live one answers.',
@@ -230,16 +240,16 @@ export class LoopRuntime {
     return run
   }
 
-  /** Run queued drives until no request is pending; an unexpected failure stops this runtime. */
+  /** Run queued drives until no request is pending; an unexpected failure fails this runtime closed. */
   private async drain(): Promise<void> {
     try {
-      while (this.requested && !this.stopping && this.fault === undefined) {
+      while (this.requested && !this.disposing && this.fault === undefined) {
         this.requested = false
         await this.enqueue(() => this.driveOnce())
       }
       /* v8 ignore start -- defensive: no known host failure reaches here; it keeps a bug from becoming an unhandled rejection in the host. */
     } catch (error) {
-      this.stop(
+      this.failClosed(
         new LoopError(
           'runtime_failed',
           `Loops in this session stopped after an unexpected failure: ${describeError(error)}`,
@@ -256,30 +266,32 @@ export class LoopRuntime {
 
   /**
    * The current fold. The first call reads the log (everything appended before
-   * this runtime existed); later changes are the ones this runtime appends and
-   * folds itself, as the only writer of `loop/change` in its session.
-   * @throws LoopError `corrupt_loop_log`, after stopping the runtime.
+   * this runtime existed) and may append a fork's change
+   * ({@link readLogAndNameInheritedLoops}); later changes are the ones this runtime
+   * appends and folds itself, as the only writer of `loop/change` in its session.
+   * @throws LoopError `corrupt_loop_log`, after failing closed.
    */
   private current(): LoopFold {
     if (this.fault !== undefined) throw this.fault
-    this.fold ??= this.readLog()
+    this.fold ??= this.readLogAndNameInheritedLoops()
     const { corrupt } = this.fold
     if (corrupt === undefined) return this.fold
-    throw this.stop(
+    throw this.failClosed(
       new LoopError('corrupt_loop_log', `Loops in this session are stopped: its loop log is corrupt (${corrupt}).`),
     )
   }
 
   /**
-   * Read the log once. Events inherited through a fork seed are the parent's,
-   * never this session's. DSH web shows a session that is not open by folding its
-   * whole log, so a fork whose log still shows inherited loops names them once in
-   * a `fork` change, which that reading drops (the next flush saves it).
+   * Read the log once: the open turn, for the inbox, and the fold. Events
+   * inherited through a fork seed are the parent's, never this session's. DSH web
+   * shows a session that is not open by folding its whole log, so a fork whose log
+   * still shows inherited loops names them once here, appending a `fork` change,
+   * which that reading drops (the next flush saves it).
    */
-  private readLog(): LoopFold {
+  private readLogAndNameInheritedLoops(): LoopFold {
     const { events, header } = this.agent.session
     const from = header.seedLength ?? 0
-    this.inbox.readLog(events, from)
+    this.inbox.readOpenTurn(events, from)
     const fold = foldLoopEvents(events, from)
     const inherited = from > 0 && fold.corrupt === undefined ? inheritedLoopIds(events, fold) : []
     if (inherited.length === 0) return fold
@@ -293,7 +305,7 @@ export class LoopRuntime {
   }
 
   /** Fail closed: keep the reason for every later caller, log it once, and never arm again. */
-  private stop(fault: LoopError): LoopError {
+  private failClosed(fault: LoopError): LoopError {
     this.fault = fault
     this.timer.clear()
     this.report.warn(`session "${this.agent.id}": ${fault.message}`)
@@ -312,22 +324,22 @@ export class LoopRuntime {
   /** After a failed drive, try again later with a doubling delay instead of spinning. */
   private retryLater(reason: string): void {
     // A drive that fails while its runtime is being disposed must not leave a timer behind.
-    if (this.stopping) return
+    if (this.disposing) return
     this.report.warn(`loop drive for session "${this.agent.id}" failed, retrying in ${this.retryDelay} ms: ${reason}`)
     this.timer.arm(this.retryDelay)
     this.retryDelay = Math.min(this.retryDelay * 2, MAX_RETRY_DELAY_MS)
   }
 
   /**
-   * One drive, §7.2: stop unless the exact agent is live; flush, so what is
-   * decided is durable; decide ({@link decideDrive}); deliver the due loop's
-   * heartbeat, or only move a skewed schedule; append the dispatch; flush; drive
-   * again. With nothing due, arm the timer and finish. A failed step leaves the
-   * durable state as it was and retries later.
+   * One drive, the specification's §7.2: stop unless the exact agent is live;
+   * flush, so what is decided is durable; decide ({@link decideDrive}); deliver
+   * the due loop's heartbeat, or only move a skewed schedule; append the
+   * dispatch; flush; drive again. With nothing due, arm the timer and finish. A
+   * failed step leaves the durable state as it was and retries later.
    */
   private async driveOnce(): Promise<void> {
     this.timer.clear()
-    if (this.stopping || !this.isLive()) return
+    if (this.disposing || !this.isLive()) return
     try {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {
@@ -335,7 +347,7 @@ export class LoopRuntime {
       if (this.hasLoops()) this.retryLater(describeError(error))
       return
     }
-    if (this.stopping || !this.isLive()) return
+    if (this.disposing || !this.isLive()) return
     let fold: LoopFold
     try {
       fold = this.current()

@@ -9,10 +9,8 @@ import type { Session, SessionEvent } from '@deepseek-ai/dsh-session'
 import type {} from '@deepseek-ai/dsh-session-projection'
 import { z } from 'zod'
 import { EMPTY_LOOP_FOLD, LOOP_CHANGE_EVENT, foldLoopChange, type LoopFold } from './fold.ts'
+import { LOOP_PROJECTION_KEY } from './shared/projection-key.ts'
 import type { LoopProjection } from './types.ts'
-
-/** Projection key, also the dock's `useProjection` key. */
-export const LOOP_PROJECTION_KEY = 'loop'
 
 /** Bump when the state's shape or the fold's meaning changes, so cached cells refold. */
 const LOOP_PROJECTION_STATE_VERSION = 6

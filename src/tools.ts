@@ -10,18 +10,19 @@ import type { LoopConfig } from './config.ts'
 import { LoopError } from './errors.ts'
 import { createChange, deleteChange, nextLoopId } from './fold.ts'
 import type { LoopRuntime } from './loop.ts'
-import { cutToWidth, formatInterval } from './shared/format.ts'
+import { cutToWidth, describeError, formatInterval } from './shared/format.ts'
+import { firstOccurrence } from './shared/timing.ts'
 import type { LoopDeleteResult, LoopRecord, LoopView } from './types.ts'
 import {
   assertIntervalFits,
   assertRoomForLoop,
   requireActiveLoop,
-  toLoopView,
   validateCreateInput,
   validateDeleteInput,
   validateListInput,
 } from './validation.ts'
 
+/** What `loop_create` returns and `loop_list` returns a list of: a {@link LoopView}. */
 const VIEW_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -35,6 +36,12 @@ const VIEW_SCHEMA = {
   },
 } as const
 
+/** The model-facing view of an active record at `now` ({@link VIEW_SCHEMA}): its derived state and delivery mode added. */
+export function toLoopView(loop: LoopRecord, now: number): LoopView {
+  return { ...loop, state: loop.next_at <= now ? 'overdue' : 'scheduled', delivery_mode: 'session-local' }
+}
+
+/** What `loop_delete` returns: a {@link LoopDeleteResult}. */
 const DELETE_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -53,7 +60,7 @@ const CREATE_DESCRIPTION = [
   'Returns the loop with its id; use loop_delete to stop it.',
 ].join(' ')
 
-/** Why nothing fires in a one-shot run; appended to what the model reads there. */
+/** Why nothing fires in a one-shot host's run; appended to what the model reads there. */
 const ONE_SHOT_NOTE = [
   'This is a one-shot run (dsh --profile headless): loops are saved in this session but nothing fires in this run;',
   'they start when the session is opened in a long-lived DSH (dsh web).',
@@ -85,6 +92,23 @@ function presentCreateTitle(prompt: string, seconds: number): string {
   return ['Create loop', formatInterval(seconds), cutToWidth(prompt.trim().replace(/\s+/g, ' '), 80)].join(' · ')
 }
 
+/**
+ * The error of a change appended but not saved: it is live in this process and
+ * `loop_list` shows it (a read does not flush), but it may not survive a restart.
+ * @param tool - the tool that made the change.
+ * @param id - the loop it changed.
+ * @param state - what the loop is now.
+ * @returns the error, given the flush's failure.
+ */
+function notSaved(tool: string, id: string, state: 'active' | 'deleted'): (error: unknown) => LoopError {
+  return (error) =>
+    new LoopError(
+      'persistence_failed',
+      `${tool} changed ${id} in this session (${id} is ${state} now, as loop_list shows), but saving the change failed, so it may not survive a restart; do not repeat the call. ${describeError(error)}`,
+      { cause: error },
+    )
+}
+
 /** Refuse calls that do not come from the agent these tools belong to. */
 function assertOwner(agent: Agent, caller: Agent | undefined): void {
   if (caller !== agent)
@@ -96,7 +120,7 @@ export interface LoopToolOptions {
   /** The current configuration, read at every call so settings edits apply live. */
   readonly config: () => LoopConfig
   /** Whether this is a one-shot host, where loops are saved but never fire. */
-  readonly oneShot: boolean
+  readonly oneShotHost: boolean
 }
 
 /**
@@ -108,11 +132,11 @@ export interface LoopToolOptions {
  */
 export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, options: LoopToolOptions): () => void {
   const agent = runtime.agent
-  const { config, oneShot } = options
+  const { config, oneShotHost } = options
   const definitions = [
     defineTool({
       name: 'loop_create',
-      description: oneShot ? `${CREATE_DESCRIPTION} ${ONE_SHOT_NOTE}` : CREATE_DESCRIPTION,
+      description: oneShotHost ? `${CREATE_DESCRIPTION} ${ONE_SHOT_NOTE}` : CREATE_DESCRIPTION,
       parameters: {
         prompt: {
           type: 'string',
@@ -125,7 +149,7 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
           description: 'Interval in whole seconds (a positive integer), for example 30.',
         },
       },
-      output: { schema: VIEW_SCHEMA, render: oneShot ? renderJsonWithOneShotNote : renderJson },
+      output: { schema: VIEW_SCHEMA, render: oneShotHost ? renderJsonWithOneShotNote : renderJson },
       async execute(args, exec): Promise<LoopView> {
         assertOwner(agent, exec.agent)
         // Bad input is refused before the call waits in the queue.
@@ -140,9 +164,13 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
             id: nextLoopId(fold, agent.id),
             prompt,
             time_in_seconds: seconds,
-            next_at: now + seconds * 1000,
+            next_at: firstOccurrence(seconds, now),
           }
-          return { result: toLoopView(loop, now), change: createChange(loop) }
+          return {
+            result: toLoopView(loop, now),
+            change: createChange(loop),
+            notSaved: notSaved('loop_create', loop.id, 'active'),
+          }
         })
       },
       presentCall: (args) => ({
@@ -177,9 +205,13 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
         const id = validateDeleteInput(args)
         return runtime.transact('loop_delete', exec.signal, (fold) => {
           requireActiveLoop(fold, id)
-          // The delete owns what it does to the inbox: the loop's waiting heartbeat leaves with it, in the same flush.
-          runtime.inbox.withdraw(id)
-          return { result: { deleted: true, id }, change: deleteChange(id) }
+          // The delete says what it does to the inbox: the loop's waiting heartbeat leaves with it, in the same flush.
+          return {
+            result: { deleted: true, id },
+            change: deleteChange(id),
+            withdraw: id,
+            notSaved: notSaved('loop_delete', id, 'deleted'),
+          }
         })
       },
       presentCall: (args) => ({ card: 'generic', kind: 'delete', title: `Delete loop · ${args.id}` }),

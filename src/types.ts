@@ -4,10 +4,15 @@
  */
 import type {} from '@deepseek-ai/dsh-session/types'
 import type {} from '@deepseek-ai/dsh-session-projection/types'
+import type { LOOP_PROJECTION_KEY } from './shared/projection-key.ts'
 
 /** One active recurring prompt, as the session log and the `loop` projection hold it. */
 export interface LoopRecord {
-  /** Session-local identity, `loop_` followed by hex; never reused within a session. */
+  /**
+   * Session-local identity, never reused within a session. Any `loop_` and 1–64
+   * ASCII letters, digits, `_` or `-` is read; this build writes `loop_` and
+   * 8–13 lowercase hex digits.
+   */
   readonly id: string
   /** Trimmed prompt delivered inside every heartbeat. */
   readonly prompt: string
@@ -97,7 +102,7 @@ declare module '@deepseek-ai/dsh-session/types' {
 
 declare module '@deepseek-ai/dsh-session-projection/types' {
   interface SessionProjectionMap {
-    /** Active loops of one session, read by the inline dock. */
-    loop: LoopProjection
+    /** Active loops of one session, read by the inline dock and the heartbeat row. */
+    [LOOP_PROJECTION_KEY]: LoopProjection
   }
 }

@@ -1,14 +1,15 @@
 /**
- * The tools' argument rules (§3.1): what `loop_create`, `loop_list` and
- * `loop_delete` accept, refused with a message that says what to fix before
- * anything is appended. Pure: every function takes `now`, limits and plain values.
+ * The tools' argument rules (the specification's §3.1): what `loop_create`,
+ * `loop_list` and `loop_delete` accept, refused with a message that says what
+ * to fix before anything is appended. Pure: every function takes `now`, limits
+ * and plain values.
  * @module dsh-plugin-loop/validation
  */
 import { LoopError } from './errors.ts'
 import { firstNonXmlCharacter, isLoopId, type LoopFold } from './fold.ts'
 import { isRecord } from './shared/guards.ts'
 import { LATEST_DATE_MS, longestIntervalSeconds } from './shared/timing.ts'
-import type { LoopRecord, LoopView } from './types.ts'
+import type { LoopRecord } from './types.ts'
 
 /** Validated `loop_create` input. */
 export interface LoopCreateInput {
@@ -141,9 +142,4 @@ export function requireActiveLoop(fold: LoopFold, id: string): LoopRecord {
     'loop_not_found',
     `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.`,
   )
-}
-
-/** The model-facing view of an active record at `now`: its derived state and delivery mode added. */
-export function toLoopView(loop: LoopRecord, now: number): LoopView {
-  return { ...loop, state: loop.next_at <= now ? 'overdue' : 'scheduled', delivery_mode: 'session-local' }
 }

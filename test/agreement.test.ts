@@ -8,7 +8,7 @@
 import { SessionId, type Session } from '@deepseek-ai/dsh-session'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { LOOP_PROJECTION_KEY } from '../src/projection.ts'
+import { LOOP_PROJECTION_KEY } from '../src/shared/projection-key.ts'
 import type { LoopRecord } from '../src/types.ts'
 import { bootHost, createFakeAgent, resumeFakeAgent, runTool, type Host } from './support/host.ts'
 import { tempDir } from './support/temp-dir.ts'

@@ -1,11 +1,11 @@
 /**
- * The heartbeat inbox (src/delivery.ts) over a stub agent and plain events: which loops the
- * open turn already took, read from the log and from the claims noted since.
+ * The delivery rule (src/delivery.ts) over plain facts, and the heartbeat inbox over a stub agent
+ * and plain events: which loops the open turn already took, read from the log and from the claims noted since.
  */
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { describe, expect, it, vi } from 'vitest'
-import { HeartbeatInbox } from '../src/delivery.ts'
+import { HeartbeatInbox, chooseDelivery, type DeliveryFacts } from '../src/delivery.ts'
 import { createChange, dispatchChange } from '../src/fold.ts'
 import { NOW } from './support/epoch.ts'
 import { heartbeatMessage } from './support/loop-fixtures.ts'
@@ -47,14 +47,14 @@ describe('the open turn, read from plain events', () => {
 
   it("takes the open turn's heartbeats from after the last turn boundary, and a turn/end closes it", () => {
     const open = stubInbox()
-    open.inbox.readLog(events, 0)
+    open.inbox.readOpenTurn(events, 0)
     expect(open.taken('loop_00000001', 'loop_b')).toEqual(['loop_00000001'])
     const closed = stubInbox()
-    closed.inbox.readLog(closedEvents, 0)
+    closed.inbox.readOpenTurn(closedEvents, 0)
     expect(closed.taken('loop_00000001')).toEqual([])
     // A fork's inherited turn is not this session's: read from the seed boundary, nothing of it counts.
     const forked = stubInbox()
-    forked.inbox.readLog(events, 4)
+    forked.inbox.readOpenTurn(events, 4)
     expect(forked.taken('loop_00000001')).toEqual([])
   })
 
@@ -62,7 +62,7 @@ describe('the open turn, read from plain events', () => {
     const { inbox, taken } = stubInbox()
     // A claim noted before the log is read, in the turn the log shows open: kept through the read.
     inbox.noteClaimed(heartbeatMessage('loop_early'), 3)
-    inbox.readLog(events, 0)
+    inbox.readOpenTurn(events, 0)
     expect(taken('loop_early', 'loop_00000001', 'loop_b')).toEqual(['loop_early', 'loop_00000001'])
     inbox.noteClaimed(heartbeatMessage('loop_b'), 3)
     expect(taken('loop_early', 'loop_00000001', 'loop_b')).toEqual(['loop_early', 'loop_00000001', 'loop_b'])
@@ -72,14 +72,50 @@ describe('the open turn, read from plain events', () => {
     expect(taken('loop_b', 'loop_c')).toEqual(['loop_c'])
     // A turn/start without a number (not DSH's): its heartbeats count until the first claim names a turn.
     const unnumbered = stubInbox()
-    unnumbered.inbox.readLog(plainLog(['turn/start', {}], ['user/message', heartbeatMessage('loop_a')]), 0)
+    unnumbered.inbox.readOpenTurn(plainLog(['turn/start', {}], ['user/message', heartbeatMessage('loop_a')]), 0)
     expect(unnumbered.taken('loop_a', 'loop_b')).toEqual(['loop_a'])
     unnumbered.inbox.noteClaimed(heartbeatMessage('loop_b'), 1)
     expect(unnumbered.taken('loop_a', 'loop_b')).toEqual(['loop_b'])
     // A claim from before the last closed turn is not kept through a read that finds the turn ended.
     const ended = stubInbox()
     ended.inbox.noteClaimed(heartbeatMessage('loop_early'), 3)
-    ended.inbox.readLog(closedEvents, 0)
+    ended.inbox.readOpenTurn(closedEvents, 0)
     expect(ended.taken('loop_early')).toEqual([])
+  })
+})
+
+describe('delivery rule', () => {
+  it.each<[string, DeliveryFacts, ReturnType<typeof chooseDelivery>]>([
+    ['idle', { running: false, waiting: false, inOpenTurn: false }, { kind: 'send', target: 'next-turn' }],
+    [
+      'idle, one already in the last turn',
+      { running: false, waiting: false, inOpenTurn: true },
+      { kind: 'send', target: 'next-turn' },
+    ],
+    [
+      'running, not yet in this turn',
+      { running: true, waiting: false, inOpenTurn: false },
+      { kind: 'send', target: 'next-step' },
+    ],
+    // Nothing queued for the next turn either: after this turn the agent goes idle, for DSH's own idle-time work.
+    ['running, already in this turn', { running: true, waiting: false, inOpenTurn: true }, { kind: 'coalesce' }],
+    [
+      'a heartbeat left waiting in an idle inbox',
+      { running: false, waiting: true, inOpenTurn: false },
+      { kind: 'replace', target: 'next-turn' },
+    ],
+    [
+      'a heartbeat left waiting in an idle inbox, one in the last turn',
+      { running: false, waiting: true, inOpenTurn: true },
+      { kind: 'replace', target: 'next-turn' },
+    ],
+    [
+      'a heartbeat still waiting (running, not in this turn)',
+      { running: true, waiting: true, inOpenTurn: false },
+      { kind: 'coalesce' },
+    ],
+    ['a heartbeat still waiting (running)', { running: true, waiting: true, inOpenTurn: true }, { kind: 'coalesce' }],
+  ])('%s', (_name, facts, expected) => {
+    expect(chooseDelivery(facts)).toStrictEqual(expected)
   })
 })

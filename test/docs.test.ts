@@ -159,10 +159,10 @@ describe('README reference blocks match the code', () => {
     host = await bootHost()
     const fake = await createFakeAgent(host, 'docs-check')
     schemas = host.ctx.tools.schemas(fake.agent).filter((schema) => schema.name.startsWith('loop_'))
-    oneShotHost = await bootHost({ oneShot: true })
-    const oneShot = await createFakeAgent(oneShotHost, 'docs-check-one-shot')
+    oneShotHost = await bootHost({ oneShotHost: true })
+    const oneShotFake = await createFakeAgent(oneShotHost, 'docs-check-one-shot')
     oneShotCreateDescription = oneShotHost.ctx.tools
-      .schemas(oneShot.agent)
+      .schemas(oneShotFake.agent)
       .find((schema) => schema.name === 'loop_create')!.description
   })
 

@@ -1,6 +1,6 @@
-/** The drive's decisions (src/drive.ts) over plain values: which loop a drive handles, where its schedule moves, how its heartbeat goes, and when to wake. */
+/** The drive's decision (src/drive.ts) over plain values: which loop a drive handles, where its schedule moves, and when to wake. */
 import { describe, expect, it } from 'vitest'
-import { MAX_TIMER_WAIT_MS, chooseDelivery, decideDrive, type DeliveryFacts } from '../src/drive.ts'
+import { MAX_TIMER_WAIT_MS, decideDrive } from '../src/drive.ts'
 import { LATEST_DATE_MS } from '../src/shared/timing.ts'
 import type { LoopRecord } from '../src/types.ts'
 import { NOW } from './support/epoch.ts'
@@ -141,41 +141,5 @@ describe('deciding a drive', () => {
     const frozen = Object.freeze([Object.freeze({ ...loopA }), Object.freeze({ ...loopB })])
     for (const now of [NOW - 100_000, NOW, NOW + 5000]) decideDrive(frozen, now, false)
     expect(frozen).toStrictEqual([loopA, loopB])
-  })
-})
-
-describe('delivery rule', () => {
-  it.each<[string, DeliveryFacts, ReturnType<typeof chooseDelivery>]>([
-    ['idle', { running: false, waiting: false, inOpenTurn: false }, { kind: 'send', target: 'next-turn' }],
-    [
-      'idle, one already in the last turn',
-      { running: false, waiting: false, inOpenTurn: true },
-      { kind: 'send', target: 'next-turn' },
-    ],
-    [
-      'running, not yet in this turn',
-      { running: true, waiting: false, inOpenTurn: false },
-      { kind: 'send', target: 'next-step' },
-    ],
-    // Nothing queued for the next turn either: after this turn the agent goes idle, for DSH's own idle-time work.
-    ['running, already in this turn', { running: true, waiting: false, inOpenTurn: true }, { kind: 'coalesce' }],
-    [
-      'a heartbeat left waiting in an idle inbox',
-      { running: false, waiting: true, inOpenTurn: false },
-      { kind: 'replace', target: 'next-turn' },
-    ],
-    [
-      'a heartbeat left waiting in an idle inbox, one in the last turn',
-      { running: false, waiting: true, inOpenTurn: true },
-      { kind: 'replace', target: 'next-turn' },
-    ],
-    [
-      'a heartbeat still waiting (running, not in this turn)',
-      { running: true, waiting: true, inOpenTurn: false },
-      { kind: 'coalesce' },
-    ],
-    ['a heartbeat still waiting (running)', { running: true, waiting: true, inOpenTurn: true }, { kind: 'coalesce' }],
-  ])('%s', (_name, facts, expected) => {
-    expect(chooseDelivery(facts)).toStrictEqual(expected)
   })
 })

@@ -369,7 +369,7 @@ describe('loops due together: one drive each, each dispatch flushed before the n
     await rig.reboot({ loop: false })
     const bare = await createFakeAgent(rig.host, 'ses-batch-dispose')
     const bareSent = recordHeartbeats(bare.send)
-    const runtime = new LoopRuntime(rig.host.ctx, bare.agent, { oneShot: false })
+    const runtime = new LoopRuntime(rig.host.ctx, bare.agent, { oneShotHost: false })
     const ids = ['loop_one', 'loop_two', 'loop_three']
     for (const id of ids)
       bare.agent.session.append(

@@ -4,7 +4,7 @@
  * command or the projection; an id copied from A is an input error elsewhere.
  */
 import { beforeEach, describe, expect, it } from 'vitest'
-import { LOOP_PROJECTION_KEY } from '../src/projection.ts'
+import { LOOP_PROJECTION_KEY } from '../src/shared/projection-key.ts'
 import {
   advance,
   createFakeAgent,

@@ -9,6 +9,7 @@ import { CallId, createUserMessage } from '@deepseek-ai/dsh-llm'
 import { SessionId, type Session } from '@deepseek-ai/dsh-session'
 import { registerLoopCommand } from '../src/commands.ts'
 import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
+import { LoopError } from '../src/errors.ts'
 import { MAX_TIMER_WAIT_MS } from '../src/drive.ts'
 import { createChange, deleteChange } from '../src/fold.ts'
 import * as loopPlugin from '../src/index.ts'
@@ -52,6 +53,9 @@ async function bareAgent(sessionId: string): Promise<{ bare: Host; agent: FakeAg
 /** What every tool call of a session whose loop log is corrupt is told, naming the record at fault. */
 const corruptLog = (record: string) =>
   `Loops in this session are stopped: its loop log is corrupt (corrupt loop/change record: ${record}).`
+
+/** A hand-made transaction's error for a change whose flush fails; these tests' flushes succeed. */
+const notSaved = (error: unknown) => new LoopError('persistence_failed', 'not saved', { cause: error })
 
 /** The heartbeat text of each send, in order. */
 const sentTexts = (target: FakeAgent = rig.fake) =>
@@ -444,7 +448,7 @@ describe('a corrupt loop log: the session fails closed', () => {
   it('fails closed at the first drive and names the record to tool calls', async () => {
     const { bare, agent } = await bareAgent('ses-early-corrupt')
     agent.agent.session.append('loop/change', { version: 1, operation: 'dispatch', id: 'loop_ghost', next_at: 5 })
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
     runtime.start()
     await advance(2000)
     expect(agent.send).not.toHaveBeenCalled()
@@ -458,7 +462,7 @@ describe('a corrupt loop log: the session fails closed', () => {
     const { bare, agent } = await bareAgent('ses-early-corrupt-unflushed')
     agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
     const injection = failFlush(bare, 'reject', { times: 1 })
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
     runtime.start()
     await advance(5000)
     injection.restore()
@@ -492,7 +496,7 @@ describe('the queue, driven directly', () => {
   /** A runtime whose first drive, for a loop due now, waits in its pre-dispatch flush. */
   async function driveHeldAtFlush(id: string) {
     appendDueLoop(id)
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
     const flushes = holdFlushes(bare)
     runtime.start()
     await vi.advanceTimersByTimeAsync(0)
@@ -533,6 +537,7 @@ describe('the queue, driven directly', () => {
     const deletion = runtime.transact('loop_delete', signal(), (state) => ({
       result: state.loops.map((loop) => loop.id),
       change: { version: 1, operation: 'delete', id: 'loop_due' },
+      notSaved,
     }))
     await vi.advanceTimersByTimeAsync(0)
     // The transaction waits behind the drive: nothing was deleted or flushed for it yet.
@@ -553,7 +558,7 @@ describe('the queue, driven directly', () => {
   })
 
   it('dispose waits for a queued transaction before it resolves', async () => {
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
     await settle()
     const flushes = holdFlushes(bare)
     const listing = runtime.transact('loop_list', signal(), (state) => ({ result: state.loops.length }))
@@ -576,7 +581,7 @@ describe('the queue, driven directly', () => {
 
   it('a drive queued before disposal does nothing once it runs', async () => {
     appendDueLoop('loop_late')
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
     const flushes = holdFlushes(bare)
     const blocker = runtime.transact('loop_list', signal(), () => ({ result: undefined }))
     await vi.advanceTimersByTimeAsync(0)
@@ -602,7 +607,7 @@ describe('the queue, driven directly', () => {
       'loop/change',
       createChange({ id: 'loop_child', prompt: 'not mine to run', time_in_seconds: 1, next_at: Date.now() }),
     )
-    const runtime = new LoopRuntime(bare.ctx, child.agent, { oneShot: false })
+    const runtime = new LoopRuntime(bare.ctx, child.agent, { oneShotHost: false })
     const flush = vi.spyOn(bare.ctx.sessions, 'flush')
     runtime.start()
     await advance(3000)
@@ -777,7 +782,7 @@ describe('admitting a step', () => {
   it('drops only heartbeats of loops that are not active, keeps the decision when nothing is dropped, and passes a rejection', async () => {
     const { bare, agent } = await bareAgent('ses-admit')
     appendCreate(agent.agent.session, 'loop_live', 'loop_live', 60)
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
     const live = beat('loop_live')
     const kept = { kind: 'enter' as const, messages: [user, live] }
     expect(runtime.admitStep([user, live], kept)).toBe(kept)
@@ -805,7 +810,7 @@ describe('admitting a step', () => {
     // A corrupt log: nothing is known about the loops, so the step passes unchanged.
     const damaged = await createFakeAgent(bare, 'ses-admit-corrupt')
     damaged.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
-    const stopped = new LoopRuntime(bare.ctx, damaged.agent, { oneShot: false })
+    const stopped = new LoopRuntime(bare.ctx, damaged.agent, { oneShotHost: false })
     const unknown = { kind: 'enter' as const, messages: [gone] }
     expect(stopped.admitStep([gone], unknown)).toBe(unknown)
     // And every later step too: the fault stands.
@@ -823,7 +828,7 @@ describe('reading the log', () => {
     appendCreate(session, 'loop_one', 'one', 60)
     appendCreate(session, 'loop_two', 'two', 1)
     const reads = vi.spyOn(session, 'events', 'get')
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
     expect(
       await runtime.transact('loop_list', signal(), (state) => ({ result: state.loops.map((loop) => loop.id) })),
     ).toEqual(['loop_one', 'loop_two'])
@@ -835,6 +840,7 @@ describe('reading the log', () => {
     const deleted = await runtime.transact('loop_delete', signal(), (state) => ({
       result: state.loops.map((loop) => loop.next_at),
       change: { version: 1, operation: 'delete', id: 'loop_two' },
+      notSaved,
     }))
     expect(deleted).toEqual([Date.now() + 60_000 - 3000, Date.now() + 1000])
     expect(
@@ -898,7 +904,7 @@ describe('catching up with a log the runtime did not follow', () => {
     session.append('step/start', { turn: 2, step: 1 })
     session.append('user/message', beat('loop_taken'), { surfaceOp: 'append' })
     agent.setStatus('running')
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShot: false })
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
     runtime.start()
     await advance(1000)
     // loop_taken's occurrence coalesces into the open turn; loop_earlier's goes to its next step.
@@ -1017,8 +1023,8 @@ describe('the runtime on an injected clock', () => {
     vi.useRealTimers()
     ;({ bare: host, agent: fake } = await bareAgent('ses-clock'))
     clock = new ManualClock(NOW)
-    runtime = new LoopRuntime(host.ctx, fake.agent, { oneShot: false, clock })
-    disposeTools = registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShot: false })
+    runtime = new LoopRuntime(host.ctx, fake.agent, { oneShotHost: false, clock })
+    disposeTools = registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShotHost: false })
     runtime.start()
   })
   afterEach(async () => {

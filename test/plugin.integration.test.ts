@@ -306,7 +306,7 @@ describe('one-shot hosts (dsh --profile headless)', () => {
     'This is a one-shot run (dsh --profile headless): loops are saved in this session but nothing fires in this run; they start when the session is opened in a long-lived DSH (dsh web).'
 
   it('saves loops, tells the model, and never dispatches or arms a timer', async () => {
-    const host = await hosts.boot({ oneShot: true })
+    const host = await hosts.boot({ oneShotHost: true })
     const fake = await createFakeAgent(host, 'ses-oneshot')
     const schema = host.ctx.tools.schemas(fake.agent).find((candidate) => candidate.name === 'loop_create')!
     expect(schema.description.endsWith(` ${NOTE}`)).toBe(true)

@@ -1,13 +1,9 @@
 import { Session, SessionId, type SessionEvent } from '@deepseek-ai/dsh-session'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { EMPTY_LOOP_FOLD, createChange, deleteChange, dispatchChange, foldLoopEvents } from '../src/fold.ts'
-import {
-  LOOP_PROJECTION_KEY,
-  applyLoopProjection,
-  loopProjectionSchema,
-  viewLoopProjection,
-} from '../src/projection.ts'
+import { applyLoopProjection, loopProjectionSchema, viewLoopProjection } from '../src/projection.ts'
 import * as loopPlugin from '../src/index.ts'
+import { LOOP_PROJECTION_KEY } from '../src/shared/projection-key.ts'
 import type { LoopRecord } from '../src/types.ts'
 import {
   AGENT_OPTIONS,

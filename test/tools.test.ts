@@ -1,14 +1,14 @@
 /**
  * The loop tools (src/tools.ts) through the real tool runtime: registration and its rollback,
- * schemas, validation, isolation, and how each call reads (presentCall). How a call reports a
- * failing flush is test/faults.test.ts's.
+ * schemas, validation, isolation, and how each call reads (presentCall); and the view they
+ * return, over plain records. How a call reports a failing flush is test/faults.test.ts's.
  */
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import { describe, expect, it, vi } from 'vitest'
 import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
 import { LoopRuntime } from '../src/loop.ts'
-import { registerLoopTools } from '../src/tools.ts'
+import { registerLoopTools, toLoopView } from '../src/tools.ts'
 import {
   AGENT_OPTIONS,
   createFakeAgent,
@@ -21,6 +21,7 @@ import {
 } from './support/host.ts'
 import { NOW } from './support/epoch.ts'
 import { holdFlushes } from './support/faults.ts'
+import { loopA } from './support/loop-fixtures.ts'
 
 const rig = useFakeHost('ses-tools')
 
@@ -90,17 +91,17 @@ describe('registration', () => {
         execute: async () => 'taken',
       }),
     )
-    const runtime = new LoopRuntime(host.ctx, fake.agent, { oneShot: false })
+    const runtime = new LoopRuntime(host.ctx, fake.agent, { oneShotHost: false })
     expect(() =>
-      registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShot: false }),
+      registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShotHost: false }),
     ).toThrow()
     expect(host.ctx.tools.get('loop_create', fake.agent)).toBeUndefined()
     expect(host.ctx.tools.get('loop_list', fake.agent)?.description).toBe('taken')
 
     const other = await createFakeAgent(host, 'ses-rollback-2')
-    const dispose = registerLoopTools(other.agent.ctx, new LoopRuntime(host.ctx, other.agent, { oneShot: false }), {
+    const dispose = registerLoopTools(other.agent.ctx, new LoopRuntime(host.ctx, other.agent, { oneShotHost: false }), {
       config: () => DEFAULT_LOOP_CONFIG,
-      oneShot: false,
+      oneShotHost: false,
     })
     dispose()
     dispose()
@@ -323,5 +324,21 @@ describe('how calls read in the conversation', () => {
       kind: 'delete',
       title: 'Delete loop · loop_1a2b3c4d',
     })
+  })
+})
+
+describe('views', () => {
+  it('derives scheduled and overdue views, overdue from next_at on', () => {
+    expect(toLoopView(loopA, NOW)).toStrictEqual({ ...loopA, state: 'scheduled', delivery_mode: 'session-local' })
+    expect(toLoopView(loopA, NOW + 999)).toStrictEqual({ ...loopA, state: 'scheduled', delivery_mode: 'session-local' })
+    expect(toLoopView(loopA, NOW + 1000)).toStrictEqual({ ...loopA, state: 'overdue', delivery_mode: 'session-local' })
+    expect(toLoopView(loopA, NOW + 5000)).toStrictEqual({ ...loopA, state: 'overdue', delivery_mode: 'session-local' })
+  })
+
+  it('leaves the record as it was', () => {
+    const record = Object.freeze({ ...loopA })
+    const view = toLoopView(record, NOW)
+    expect(view).not.toBe(record)
+    expect(record).toStrictEqual(loopA)
   })
 })

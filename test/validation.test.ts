@@ -5,7 +5,6 @@ import {
   assertIntervalFits,
   assertRoomForLoop,
   requireActiveLoop,
-  toLoopView,
   validateCreateInput,
   validateDeleteInput,
   validateListInput,
@@ -240,21 +239,5 @@ describe('delete and list validation', () => {
     // A deleted loop is not active.
     const deleted = foldOf(createChange(loopA), deleteChange('loop_a'))
     expect(caught(() => requireActiveLoop(deleted, 'loop_a')).code).toBe('loop_not_found')
-  })
-})
-
-describe('views', () => {
-  it('derives scheduled and overdue views, overdue from next_at on', () => {
-    expect(toLoopView(loopA, NOW)).toStrictEqual({ ...loopA, state: 'scheduled', delivery_mode: 'session-local' })
-    expect(toLoopView(loopA, NOW + 999)).toStrictEqual({ ...loopA, state: 'scheduled', delivery_mode: 'session-local' })
-    expect(toLoopView(loopA, NOW + 1000)).toStrictEqual({ ...loopA, state: 'overdue', delivery_mode: 'session-local' })
-    expect(toLoopView(loopA, NOW + 5000)).toStrictEqual({ ...loopA, state: 'overdue', delivery_mode: 'session-local' })
-  })
-
-  it('leaves the record as it was', () => {
-    const record = Object.freeze({ ...loopA })
-    const view = toLoopView(record, NOW)
-    expect(view).not.toBe(record)
-    expect(record).toStrictEqual(loopA)
   })
 })

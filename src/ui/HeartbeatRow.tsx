@@ -10,8 +10,9 @@
  */
 import { useMemo, type ComponentType } from 'react'
 import { readHeartbeat, type Heartbeat } from '../shared/heartbeat.ts'
+import { LOOP_PROJECTION_KEY } from '../shared/projection-key.ts'
+import type { ShadowedRenderer } from './context-renderer.ts'
 import { DisclosurePart, DisclosureRow } from './DisclosureRow.tsx'
-import type { ShadowedRenderer } from './heartbeat.ts'
 import styles from './HeartbeatRow.module.css'
 import { localInterval, type LoopTranslate } from './locales.ts'
 import type { UseLoopProjection } from './slot-props.ts'
@@ -49,7 +50,7 @@ export function ContextNode(props: HeartbeatRowProps) {
   const heartbeat = readHeartbeat(node.data)
   const loopId = heartbeat?.loopId
   // The interval is known while the loop is active; a deleted loop's heartbeats show without it.
-  const interval = useProjection('loop', (projection) =>
+  const interval = useProjection(LOOP_PROJECTION_KEY, (projection) =>
     loopId === undefined || !Array.isArray(projection?.loops)
       ? undefined
       : projection.loops.find((loop) => loop.id === loopId)?.time_in_seconds,

@@ -19,6 +19,7 @@ import {
   useState,
   type KeyboardEvent,
 } from 'react'
+import { LOOP_PROJECTION_KEY } from '../shared/projection-key.ts'
 import type { LoopRecord } from '../types.ts'
 import {
   REPAINT_MS,
@@ -62,7 +63,7 @@ const NowContext = createContext(0)
  * @returns the dock, or `null` when the session has no active loops.
  */
 export function LoopDock({ useProjection, executeCommand, t }: LoopDockProps) {
-  const loops = loopsOf(useProjection('loop'))
+  const loops = loopsOf(useProjection(LOOP_PROJECTION_KEY))
   const layout = dockLayout(loops.length)
   const [expanded, setExpanded] = useState(false)
   const [deletes, setDeletes] = useState<ReadonlyMap<string, DeleteState>>(() => new Map())

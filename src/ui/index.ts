@@ -12,9 +12,9 @@
  * @module dsh-plugin-loop/ui
  */
 import type { ComponentType } from 'react'
+import { shadowedContextRenderer, type ChatNodeEntry } from './context-renderer.ts'
 import { renderWhenPropsPresent } from './guard.tsx'
 import { ContextNode, type AnyTranslate, type HeartbeatRowInjected, type HeartbeatRowProps } from './HeartbeatRow.tsx'
-import { shadowedContextRenderer, type ChatNodeEntry } from './heartbeat.ts'
 import { LoopDock } from './LoopDock.tsx'
 import { LoopSettingsCard, type LoopSettingsCardProps } from './LoopSettingsCard.tsx'
 import { ToolCallRow, type ToolCallRowInjected, type ToolCallRowProps } from './ToolCallRow.tsx'

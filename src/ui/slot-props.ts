@@ -10,13 +10,18 @@
  * the dock deliberately declares and reads none of it.
  * @module dsh-plugin-loop/ui/slot-props
  */
+import type { LOOP_PROJECTION_KEY } from '../shared/projection-key.ts'
 import type { LoopProjection } from '../types.ts'
 import type { LoopTranslate } from './locales.ts'
 
 /** `useProjection` for the `loop` key: `undefined` until the projection arrives. */
 export interface UseLoopProjection {
-  (key: 'loop'): LoopProjection | undefined
-  <S>(key: 'loop', selector: (value: LoopProjection | undefined) => S, eq?: (a: S, b: S) => boolean): S
+  (key: typeof LOOP_PROJECTION_KEY): LoopProjection | undefined
+  <S>(
+    key: typeof LOOP_PROJECTION_KEY,
+    selector: (value: LoopProjection | undefined) => S,
+    eq?: (a: S, b: S) => boolean,
+  ): S
 }
 
 /** What this plugin's `inject(sessionId)` adds to the props: the session's command executor. */

@@ -286,8 +286,8 @@ describe('crashes in a real process', () => {
         // The heartbeat text is the stored prompt every time.
         for (const record of consumed) expect(messageText(record)).toBe(text)
 
-        // Anti-burst (§7.3): every dispatch schedules the next whole interval strictly after its decision, at most one
-        // interval ahead (the record's time is its append, a few ms after the decision and the send).
+        // Anti-burst (the specification's §7.3): every dispatch schedules the next whole interval strictly after its
+        // decision, at most one interval ahead (the record's time is its append, a few ms after the decision and the send).
         for (const dispatch of loopDispatches) {
           expect(dispatch.next_at, JSON.stringify(dispatch)).toBeGreaterThan(dispatch.time - SLACK_MS)
           expect(dispatch.next_at, JSON.stringify(dispatch)).toBeLessThanOrEqual(dispatch.time + loop.intervalMs)
@@ -324,7 +324,8 @@ describe('crashes in a real process', () => {
           expect(held.get(dispatch.seq)).toContain(loop.id)
         coalescedTotal += loopDispatches.length - ownDispatch.size
         // No burst: two sends closer than the interval only when the first was a catch-up (a resumed overdue loop fires at
-        // once, and §7.3 then keeps the original grid, so the next one follows at the next grid point, however near).
+        // once, and the specification's §7.3 then keeps the original grid, so the next one follows at the next grid
+        // point, however near).
         for (const [index, send] of loopSends.entries()) {
           if (index === 0) continue
           const gap = send.time - loopSends[index - 1]!.time

@@ -51,7 +51,7 @@ export interface CompositionOptions {
   /** Let that provider watch the document, as `dsh web` does (default false: no file watcher). */
   readonly settingsWatch?: boolean
   /** Provide DSH's one-shot service, as `dsh --profile headless "task"` does. */
-  readonly oneShot?: boolean
+  readonly oneShotHost?: boolean
   /** Mount DSH web's workspace registry (its archive set) over JSON storage under the root (off by default). */
   readonly workspace?: boolean
   /** Load the loop plugin (default true). */
@@ -88,7 +88,7 @@ export async function composeHost(options: CompositionOptions): Promise<Context>
       [workspacePlugin],
     )
   plugins.push([commandsPlugin], [agentLoopPlugin, { agents: [] }])
-  if (options.oneShot === true) ctx.provide('headlessStartup', { task: 'one task' })
+  if (options.oneShotHost === true) ctx.provide('headlessStartup', { task: 'one task' })
   for (const [plugin, config] of plugins) {
     // Service packages export their class as default; function plugins are the namespace itself.
     const module = (plugin as { default?: unknown }).default ?? plugin

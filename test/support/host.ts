@@ -44,7 +44,7 @@ export interface HostOptions {
   /** The loop plugin row's `config:` (default none: the schema's defaults). */
   readonly loopConfig?: Record<string, unknown>
   /** Provide DSH's one-shot service, as `dsh --profile headless "task"` does. */
-  readonly oneShot?: boolean
+  readonly oneShotHost?: boolean
   /** Mount DSH web's workspace registry, with its archive set (off by default). */
   readonly workspace?: boolean
 }

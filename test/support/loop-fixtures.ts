@@ -1,8 +1,9 @@
 /**
  * Shared fixtures of the pure-logic tests (test/fold.test.ts, test/validation.test.ts,
  * test/drive.test.ts, test/inbox.test.ts, test/delivery.test.ts, test/shared/timing.test.ts,
- * test/shared/heartbeat.test.ts) and of test/loop.test.ts: two loop records due soon after
- * the test epoch (test/support/epoch.ts), a fold helper and a heartbeat message.
+ * test/shared/heartbeat.test.ts, the view in test/tools.test.ts) and of test/loop.test.ts:
+ * two loop records due soon after the test epoch (test/support/epoch.ts), a fold helper and
+ * a heartbeat message.
  * @module test/support/loop-fixtures
  */
 import { createUserMessage, freezeMessage, MessageId, type UserMessage } from '@deepseek-ai/dsh-llm'

@@ -1,11 +1,11 @@
 /**
- * The DSH context renderer the heartbeat row shadows (src/ui/heartbeat.ts);
+ * The DSH context renderer the heartbeat row shadows (src/ui/context-renderer.ts);
  * recognizing a heartbeat itself (`readHeartbeat`) is in test/shared/heartbeat.test.ts.
  */
 import { describe, expect, it } from 'vitest'
-import { shadowedContextRenderer, type ChatNodeEntry } from '../../src/ui/heartbeat.ts'
+import { shadowedContextRenderer, type ChatNodeEntry } from '../../src/ui/context-renderer.ts'
 
-describe('heartbeat rules (src/ui/heartbeat.ts)', () => {
+describe('the shadowed context renderer (src/ui/context-renderer.ts)', () => {
   it('finds the context renderer this entry shadows, when its props can be assembled', () => {
     const self = () => null
     const host = () => null

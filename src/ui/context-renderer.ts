@@ -1,8 +1,9 @@
 /**
- * Pure rule of the heartbeat row: finding the host renderer every context row
- * that is not a heartbeat falls through to. Recognizing a heartbeat is
- * `readHeartbeat` in `../shared/heartbeat.ts`, the rule the runtime uses too.
- * @module dsh-plugin-loop/ui/heartbeat
+ * Pure rule of the heartbeat row: finding the host's context renderer, which
+ * the row shadows and every context row that is not a heartbeat falls through
+ * to. Recognizing a heartbeat is `readHeartbeat` in `../shared/heartbeat.ts`,
+ * the rule the runtime uses too.
+ * @module dsh-plugin-loop/ui/context-renderer
  */
 
 /** What the slot registry keeps of one `conversation.chat.node` entry (rc.8 `StoredEntry`, the parts read here). */
