@@ -3,13 +3,15 @@
  * runtime, paced evenly over one interval so their instants spread out; every agent is idle and its `send` returns at
  * once, so what is measured is the scheduler's own delay from `next_at` to `agent.send`. The baseline, in the same
  * process at the same time, is a bare `setTimeout` armed for every instant the moment it is known (the `loop/change`
- * that sets it): the event loop's own stalls (GC, fsync callbacks) are in both.
+ * that sets it): the event loop's own stalls (GC, fsync callbacks) are in both. Every `ctx.sessions.flush` the plugin
+ * awaits is timed as well: §7.2 flushes once per dispatch, so a busy session's lateness is set against its own flushes.
  * @module scripts/bench/lateness
  */
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { bootHost, createAgent, runTool, type FakeAgent } from './host.ts'
 import { preciseNow, quantile } from './stats.ts'
 
+/** One scenario of row 3: how many sessions and loops, their interval, and how long the window measures. */
 export interface LatenessScenario {
   readonly label: string
   readonly sessions: number
@@ -50,6 +52,7 @@ export function latenessScenarios(quick: boolean): LatenessScenario[] {
   ]
 }
 
+/** One run of one scenario: its window's lateness, the bare timer's and the session flushes' figures. */
 export interface LatenessResult {
   readonly label: string
   /** Sends for instants inside the window, and the p99 of their delay, ms. */
@@ -59,10 +62,18 @@ export interface LatenessResult {
   /** `dispatch` records for instants inside the window, and how many instants of any loop the window held. */
   readonly dispatches: number
   readonly offered: number
+  /**
+   * Flushes started inside the window with events to write, each the drive's flush after one dispatch, and their p50
+   * and p99, ms. The drive's flushes with nothing pending return at once and would only pull the p50 down.
+   */
+  readonly flushes: number
+  readonly flushP50: number
+  readonly flushP99: number
 }
 
 const LOOP_ID = /<loop_id>([^<]*)<\/loop_id>/
 
+/** Run one scenario in a fresh host: create its loops, measure one window, dispose. */
 export async function runLateness(scenario: LatenessScenario, log: (line: string) => void): Promise<LatenessResult> {
   const host = await bootHost({ loopConfig: { maxLoopsPerSession: scenario.loopsPerSession } })
   /** Every instant each loop was due at, in order, keyed `session/loop`. */
@@ -74,7 +85,25 @@ export async function runLateness(scenario: LatenessScenario, log: (line: string
   const loopDelays: number[] = []
   const bareDelays: number[] = []
   let dispatches = 0
+  /** Events each session has appended, and how many of them it had when its latest flush began. */
+  const appended = new Map<string, number>()
+  const flushedUpTo = new Map<string, number>()
+  const flushTimes: number[] = []
 
+  const sessions = host.ctx.sessions
+  const flush = sessions.flush
+  // An own property of the store every plugin context resolves to, so each flush the drive awaits passes through here.
+  sessions.flush = async function (this: typeof sessions, session) {
+    const start = preciseNow()
+    const count = appended.get(session.id) ?? 0
+    const carries = count > (flushedUpTo.get(session.id) ?? 0)
+    flushedUpTo.set(session.id, count)
+    try {
+      return await flush.call(this, session)
+    } finally {
+      if (carries && inWindow(start)) flushTimes.push(preciseNow() - start)
+    }
+  }
   const armBare = (instant: number) => {
     const timer = setTimeout(() => {
       bareTimers.delete(timer)
@@ -83,6 +112,7 @@ export async function runLateness(scenario: LatenessScenario, log: (line: string
     bareTimers.add(timer)
   }
   host.ctx.on('session/event', (session, event: SessionEvent) => {
+    appended.set(session.id, (appended.get(session.id) ?? 0) + 1)
     if (event.type !== 'loop/change') return
     const change = event.data as {
       operation: string
@@ -146,9 +176,12 @@ export async function runLateness(scenario: LatenessScenario, log: (line: string
     bareP99: quantile(bareDelays, 0.99),
     dispatches,
     offered,
+    flushes: flushTimes.length,
+    flushP50: quantile(flushTimes, 0.5),
+    flushP99: quantile(flushTimes, 0.99),
   }
   log(
-    `  ${scenario.label}: p99 ${result.p99.toFixed(2)} ms (n=${result.sends}), bare p99 ${result.bareP99.toFixed(2)} ms (n=${bareDelays.length}); ${dispatches} of ${offered} instants dispatched`,
+    `  ${scenario.label}: p99 ${result.p99.toFixed(2)} ms (n=${result.sends}), bare p99 ${result.bareP99.toFixed(2)} ms (n=${bareDelays.length}); ${dispatches} of ${offered} instants dispatched; flush p50 ${result.flushP50.toFixed(2)} ms, p99 ${result.flushP99.toFixed(2)} ms (n=${result.flushes})`,
   )
   return result
 }

@@ -24,6 +24,7 @@ export interface BenchResults {
   readonly dock?: DockResult
 }
 
+/** Where and how the run was made: the report's header paragraph. */
 export interface RunContext {
   readonly date: string
   readonly machine: string
@@ -157,7 +158,7 @@ function latenessRows(runs: readonly LatenessResult[]): Row[] {
       holds: (value) => value <= 5,
     }),
   )
-  const [thousand, tenEach] = [of('1,000 loops, 1 session'), of('100 sessions x 10 loops')]
+  const thousand = of('1,000 loops, 1 session')
   if (thousand.length === 0) return rows
   rows.push(
     judge({
@@ -168,27 +169,35 @@ function latenessRows(runs: readonly LatenessResult[]): Row[] {
       holds: (value) => value >= 0.99,
     }),
   )
-  // Run i of one against run i of the other: the same stretch of the machine's life.
-  const versus = thousand.slice(0, tenEach.length).map((run, index) => run.p99 / tenEach[index]!.p99)
-  const p99 = (set: readonly LatenessResult[]) => ms(median(set.map((run) => run.p99)))
-  if (versus.length > 0)
-    rows.push(
-      judge({
-        ...common,
-        target: '1,000 loops, 1 session: lateness p99 ≤ 2× the p99 of 100 sessions x 10 loops',
-        samples: versus,
-        format: ratio,
-        noun: 'round',
-        holds: (value) => value <= 2,
-        note: ` (${p99(thousand)} against ${p99(tenEach)})`,
-      }),
-    )
+  // Against the session's own flushes in the same run, not another scenario's p99: §7.2 flushes once per dispatch, so
+  // this session's lateness is a queue behind its flushes, and only their time says how much of it the disk accounts for.
+  // k = 3: a single-server queue that keeps up waits at its p99 a few service times, and a dispatch's service is its flush
+  // and a little CPU, so three flush p99s hold the flush in progress and a couple of dispatches behind it; beyond that
+  // the delay is the scheduler's own.
+  const excessMs = median(excess('1,000 loops, 1 session'))
+  const flushP99 = median(thousand.map((run) => run.flushP99))
   rows.push(
+    judge({
+      ...common,
+      target:
+        '1,000 loops, 1 session: lateness p99 − bare setTimeout p99 ≤ 3× the p99 of the session’s own flushes (same run)',
+      samples: thousand.map((run) => (run.p99 - run.bareP99) / run.flushP99),
+      format: ratio,
+      holds: (value) => value <= 3,
+      note: ` (${signedMs(excessMs)} against a flush p99 of ${ms(flushP99)})`,
+    }),
     judge({
       ...common,
       target: '1,000 loops, 1 session: lateness p99 − bare setTimeout p99',
       samples: excess('1,000 loops, 1 session'),
       format: signedMs,
+    }),
+    judge({
+      ...common,
+      target: '1,000 loops, 1 session: p99 of the session’s own flushes (those the drive awaits after a dispatch)',
+      samples: thousand.map((run) => run.flushP99),
+      format: ms,
+      note: ` (p50 ${ms(median(thousand.map((run) => run.flushP50)))})`,
     }),
   )
   return rows
@@ -288,8 +297,11 @@ Verdicts hold only on an otherwise idle machine (compare the load averages above
 - **Lateness (3)**: a fresh process per run, the scenarios' order rotating per round. Loops are created through the tool
   runtime, paced evenly over one interval; delay is from \`next_at\` to \`agent.send\`. The baseline arms a bare \`setTimeout\`
   for every instant the moment the instant is known, in the same process at the same time, so the event loop's stalls (GC,
-  fsync callbacks) are in both. A p99 rests on the few worst moments of a window, so one window is one repeat; the 1,000-loop
-  p99 is set against the 100 x 10 p99 of the same round. Offered instants are every loop's instants inside the window.
+  fsync callbacks) are in both. A p99 rests on the few worst moments of a window, so one window is one repeat. Every
+  \`ctx.sessions.flush\` the plugin awaits is timed too; those that carry events (the flush after a dispatch) are the
+  session's own flush time, and the 1,000-loop excess over the bare timer is set against their p99 in the same window:
+  one session's dispatches queue behind its flushes, so the disk's speed is in both. Offered instants are every loop's
+  instants inside the window.
 - **Heap (4)**: \`heapUsed\` after full GCs. Two hosts, with the plugin and without, get the same \`loop/change\` events, then
   close and resume the session; the plugin's share is its host's growth minus the other's (the log itself). Per loop, the
   heap of a plain record object of the same shape is subtracted.
@@ -312,6 +324,7 @@ A quick run (\`--quick\`) has smaller sizes, shorter windows and fewer repeats; 
 reach is not judged.
 `
 
+/** The whole of BENCHMARKS.md for one run's results. */
 export function renderReport(context: RunContext, results: BenchResults): string {
   const rows = [
     ...(results.append ? appendRows(results.append) : []),
