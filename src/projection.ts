@@ -1,19 +1,26 @@
 /**
- * The `loop` session projection the dock reads: a pure reducer whose state is
- * the fold of `fold.ts`, the one the runtime uses, so the dock and the runtime
- * agree on every log. Its view is the active records only.
+ * The `loop` session projection the dock reads: a pure reducer over the fold of
+ * `fold.ts`, the one the runtime uses, so the dock and the runtime agree on every
+ * log this plugin writes. Its state keeps what a reader needs of that fold (the
+ * active records, and why none once the log is corrupt); its view, the records.
  * @module dsh-plugin-loop/projection
  */
 import type { Context } from '@deepseek-ai/cordis'
 import type { Session, SessionEvent } from '@deepseek-ai/dsh-session'
 import type {} from '@deepseek-ai/dsh-session-projection'
 import { z } from 'zod'
-import { EMPTY_LOOP_FOLD, LOOP_CHANGE_EVENT, foldLoopChange, type LoopFold } from './fold.ts'
+import { LOOP_CHANGE_EVENT, foldLoopChange, type LoopFold } from './fold.ts'
 import { LOOP_PROJECTION_KEY } from './shared/projection-key.ts'
 import type { LoopProjection } from './types.ts'
 
 /** Bump when the state's shape or the fold's meaning changes, so cached cells refold. */
-const LOOP_PROJECTION_STATE_VERSION = 6
+const LOOP_PROJECTION_STATE_VERSION = 7
+
+/** The projection's state: the fold without its id counter, which only the runtime's next create reads. */
+export type ProjectedLoops = Pick<LoopFold, 'loops' | 'corrupt'>
+
+/** The state of a session without loops. */
+const NO_LOOPS: ProjectedLoops = Object.freeze({ loops: Object.freeze([]) })
 
 /**
  * The event DSH's sub-agent manager writes first in a delegated session (after a
@@ -61,17 +68,20 @@ function markInheritedLoopEvents(session: Session): void {
 }
 
 /**
- * The reducer: every other event, and a fork's inherited loop event, returns the
- * same state; a loop change returns the next fold; a sub-agent's descriptor, no loops.
- * @param state - the fold so far.
+ * The reducer: every other event, a fork's inherited loop event and any event
+ * after a corrupt record return the same state; a loop change returns the next
+ * fold's records; a sub-agent's descriptor, no loops.
+ * @param state - the state so far.
  * @param event - a committed session event.
- * @returns the next fold.
+ * @returns the next state.
  */
-export function applyLoopProjection(state: LoopFold, event: SessionEvent): LoopFold {
+export function applyLoopProjection(state: ProjectedLoops, event: SessionEvent): ProjectedLoops {
   // A type the host's typed event map does not list, so compared as a string.
-  if ((event.type as string) === SUBAGENT_DESCRIPTOR_EVENT) return EMPTY_LOOP_FOLD
-  if (event.type !== LOOP_CHANGE_EVENT || inheritedLoopEvents.has(event)) return state
-  return foldLoopChange(state, event.data)
+  if ((event.type as string) === SUBAGENT_DESCRIPTOR_EVENT) return NO_LOOPS
+  if (event.type !== LOOP_CHANGE_EVENT || inheritedLoopEvents.has(event) || state.corrupt !== undefined) return state
+  // The fold's id counter starts at 0 here and is dropped: no reader of the projection allocates an id.
+  const { loops, corrupt } = foldLoopChange({ ...state, lastIdNumber: 0 }, event.data)
+  return corrupt === undefined ? { loops } : { loops, corrupt }
 }
 
 /**
@@ -79,7 +89,7 @@ export function applyLoopProjection(state: LoopFold, event: SessionEvent): LoopF
  * @param state - the fold.
  * @returns `{ loops }`.
  */
-export function viewLoopProjection(state: LoopFold): LoopProjection {
+export function viewLoopProjection(state: ProjectedLoops): LoopProjection {
   return { loops: [...state.loops] }
 }
 
@@ -97,7 +107,7 @@ export function registerLoopProjection(ctx: Context): void {
     projectionCtx.sessionProjections.register({
       key: LOOP_PROJECTION_KEY,
       schema: loopProjectionSchema,
-      init: () => EMPTY_LOOP_FOLD,
+      init: () => NO_LOOPS,
       apply: applyLoopProjection,
       view: viewLoopProjection,
       stateVersion: LOOP_PROJECTION_STATE_VERSION,

@@ -1,7 +1,12 @@
 import { Session, SessionId, type SessionEvent } from '@deepseek-ai/dsh-session'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { EMPTY_LOOP_FOLD, createChange, deleteChange, dispatchChange, foldLoopEvents } from '../src/fold.ts'
-import { applyLoopProjection, loopProjectionSchema, viewLoopProjection } from '../src/projection.ts'
+import {
+  applyLoopProjection,
+  loopProjectionSchema,
+  viewLoopProjection,
+  type ProjectedLoops,
+} from '../src/projection.ts'
 import * as loopPlugin from '../src/index.ts'
 import { LOOP_PROJECTION_KEY } from '../src/shared/projection-key.ts'
 import type { LoopRecord } from '../src/types.ts'
@@ -49,7 +54,7 @@ describe('reducer', () => {
   })
 
   it('reflects create, dispatch and delete, holding only active records, never changing a state it returned', () => {
-    const states = [EMPTY_LOOP_FOLD]
+    const states: ProjectedLoops[] = [EMPTY_LOOP_FOLD]
     for (const change of [createChange(loopA), dispatchChange('loop_a', NOW + 10_000), deleteChange('loop_a')])
       states.push(applyLoopProjection(frozen(states.at(-1)!), event(change)))
     expect(states.map(viewLoopProjection)).toEqual([
@@ -61,14 +66,21 @@ describe('reducer', () => {
     expect(new Set(states).size).toBe(4)
   })
 
-  it('is the fold the runtime uses: the same state as folding the log', () => {
-    const log = [event(createChange(loopA)), event({ content: [] }, 'user/message'), event(deleteChange('loop_a'))]
-    expect(log.reduce(applyLoopProjection, EMPTY_LOOP_FOLD)).toEqual(foldLoopEvents(log))
+  it('is the fold the runtime uses, without its id counter: the same records and diagnostic as folding the log', () => {
+    const loopB = { ...loopA, id: 'loop_b' }
+    const sound = [event(createChange(loopA)), event({ content: [] }, 'user/message'), event(createChange(loopB))]
+    const corrupt = [...sound, event(deleteChange('loop_zz')), event(deleteChange('loop_a'))]
+    for (const log of [sound, corrupt]) {
+      const { loops, corrupt: diagnostic } = foldLoopEvents(log)
+      expect(log.reduce(applyLoopProjection, EMPTY_LOOP_FOLD)).toEqual(
+        diagnostic === undefined ? { loops } : { loops, corrupt: diagnostic },
+      )
+    }
   })
 
   it("shows no loops from a sub-agent's descriptor on: a delegated session never has its own", () => {
     const inherited = applyLoopProjection(EMPTY_LOOP_FOLD, event(createChange(loopA)))
-    expect(applyLoopProjection(inherited, event({ persona: 'general' }, 'subagent/descriptor'))).toBe(EMPTY_LOOP_FOLD)
+    expect(applyLoopProjection(inherited, event({ persona: 'general' }, 'subagent/descriptor'))).toEqual({ loops: [] })
   })
 
   it('normalizes the previous build update records', () => {
@@ -88,7 +100,6 @@ describe('reducer', () => {
     const corrupt = applyLoopProjection(created, event({ version: 1, operation: 'delete', id: 'loop_zz' }))
     expect(corrupt).toEqual({
       loops: [],
-      lastIdNumber: 0,
       corrupt: 'corrupt loop/change record: delete targets inactive loop loop_zz',
     })
     expect(applyLoopProjection(corrupt, event(createChange({ ...loopA, id: 'loop_b' })))).toBe(corrupt)
