@@ -402,17 +402,34 @@ async function checkEntry(entry: Entry) {
   // A DSH that stops passing one prop an entry reads (a later release renamed it) gets nothing from
   // that entry, and no error: a throwing entry would take DSH's slot down.
   const printed = vi.spyOn(console, 'error')
-  const complete: [unknown, Record<string, unknown>][] = [
+  // Each entry: its component, the props DSH passes or this plugin injects that it reads, and what stays fixed.
+  const complete: [unknown, Record<string, unknown>, Record<string, unknown>?][] = [
     [dock.component, { useProjection, t: englishSeat, ...dock.options.inject('session-3') }],
     [node.component, { node: { data: heartbeat }, t: englishSeat, useProjection, ...nodeFace }],
-    [create.component, { block: { callId: 'c2', kind: 'tool-call', call: { argsRaw: '{}' } }, t: englishSeat }],
-    [card.component, { ...actions, t: englishSeat, useLoopSettings: () => undefined }],
+    [
+      create.component,
+      { block: { callId: 'c2', kind: 'tool-call', call: { argsRaw: '{}' } }, t: englishSeat },
+      create.options.inject(),
+    ],
+    [
+      card.component,
+      {
+        ...actions,
+        t: englishSeat,
+        useLoopSettings: <S>(selector: (state: ReturnType<typeof store.getSnapshot>) => S) =>
+          selector(React.useSyncExternalStore(store.subscribe, store.getSnapshot)),
+      },
+    ],
   ]
   const missing: string[] = []
-  for (const [component, props] of complete) {
+  for (const [component, props, fixed = {}] of complete) {
+    // With every prop it reads, each entry renders.
+    const whole = render(React.createElement(component as React.FC, { ...fixed, ...props }))
+    expect(whole.container.innerHTML).not.toBe('')
+    whole.unmount()
     for (const key of Object.keys(props)) {
       const { [key]: _dropped, ...rest } = props
-      const view = render(React.createElement(component as React.FC, rest))
+      const view = render(React.createElement(component as React.FC, { ...fixed, ...rest }))
       if (view.container.innerHTML === '') missing.push(key)
       view.unmount()
     }

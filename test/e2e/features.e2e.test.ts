@@ -99,8 +99,11 @@ describe("DSH's sub-agents", () => {
     const parentRequest = model.requests.find((request) => request.behavior === 'parent')!
     expect(loopToolsOf(parentRequest.body).sort()).toEqual(['loop_create', 'loop_delete', 'loop_list'])
     // The child's call was refused by DSH (no such tool) and nothing was scheduled anywhere.
-    const toolResult = JSON.stringify(childRequests[1]!.body)
-    expect(toolResult).toContain('loop_create')
+    const toolMessages = (childRequests[1]!.body as { messages: { role: string; content: unknown }[] }).messages.filter(
+      (message) => message.role === 'tool',
+    )
+    expect(toolMessages).toHaveLength(1)
+    expect(JSON.stringify(toolMessages[0]!.content)).toContain('unknown tool \\"loop_create\\"')
     await sleep(4_000)
     for (const id of [parent, child!])
       expect((await events(r.url, id)).filter((event) => event.type === 'loop/change')).toEqual([])
