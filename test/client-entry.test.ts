@@ -409,7 +409,7 @@ async function checkEntry(entry: Entry) {
     [
       create.component,
       { block: { callId: 'c2', kind: 'tool-call', call: { argsRaw: '{}' } }, t: englishSeat },
-      create.options.inject(),
+      { ...create.options.inject() },
     ],
     [
       card.component,
