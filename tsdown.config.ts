@@ -7,7 +7,8 @@ const CLIENT_ID = 'dsh-plugin-loop'
 export default defineConfig([
   {
     // The host half: an ESM Cordis plugin; host packages (peers) and zod (the one dependency) stay external.
-    entry: { index: 'src/index.ts' },
+    // The release command (`bin`) rides along: it imports node built-ins only.
+    entry: { index: 'src/index.ts', cli: 'src/release/bin.ts' },
     outDir: 'lib',
     clean: false,
     format: 'esm',

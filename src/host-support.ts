@@ -55,3 +55,22 @@ export function judgeHost(facts: HostFacts): HostSupport {
       `in its session untouched; run DSH ${SUPPORTED_DSH_VERSION}, or a loop release built for this DSH.`,
   }
 }
+
+/**
+ * The line `loop` reports when another plugin already holds `/loop`: the one known is the
+ * package `dsh-loop`, another implementation of the same specification (same command, tools,
+ * projection and `loop/change` records), so the sessions it wrote keep their loops under `loop`.
+ */
+export const OTHER_LOOP_PLUGIN_MESSAGE =
+  'loop is inactive: another plugin already registered the /loop command (most likely dsh-loop, another ' +
+  'implementation of the same specification). Remove it with `dsh plugin remove dsh-loop` and restart DSH: ' +
+  'the sessions it wrote keep their loops under loop.'
+
+/**
+ * Whether registering `/loop` failed because another plugin holds it (the command runtime's refusal).
+ * @param error - what the registration threw.
+ * @returns true for that refusal only.
+ */
+export function isLoopCommandTaken(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('command "loop" is already registered')
+}

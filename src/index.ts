@@ -8,7 +8,7 @@ import { registerInactiveLoopCommand, registerLoopCommand } from './commands.ts'
 import { Config, DEFAULT_LOOP_CONFIG, watchLoopConfig, type LoopConfig } from './config.ts'
 import { realClock } from './clock.ts'
 import { inspectHost } from './host.ts'
-import { judgeHost } from './host-support.ts'
+import { OTHER_LOOP_PLUGIN_MESSAGE, isLoopCommandTaken, judgeHost } from './host-support.ts'
 import { LoopRuntime } from './loop.ts'
 import { registerLoopEventType } from './persistence.ts'
 import { registerLoopProjection } from './projection.ts'
@@ -33,9 +33,10 @@ const ONE_SHOT_HOST_SERVICE = 'headlessStartup'
 
 /**
  * Check the host, register the event type, then, on the DSH `loop` is built for,
- * the projection and command, and give every live and future root agent its
+ * the command and projection, and give every live and future root agent its
  * runtime and tools. On any other DSH only the event type (sessions holding loops
- * still open) and a `/loop` that explains are registered.
+ * still open) and a `/loop` that explains are registered; beside another plugin
+ * that holds `/loop`, only the event type.
  * @param ctx - plugin context.
  * @param config - the plugin row's `config:` (validated against {@link Config}).
  */
@@ -46,7 +47,12 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   const support = judgeHost(host.facts)
   if (!support.supported) {
     report.error(support.message)
-    registerInactiveLoopCommand(ctx, support.message)
+    try {
+      registerInactiveLoopCommand(ctx, support.message)
+    } catch (error) {
+      // Another plugin's `/loop` answers instead; the line above still says why loop is off.
+      if (!isLoopCommandTaken(error)) throw error
+    }
     return
   }
   if (!registration.hostResolved) {
@@ -56,11 +62,19 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
         `if the host uses another copy`,
     )
   }
-  const currentConfig = watchLoopConfig(ctx, config, report)
-  registerLoopProjection(ctx)
   // One clock for the runtimes, their tools and the command; the process's own in every host.
   const clock = realClock
-  registerLoopCommand(ctx, clock)
+  // First, so that with another implementation of the specification installed (it registers
+  // the same command, tools and projection) nothing else is registered.
+  try {
+    registerLoopCommand(ctx, clock)
+  } catch (error) {
+    if (!isLoopCommandTaken(error)) throw error
+    report.error(OTHER_LOOP_PLUGIN_MESSAGE)
+    return
+  }
+  const currentConfig = watchLoopConfig(ctx, config, report)
+  registerLoopProjection(ctx)
 
   const cleanups = new Map<Agent, () => Promise<void>>()
   /** Runtimes by exact agent, not session, so a predecessor's cleanup never removes its replacement's entry. */

@@ -3,9 +3,8 @@
  * only on the DSH it is tested against. A later DSH is one real rc.8 host with one fact changed
  * as a later release has it: the host's `@deepseek-ai/dsh-session` metadata reports 0.1.7-rc.2.
  */
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import * as sessionModule from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { inspectHost } from '../src/host.ts'
@@ -20,6 +19,7 @@ import {
   until,
   useMockModel,
 } from './support/host.ts'
+import { hostWithVersions } from './support/later-dsh.ts'
 import { tempDir } from './support/temp-dir.ts'
 
 /** The facts of the real rc.8 host. */
@@ -68,29 +68,6 @@ describe('judgeHost', () => {
     expect(dshPeers).toEqual(DSH_PACKAGES.map((name) => [name, SUPPORTED_DSH_VERSION]))
   })
 })
-
-/**
- * A host entry in a fresh directory whose `node_modules` holds real DSH packages with their
- * metadata edited: each `package.json` a copy with another version, its `lib` a link to the real one.
- * @param versions - package name → the version its metadata reports.
- * @returns the entry to pass as `process.argv[1]`.
- */
-function hostWithVersions(versions: Readonly<Record<string, string>>): string {
-  const root = tempDir('loop-later-dsh-')
-  const require = createRequire(import.meta.url)
-  for (const [name, version] of Object.entries(versions)) {
-    const real = dirname(require.resolve(`${name}/package.json`))
-    const copy = join(root, 'node_modules', name)
-    mkdirSync(copy, { recursive: true })
-    const manifest = JSON.parse(readFileSync(join(real, 'package.json'), 'utf8')) as Record<string, unknown>
-    writeFileSync(join(copy, 'package.json'), JSON.stringify({ ...manifest, version }))
-    symlinkSync(join(real, 'lib'), join(copy, 'lib'))
-  }
-  const entry = join(root, 'dsh', 'lib', 'bin.js')
-  mkdirSync(dirname(entry), { recursive: true })
-  writeFileSync(entry, '')
-  return entry
-}
 
 describe('inspectHost', () => {
   it('reads the rc.8 facts of this repository, from the host entry or, without one, its own resolution', async () => {

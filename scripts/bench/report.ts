@@ -9,6 +9,7 @@ import type { DshOpen } from './dsh-open.ts'
 import type { GrowthResult } from './growth.ts'
 import type { LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
+import type { ReleaseResult, ReleaseSide } from './release.ts'
 import { median, spread, type Spread } from './stats.ts'
 
 /** Every job's results; a partial run (`--only`) leaves some out, and their rows go. */
@@ -22,6 +23,8 @@ export interface BenchResults {
   readonly lateness?: readonly LatenessResult[]
   readonly memory?: MemoryResult
   readonly dock?: DockResult
+  /** Row 7, every run in run order. */
+  readonly release?: ReleaseResult
 }
 
 /** Where and how the run was made: the report's header paragraph. */
@@ -271,6 +274,52 @@ function dshOpenRows(pairs: NonNullable<BenchResults['dshOpen']>, at: number): R
   ]
 }
 
+function releaseRows(release: ReleaseResult): Row[] {
+  const largest = Math.max(...release.logs.map((log) => log.events))
+  const smallest = Math.min(...release.logs.map((log) => log.events))
+  const judged = largest === FULL.largest
+  const runsOf = (side: ReleaseSide, events: number) =>
+    release.runs.filter((run) => run.side === side && run.events === events)
+  const log = release.logs.find((entry) => entry.events === largest)!
+  const common = { row: 7, noun: 'run', judged, note: judged ? '' : ` (at ${size(largest)})` }
+  // The n-th run of a side against the n-th floor run at the same size: neighbours in time.
+  const ratios = (side: ReleaseSide) =>
+    runsOf(side, largest).map((run, index) => run.ms / runsOf('floor', largest)[index]!.ms)
+  const rss = (side: ReleaseSide, events: number) => median(runsOf(side, events).map((run) => run.maxRssBytes))
+  const memoryNote = (side: ReleaseSide) =>
+    `${mib(rss(side, smallest))} at ${size(smallest)}, ${mib(rss(side, largest))} at ${size(largest)}`
+  return [
+    judge({
+      ...common,
+      target: `\`dsh-plugin-loop release\` of a ${size(FULL.largest)}-event \`session.jsonl.zstd\` ≤ 1.5× a plain frame-by-frame decompress-and-recompress of the same file (own processes)`,
+      samples: ratios('removal'),
+      format: ratio,
+      holds: (value) => value <= 1.5,
+      note: `${common.note} (${ms(median(runsOf('removal', largest).map((run) => run.ms)), 0)} against ${ms(median(runsOf('floor', largest).map((run) => run.ms)), 0)}; ${log.loopRows} of ${log.events} rows marked, ${mib(log.bytes)} on disk)`,
+    }),
+    judge({
+      ...common,
+      target: `\`release --for-upgrade\` of the same file ≤ 2× that floor`,
+      samples: ratios('upgrade'),
+      format: ratio,
+      holds: (value) => value <= 2,
+      note: `${common.note} (${ms(median(runsOf('upgrade', largest).map((run) => run.ms)), 0)})`,
+    }),
+    ...(['removal', 'upgrade'] as const).map((side) =>
+      judge({
+        ...common,
+        target: `peak RSS of the ${side === 'removal' ? 'release' : 'upgrade release'} flat in the log's length: at ${size(FULL.largest)} ≤ 1.25× at ${size(smallest)}`,
+        samples: runsOf(side, largest).map(
+          (run, index) => run.maxRssBytes / runsOf(side, smallest)[index]!.maxRssBytes,
+        ),
+        format: ratio,
+        holds: (value) => value <= 1.25,
+        note: `${common.note} (${memoryNote(side)}; the floor ${memoryNote('floor')})`,
+      }),
+    ),
+  ]
+}
+
 /** Hand-written and fixed: what each row isolates and why. No measured figure belongs here. */
 const METHOD = `## Method
 
@@ -320,6 +369,14 @@ Verdicts hold only on an otherwise idle machine (compare the load averages above
   reply is shown but not judged: of two opens sharing two cores, one ends about 2 s after the other, and the side that
   has more to do is more often the second; opened one at a time, the two sides' wall times do not differ.
 
+- **Leaving loop (7)**: the log is grown by the real host with the plugin (the same cycles as rows 1–2, a fifth of them
+  \`loop/change\` rows, one frame per thousand events as DSH flushes a batch at a time). Each run takes a fresh copy of it in a
+  Node process of its own, so its peak RSS (\`process.resourceUsage().maxRSS\`) is its own: the floor (walk the frames,
+  decompress each, compress it again as one checksummed frame into a file beside it, fsync, rename: what any tool that
+  rewrites such a log must do), the release, and the upgrade release. The three alternate, rotating which goes first; a
+  ratio pairs the n-th run of a side with the n-th floor run. Memory is judged as the peak RSS at 1M over the peak at
+  100k for the same side.
+
 A quick run (\`--quick\`) has smaller sizes, shorter windows and fewer repeats; a target defined at a size it does not
 reach is not judged.
 `
@@ -333,6 +390,7 @@ export function renderReport(context: RunContext, results: BenchResults): string
     ...(results.memory ? memoryRows(results.memory) : []),
     ...(results.dock ? dockRows(results.dock) : []),
     ...(results.dshOpen ? dshOpenRows(results.dshOpen, results.growth?.at ?? 0) : []),
+    ...(results.release ? releaseRows(results.release) : []),
   ]
   const judged = rows.filter((row) => row.status === 'met' || row.status === 'not met')
   const met = judged.filter((row) => row.status === 'met').length

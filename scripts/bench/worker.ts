@@ -9,6 +9,7 @@ import { runDock } from './dock.ts'
 import { runGrowth } from './growth.ts'
 import { runLateness } from './lateness.ts'
 import { runMemory } from './memory.ts'
+import { runRelease } from './release.ts'
 
 type Log = (line: string) => void
 
@@ -17,6 +18,7 @@ const JOBS: Record<string, (options: never, log: Log) => Promise<unknown>> = {
   append: runAppend,
   lateness: runLateness,
   memory: runMemory,
+  release: runRelease,
   dock: (options: { projectRoot: string }, log: Log) => runDock(options.projectRoot, log),
 }
 

@@ -1,125 +1,250 @@
 /**
- * Step 6 of the end-to-end plan: uninstall the plugin, open a session that held
- * loops, record what the user gets; add the plugin back and get everything back.
+ * Leaving loop in real `dsh web` processes on one home (SPEC.md §13 "Leaving loop"): sessions
+ * holding active, deleted and inherited (fork) loops, heartbeat turns among ordinary ones, and a
+ * session that never held a loop; DSH stopped; `dsh-plugin-loop release` run from the packed
+ * tarball; the plugin removed as a user removes it; DSH started again. Without the release DSH
+ * refuses those sessions; after it each opens with its history and answers a new prompt.
  */
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { readFileSync, readdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
 import { describe, expect } from 'vitest'
 import {
+  NODE22,
   call,
   createSession,
-  heartbeatsIn,
-  history,
-  profileManifest,
   prompt,
   reopenSession,
   runCommand,
+  waitFor,
+  withStoredSessions,
+  type HistoryEvent,
 } from '../../scripts/dsh-stack.ts'
-import { heartbeatText } from '../support/heartbeat-xml.ts'
-import { PLUGIN, PROFILE, createLoop, events, settle, sleepUntil, test, waitForHeartbeats } from './rig.ts'
+import { SEQ_REFERENCES } from '../../src/release/log-format.ts'
+import { migrateFormat0 } from '../support/format-migration.ts'
+import { tempDir } from '../support/temp-dir.ts'
+import { startRoutedModel } from './model-router.ts'
+import { createLoop, events, heartbeatsOf, settle, test, waitForHeartbeats, type Rig, type RigOptions } from './rig.ts'
 
-/** Digest of every persisted file of one session (the JSONL log and whatever sits beside it). */
-function sessionFiles(home: string, sessionId: string): Record<string, string> {
+/** sha256 of every file under the home's sessions folder, by path relative to the home. */
+function sessionDigests(home: string): Record<string, string> {
   const root = join(home, 'sessions')
-  const files = readdirSync(root, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile() && join(entry.parentPath, entry.name).includes(sessionId))
-    .map((entry) => join(entry.parentPath, entry.name))
   return Object.fromEntries(
-    files.map((file) => [file.slice(root.length + 1), createHash('sha256').update(readFileSync(file)).digest('hex')]),
+    readdirSync(root, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => join(entry.parentPath, entry.name))
+      .map((path) => [relative(home, path), createHash('sha256').update(readFileSync(path)).digest('hex')]),
   )
 }
 
-/** The error a rejected API call carries. */
-async function rejection(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise
-  } catch (error) {
-    return (error as Error).message
-  }
-  throw new Error('the call succeeded')
+/** `dsh-plugin-loop <args>` run from the packed tarball, as the README shows: unpacked, on Node alone. */
+function releaseFromTarball(
+  tarball: string,
+  args: readonly string[],
+): { code: number | null; stdout: string; stderr: string } {
+  const unpacked = tempDir('loop-tarball-')
+  const untar = spawnSync('tar', ['-xzf', tarball, '-C', unpacked], { encoding: 'utf8' })
+  expect(untar.status, untar.stderr).toBe(0)
+  const run = spawnSync(NODE22, [join(unpacked, 'package', 'lib', 'cli.js'), ...args], { encoding: 'utf8', env: {} })
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr }
 }
 
-const UNKNOWN_EVENT =
-  /session "session-[0-9a-f-]+" contains event type "loop\/change" \(seq \d+\) unknown to this harness and not marked ignorable; refusing to interpret the log/
+/** A session's log through the history API, each event without the marker a removal release adds. */
+async function historyOf(url: string, sessionId: string): Promise<HistoryEvent[]> {
+  return (await events(url, sessionId)).map(({ type, seq, time, data }) => ({ type, seq, time, data }))
+}
 
-describe('removing the plugin', () => {
-  test('6. without the plugin a session that holds loops does not open; adding it back restores the session and its loops with nothing lost', async ({
+/** Fork a session as DSH web's "Fork" does; returns the fork's id. */
+async function fork(url: string, sessionId: string): Promise<string> {
+  return (await call<{ sessionId: string }>(url, 'session.fork', { sessionId })).sessionId
+}
+
+/** Send a prompt and wait for its answer. */
+async function answered(url: string, sessionId: string, text: string): Promise<void> {
+  const before = (await events(url, sessionId)).length
+  await prompt(url, sessionId, text)
+  await waitFor(`an answer to ${JSON.stringify(text)} in ${sessionId}`, async () => {
+    const log = await events(url, sessionId)
+    return log.slice(before).some((event) => event.type === 'turn/end') ? true : undefined
+  })
+}
+
+interface LoopHome {
+  readonly r: Rig
+  /** Active loop A and deleted loop B, heartbeat turns and an ordinary turn. */
+  readonly looped: string
+  readonly loopA: string
+  /** A fork of it, which inherited both loops' records. */
+  readonly forked: string
+  /** A session that never held a loop. */
+  readonly plain: string
+  readonly ids: readonly string[]
+  /** Each session's history as saved, DSH stopped. */
+  readonly before: Readonly<Record<string, HistoryEvent[]>>
+}
+
+/** DSH's title generator, which the rc.8 boot patch turns off, on again: titles name message seqs. */
+function titlesOn(): string {
+  const patch = join(tempDir('loop-titles-'), 'titles.yml')
+  writeFileSync(patch, '- id: session-title-llm\n  disabled: false\n')
+  return patch
+}
+
+/**
+ * A home as a user leaves it, written by a real `dsh web`: a heartbeat's first turn calls a tool,
+ * every answer streams, titles are on, and one session is compacted while its loop fires. Stopped,
+ * then read back (a history read resumes nothing).
+ */
+async function writeLoopHome(rig: (script?: object, options?: RigOptions) => Promise<Rig>): Promise<LoopHome> {
+  const model = await startRoutedModel({
+    task: { sequence: ['success'], repeatLast: true, successText: 'An answer, streamed in a few chunks.' },
+    heartbeat: {
+      sequence: ['tool_call_success', 'success'],
+      repeatLast: true,
+      toolName: 'loop_list',
+      toolArguments: '{}',
+      successText: 'Heartbeat answered: nothing new.',
+    },
+  })
+  const r = await rig({}, { model, start: false })
+  r.plugin('add')
+  await r.start([titlesOn()])
+  const looped = await createSession(r.url)
+  await answered(r.url, looped, 'an ordinary prompt before the loops')
+  const loopA = await createLoop(r.url, looped, 1, 'LEAVING_A')
+  const loopB = await createLoop(r.url, looped, 2, 'LEAVING_B')
+  await waitForHeartbeats(r.url, looped, { [loopA]: 2, [loopB]: 1 })
+  await answered(r.url, looped, 'an ordinary prompt among heartbeats')
+  const compacted = await waitFor(
+    '/compact to find the agent idle',
+    async () => {
+      const reply = await runCommand(r.url, looped, '/compact')
+      return reply.kind === 'success' ? reply : undefined
+    },
+    20_000,
+  )
+  expect(compacted.text).toMatch(/^Compacted \d+ history items/)
+  expect((await runCommand(r.url, looped, `/loop delete ${loopB}`)).text).toBe(`Deleted ${loopB}.`)
+  await settle(r.url, looped)
+  const forked = await fork(r.url, looped)
+  await reopenSession(r.url, forked)
+  await answered(r.url, forked, 'a prompt in the fork')
+  const plain = await createSession(r.url)
+  await answered(r.url, plain, 'a session without loops')
+  const ids = [looped, forked, plain]
+  for (const id of ids) await settle(r.url, id)
+  const types = new Set((await events(r.url, looped)).map((event) => event.type))
+  for (const type of ['tool/call', 'compaction/summary', 'session/title', 'command/done', 'loop/change'])
+    expect([...types]).toContain(type)
+  expect((await r.stop('SIGTERM')).code).toBe(0)
+  await r.start()
+  const before = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await historyOf(r.url, id)] as const)))
+  await r.stop('SIGTERM')
+  return { r, looped, loopA, forked, plain, ids, before }
+}
+
+describe('leaving loop', () => {
+  test('release, then remove the plugin: every session opens with its history and answers; added back, the loops fire', async ({
     rig,
   }) => {
-    const r = await rig()
-    const sessionId = await createSession(r.url)
-    const a = await createLoop(r.url, sessionId, 1, 'SURVIVES_REMOVAL_A')
-    const b = await createLoop(r.url, sessionId, 2, 'SURVIVES_REMOVAL_B')
-    await waitForHeartbeats(r.url, sessionId, { [a]: 1, [b]: 1 })
-    await settle(r.url, sessionId)
-    const stopped = await r.stop('SIGTERM')
-    expect(stopped.code).toBe(0)
+    const home = await writeLoopHome(rig)
+    const { r, ids, before } = home
+    const digestsBefore = sessionDigests(r.home)
 
-    // What was persisted, read back by a host with the plugin (a cold read resumes nothing).
-    await r.start()
-    const before = await history(r.url, sessionId, { maxMessages: 1_000_000 })
-    const loopsBefore = (before.projections.loop as { loops: unknown[] }).loops
-    expect(loopsBefore).toEqual([
-      { id: a, prompt: 'SURVIVES_REMOVAL_A', time_in_seconds: 1, next_at: expect.any(Number) },
-      { id: b, prompt: 'SURVIVES_REMOVAL_B', time_in_seconds: 2, next_at: expect.any(Number) },
-    ])
-    await r.stop('SIGTERM')
-    const filesBefore = sessionFiles(r.home, sessionId)
-    expect(Object.keys(filesBefore).length).toBeGreaterThan(0)
-
-    // Uninstall exactly as a user does.
-    const removed = r.plugin('remove')
-    expect(profileManifest(r.home, PROFILE).dependencies?.[PLUGIN]).toBeUndefined()
-    expect(profileManifest(r.home, PROFILE).dsh?.profile?.bundles).not.toContain(PLUGIN)
-
-    await r.start()
-    // The session is still listed…
-    const listedSessions = await call<{ items: { sessionId: string }[] }>(r.url, 'session.list', {})
-    expect(listedSessions.items.map((item) => item.sessionId)).toContain(sessionId)
-    // …but nothing opens it: its history, a resume, a prompt and a command all fail with the host's format error.
-    const seen = {
-      history: await rejection(history(r.url, sessionId)),
-      reopen: await rejection(reopenSession(r.url, sessionId)),
-      prompt: await rejection(prompt(r.url, sessionId, 'hello?')),
-      command: await rejection(runCommand(r.url, sessionId, '/loop list')),
-    }
-    console.log(
-      `step 6, without the plugin (dsh plugin remove said: ${JSON.stringify(removed.trim().split('\n').at(-1))}):\n${JSON.stringify(seen, null, 2)}`,
+    const released = releaseFromTarball(r.tarball, ['release', '--home', r.home])
+    console.log(`dsh-plugin-loop release (exit ${released.code}):\n${released.stdout}${released.stderr}`)
+    expect(released.code).toBe(0)
+    const lines = released.stdout.trim().split('\n')
+    for (const id of [home.looped, home.forked])
+      expect(lines).toContainEqual(
+        expect.stringMatching(new RegExp(`^released  ${id}  .*: \\d+ loop/change rows marked ignorable$`)),
+      )
+    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^no loops  ${home.plain}  `)))
+    expect(lines.at(-1)).toMatch(
+      /^\d+ session logs: 2 released \(\d+ loop\/change rows\), 0 already released, \d+ without loops, 0 left unreleased\.$/,
     )
-    expect(seen.history).toMatch(
-      /^session\.history failed: \{"code":"internal","message":"history unavailable for session \\"session-[0-9a-f-]+\\": SessionFormatUnsupportedError: /,
-    )
-    for (const message of Object.values(seen)) expect(message.replaceAll('\\"', '"')).toMatch(UNKNOWN_EVENT)
-    await r.stop('SIGTERM')
-    // The failed attempts changed nothing on disk.
-    expect(sessionFiles(r.home, sessionId)).toEqual(filesBefore)
+    // Only the two logs that held loop rows changed.
+    const digestsAfter = sessionDigests(r.home)
+    const changed = Object.keys(digestsBefore).filter((path) => digestsAfter[path] !== digestsBefore[path])
+    expect(changed.map((path) => path.split('/').at(-2)).sort()).toEqual([home.looped, home.forked].sort())
+    expect(Object.keys(digestsAfter).sort()).toEqual(Object.keys(digestsBefore).sort())
 
-    // Add the plugin back: the session opens, with every event and both loops as they were.
+    r.plugin('remove')
+    await r.start()
+    for (const id of ids) expect(await historyOf(r.url, id)).toEqual(before[id])
+    for (const id of ids) await answered(r.url, id, 'still there without loop?')
+    const replies = r.model.requests.length
+    expect(replies).toBeGreaterThan(0)
+    await r.stop('SIGTERM')
+
     r.plugin('add')
     await r.start()
-    const restored = await history(r.url, sessionId, { maxMessages: 1_000_000 })
-    expect(restored.events).toEqual(before.events)
-    expect(restored.projections.loop).toEqual(before.projections.loop)
+    await reopenSession(r.url, home.looped)
+    const listed = await runCommand(r.url, home.looped, '/loop list')
+    expect(listed.text?.split('\n')[0]).toBe('1 active loop:')
+    expect(listed.text).toContain(`${home.loopA}  `)
     const reopenedAt = Date.now()
-    await reopenSession(r.url, sessionId)
-    const listed = await runCommand(r.url, sessionId, '/loop list')
-    expect(listed.text?.split('\n').map((line) => [line.split('  ')[0], line.split('  ').at(-1)])).toEqual([
-      ['2 active loops:', '2 active loops:'],
-      [a, 'SURVIVES_REMOVAL_A'],
-      [b, 'SURVIVES_REMOVAL_B'],
-    ])
-    // And they fire again.
-    await sleepUntil(reopenedAt + 2_500)
-    const log = await settle(r.url, sessionId)
-    expect(log.slice(0, before.events.length)).toEqual(before.events)
-    const resumed = heartbeatsIn(log).filter((beat) => beat.time >= reopenedAt)
-    expect(
-      resumed.filter((beat) => beat.text === heartbeatText(a, 'SURVIVES_REMOVAL_A')).length,
-    ).toBeGreaterThanOrEqual(2)
-    expect(
-      resumed.filter((beat) => beat.text === heartbeatText(b, 'SURVIVES_REMOVAL_B')).length,
-    ).toBeGreaterThanOrEqual(1)
-    expect((await events(r.url, sessionId)).length).toBeGreaterThan(before.events.length)
+    await waitFor('loop A to fire again', async () => {
+      const log = await events(r.url, home.looped)
+      return heartbeatsOf(log, home.loopA).some((beat) => beat.time >= reopenedAt) ? true : undefined
+    })
+  })
+
+  test('release for upgrade, then remove the plugin: every session opens with its history, and DSH format-0 migration accepts every log', async ({
+    rig,
+  }) => {
+    const home = await writeLoopHome(rig)
+    const { r, ids, before } = home
+
+    const checkpoints = join(r.home, 'storages', 'session_projcache.json')
+    const hadCheckpoints = existsSync(checkpoints)
+    const released = releaseFromTarball(r.tarball, ['release', '--for-upgrade', '--home', r.home])
+    console.log(`dsh-plugin-loop release --for-upgrade (exit ${released.code}):\n${released.stdout}${released.stderr}`)
+    expect(released.code).toBe(0)
+    // DSH's projection checkpoints count events the old way: they go with the originals.
+    expect(existsSync(checkpoints)).toBe(false)
+    if (hadCheckpoints)
+      expect(released.stdout).toContain(
+        "DSH's projection checkpoints (storages/session_projcache.json) went with them: they count events the old way, and DSH rebuilds them.",
+      )
+    expect(released.stdout).toMatch(
+      /\nThe originals are in .*loop-release-backup\/[0-9T-]+Z; delete it once the upgraded DSH has opened these sessions\.\n$/,
+    )
+
+    r.plugin('remove')
+    await r.start()
+    for (const id of ids) {
+      // The session's own non-loop events, one for one: same types and times, renumbered, the
+      // same data where it names no event (where it does, DSH's migration below checks it).
+      const reopened = await historyOf(r.url, id)
+      const kept = before[id]!.filter((event) => event.type !== 'loop/change')
+      expect(reopened.map((event) => [event.type, event.seq, event.time])).toEqual(
+        kept.map((event, seq) => [event.type, seq, event.time]),
+      )
+      expect(reopened.filter(namesNoEvent).map((event) => event.data)).toEqual(
+        kept.filter(namesNoEvent).map((event) => event.data),
+      )
+    }
+    for (const id of ids) await answered(r.url, id, 'still there after the upgrade release?')
+    await r.stop('SIGTERM')
+
+    // DSH's own format-0 migration accepts every log in the home.
+    const migrated = await withStoredSessions(r.home, async (backend, { SessionId }) => {
+      const headers = await backend.list()
+      return Promise.all(
+        headers.map(async (header) => {
+          const raw = await backend.readRaw(SessionId(header.id))
+          return [header.id, migrateFormat0(raw!.content).events.length] as const
+        }),
+      )
+    })
+    expect(migrated.map(([id]) => id).sort()).toEqual([...ids].sort())
+    for (const [, count] of migrated) expect(count).toBeGreaterThan(0)
   })
 })
+
+/** An event whose data names no other event by its seq (SPEC.md §13's list). */
+function namesNoEvent(event: HistoryEvent): boolean {
+  return SEQ_REFERENCES[event.type] === undefined
+}

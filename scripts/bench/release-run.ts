@@ -1,0 +1,50 @@
+/**
+ * One measured side of row 7 in a process of its own: `node release-run.ts <floor|removal|upgrade> <log>`. Prints
+ * `{ ms, maxRssBytes, rows }`: the rewrite's wall time, the process's peak RSS, and the `loop/change` rows it marked or removed.
+ * @module scripts/bench/release-run
+ */
+import * as fsPromises from 'node:fs/promises'
+import { releaseFile } from '../../src/release/release-file.ts'
+import { decodeFrame, encodeFrame, zstdFrameEnd } from '../../src/release/zstd-frames.ts'
+
+/**
+ * The floor of any tool that rewrites a Zstandard log: read it a chunk at a time, decompress each frame and compress it
+ * again as one checksummed frame into a file beside it, fsync and rename; no row is parsed.
+ */
+async function recompress(path: string): Promise<void> {
+  const input = await fsPromises.open(path, 'r')
+  const output = await fsPromises.open(`${path}.floor.tmp`, 'w')
+  let pending = Buffer.alloc(0)
+  for (let position = 0; ;) {
+    const { buffer, bytesRead } = await input.read({ buffer: Buffer.alloc(1 << 20), position })
+    position += bytesRead
+    pending = Buffer.concat([pending, buffer.subarray(0, bytesRead)])
+    let start = 0
+    for (let end = zstdFrameEnd(pending, start); end !== undefined; end = zstdFrameEnd(pending, start)) {
+      await output.write(encodeFrame(decodeFrame(pending.subarray(start, end))))
+      start = end
+    }
+    pending = pending.subarray(start)
+    if (bytesRead === 0) break
+  }
+  await output.sync()
+  await Promise.all([input.close(), output.close()])
+  await fsPromises.rename(`${path}.floor.tmp`, path)
+}
+
+const [side, path] = process.argv.slice(2) as [string, string]
+const started = performance.now()
+let rows = 0
+if (side === 'floor') await recompress(path)
+else {
+  const outcome = await releaseFile(path, {
+    mode: side === 'upgrade' ? 'upgrade' : 'removal',
+    fs: fsPromises,
+    dryRun: false,
+    ...(side === 'upgrade' ? { backup: `${path}.original` } : {}),
+  })
+  if (outcome.status !== 'released') throw new Error(`the ${side} release left the log: ${JSON.stringify(outcome)}`)
+  rows = outcome.tally.marked + outcome.tally.removed
+}
+const ms = performance.now() - started
+process.stdout.write(JSON.stringify({ ms, maxRssBytes: process.resourceUsage().maxRSS * 1024, rows }))

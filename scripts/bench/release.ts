@@ -1,0 +1,108 @@
+/**
+ * Row 7, leaving loop: `dsh-plugin-loop release` (removal and upgrade) on a `session.jsonl.zstd` the real host wrote,
+ * against the floor of any such tool, a plain frame-by-frame decompress-and-recompress of the same file. Each side runs
+ * in a Node process of its own (`release-run.ts`), so its peak RSS is its own; sides alternate, and each run releases a
+ * fresh copy. Two sizes, so the peak RSS shows whether memory grows with the log.
+ * @module scripts/bench/release
+ */
+import { spawnSync } from 'node:child_process'
+import { copyFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { bootHost, createAgent } from './host.ts'
+import { LogWriter } from './log.ts'
+import { tempDir } from '../../test/support/temp-dir.ts'
+
+/** The three ways to rewrite a log this row compares. */
+export type ReleaseSide = 'floor' | 'removal' | 'upgrade'
+
+/** One measured run: wall time of the rewrite and the peak RSS of its process. */
+export interface ReleaseRun {
+  readonly side: ReleaseSide
+  readonly events: number
+  readonly ms: number
+  readonly maxRssBytes: number
+  /** `loop/change` rows marked or removed (none for the floor). */
+  readonly rows: number
+}
+
+/** Row 7's results. */
+export interface ReleaseResult {
+  /** Each log: its events, bytes on disk, frames and `loop/change` rows. */
+  readonly logs: readonly { readonly events: number; readonly bytes: number; readonly loopRows: number }[]
+  readonly runs: readonly ReleaseRun[]
+}
+
+const HERE = dirname(fileURLToPath(import.meta.url))
+
+/** Events per flush while the log grows: one frame each, as DSH flushes a batch (a turn's worth) at a time. */
+const EVENTS_PER_FRAME = 1_000
+
+/** Write a log of `events` events with the real host (a fifth `loop/change` rows, as in every size row); return its path. */
+async function writeLog(events: number): Promise<string> {
+  const host = await bootHost({ keepRoot: true, loopConfig: { maxLoopsPerSession: 1_000 } })
+  const fake = await createAgent(host, `session-release-${events}`)
+  const writer = new LogWriter(fake.agent.session)
+  while (fake.agent.session.seq < events) {
+    writer.appendEvents(EVENTS_PER_FRAME)
+    await host.ctx.sessions.flush(fake.agent.session)
+  }
+  await host.dispose()
+  const [project] = readdirSync(host.root)
+  return join(host.root, project!, `session-release-${events}`, 'session.jsonl.zstd')
+}
+
+/** One side on a fresh copy of the log, in its own process. */
+function measure(side: ReleaseSide, log: string, events: number): ReleaseRun {
+  const scratch = tempDir('loop-bench-release-')
+  try {
+    const copy = join(scratch, 'session.jsonl.zstd')
+    copyFileSync(log, copy)
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--experimental-transform-types',
+        '--disable-warning=ExperimentalWarning',
+        join(HERE, 'release-run.ts'),
+        side,
+        copy,
+      ],
+      { encoding: 'utf8' },
+    )
+    if (child.status !== 0) throw new Error(`release-run ${side} failed: ${child.stderr}`)
+    const { ms, maxRssBytes, rows } = JSON.parse(child.stdout) as Omit<ReleaseRun, 'side' | 'events'>
+    return { side, events, ms, maxRssBytes, rows }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true })
+  }
+}
+
+/**
+ * @param options - the log sizes and how many runs of each side at each.
+ * @param log - progress.
+ */
+export async function runRelease(
+  options: { readonly sizes: readonly number[]; readonly repeats: number },
+  log: (line: string) => void,
+): Promise<ReleaseResult> {
+  const logs: ReleaseResult['logs'][number][] = []
+  const runs: ReleaseRun[] = []
+  const sides: ReleaseSide[] = ['floor', 'removal', 'upgrade']
+  for (const events of options.sizes) {
+    const path = await writeLog(events)
+    const removal = measure('removal', path, events)
+    logs.push({ events, bytes: statSync(path).size, loopRows: removal.rows })
+    log(`release: ${events} events, ${statSync(path).size} bytes (warm-up removal ${removal.ms.toFixed(0)} ms)`)
+    for (let repeat = 0; repeat < options.repeats; repeat += 1)
+      for (let turn = 0; turn < sides.length; turn += 1) {
+        // Rotated, so no side always runs first.
+        const run = measure(sides[(repeat + turn) % sides.length]!, path, events)
+        log(
+          `  ${run.side} at ${events}: ${run.ms.toFixed(0)} ms, peak RSS ${(run.maxRssBytes / 2 ** 20).toFixed(1)} MiB`,
+        )
+        runs.push(run)
+      }
+    rmSync(dirname(dirname(dirname(path))), { recursive: true, force: true })
+  }
+  return { logs, runs }
+}

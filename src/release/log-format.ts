@@ -1,0 +1,293 @@
+/**
+ * What an rc.8 session log (session format 0) holds that a release must read or rewrite:
+ * the header, the row forms, and every field that names an event by its seq (SPEC.md
+ * §13 "Leaving loop"). Host-free and dependency-free, so the release command runs on a
+ * bare Node.
+ * @module dsh-plugin-loop/release/log-format
+ */
+
+/** The event type `loop` writes: the one a release marks or removes. */
+export const LOOP_CHANGE_TYPE = 'loop/change'
+
+/** The session format rc.8 writes; a log of any other format is left as it is. */
+export const RELEASED_FORMAT = 0
+
+/** How a data field names events: one earlier event, a list of them, a `{ start, end }` range, or "every event through". */
+export type SeqReference = 'seq' | 'seqs' | 'range' | 'through'
+
+/**
+ * Every format-0 data field that names an event of the same log by its seq, per event type:
+ * read from rc.8's `dsh-session` and from DSH's v0→v1 migration's payload and relationship
+ * checks. The envelope's own references (`seq`, or a packed chunk run's `seq0`; `surfaceOp`,
+ * `sourceEventSeqs`) and a fork header's `seedLength` are the same for every type (`renumberRow`,
+ * `Renumbering.count`).
+ */
+export const SEQ_REFERENCES: Readonly<Record<string, Readonly<Record<string, SeqReference>>>> = Object.freeze({
+  'command/done': Object.freeze({ sourceEventSeq: 'seq' }),
+  'compaction/prune': Object.freeze({ shadowedRange: 'range', shadowedSeqs: 'seqs' }),
+  'compaction/summary': Object.freeze({ shadowedRange: 'range', shadowedSeqs: 'seqs' }),
+  'session/title': Object.freeze({ messageSeqs: 'seqs' }),
+  'session/title-llm-request': Object.freeze({ messageSeqs: 'seqs' }),
+  'session-log-deepseek/delivery-accepted': Object.freeze({ throughSeq: 'through' }),
+})
+
+/** A log a release refuses to touch, with the reason a user reads. */
+export class LogRefusal extends Error {
+  /**
+   * @param message - what is wrong with the log, and where.
+   */
+  constructor(message: string) {
+    super(message)
+    this.name = 'LogRefusal'
+  }
+}
+
+/** A parsed JSON object. */
+type JsonObject = Record<string, unknown>
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/**
+ * Parse one row of the log.
+ * @param line - the row's text, without its newline.
+ * @param where - where the row is, for the refusal.
+ * @returns the row as an object.
+ */
+export function parseRow(line: string, where: string): JsonObject {
+  let value: unknown
+  try {
+    value = JSON.parse(line)
+  } catch {
+    throw new LogRefusal(`${where} is not valid JSON`)
+  }
+  if (!isObject(value)) throw new LogRefusal(`${where} is not a JSON object`)
+  return value
+}
+
+/** A format-0 header as a release needs it. */
+export interface LogHeader {
+  /** The session id the header names. */
+  readonly id: string
+  /** A fork's count of inherited events, when the session is a fork. */
+  readonly seedLength: number | undefined
+}
+
+/**
+ * Read the header line, refusing anything but a format-0 session header.
+ * @param line - the first line, without its newline.
+ * @returns the session id and fork boundary.
+ */
+export function readHeader(line: string): LogHeader {
+  const header = parseRow(line, 'the header line')
+  if (header['type'] !== 'session' || typeof header['id'] !== 'string')
+    throw new LogRefusal('the first line is not a session header')
+  if (header['version'] !== RELEASED_FORMAT)
+    throw new LogRefusal(
+      `the log is session format ${JSON.stringify(header['version'])}, not ${RELEASED_FORMAT} (DSH 0.1.0-rc.8): a later DSH wrote or migrated it`,
+    )
+  const seedLength = header['seedLength']
+  if (seedLength !== undefined && !isCount(seedLength)) throw new LogRefusal('the header seedLength is not a count')
+  return { id: header['id'], seedLength }
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
+}
+
+/** What marking did to one `loop/change` row. */
+export type MarkOutcome = 'marked' | 'already-marked'
+
+/**
+ * The removal release's row stage for a `loop/change` row: it gains `"ignorable":true` as its
+ * last member, every other byte of it kept.
+ * @param line - the row's text, without its newline.
+ * @param where - where the row is, for a refusal.
+ * @returns what was done and the row to write.
+ */
+export function markRow(line: string, where: string): { readonly outcome: MarkOutcome; readonly line: string } {
+  const row = parseRow(line, where)
+  if (row['ignorable'] === true) return { outcome: 'already-marked', line }
+  if (row['ignorable'] !== undefined) throw new LogRefusal(`${where} has an ignorable marker that is not true`)
+  // JSON.parse accepted it as an object, so it ends with `}` (DSH writes no trailing space).
+  const close = line.lastIndexOf('}')
+  return { outcome: 'marked', line: `${line.slice(0, close)},"ignorable":true${line.slice(close)}` }
+}
+
+/** How every row DSH writes begins: `JSON.stringify` of an event (`type`, `seq`, …) or a packed run (`type`, `seq0`, …). */
+const ROW_HEAD = /^\{"type":"([^"\\]+)","(seq0?)":(\d+),/
+
+/** The head of a row: its type, and where its seq (a packed run's first) is written. */
+export interface RowHead {
+  readonly type: string
+  readonly seq: number
+  /** The seq's digits: `[start, end)` in the row. */
+  readonly seqStart: number
+  readonly seqEnd: number
+}
+
+/**
+ * Read a row's head. Every row DSH writes begins with its type and seq, in that order.
+ * @param line - the row's text.
+ * @param where - where the row is, for a refusal.
+ * @returns the type and the seq with its place.
+ */
+export function readRowHead(line: string, where: string): RowHead {
+  const head = ROW_HEAD.exec(line)
+  if (head === null) throw new LogRefusal(`${where} does not begin with its type and seq as DSH writes a row`)
+  const [whole, type, , digits] = head as unknown as [string, string, string, string]
+  const seqEnd = whole.length - 1
+  return { type, seq: Number(digits), seqStart: seqEnd - digits.length, seqEnd }
+}
+
+/**
+ * The seqs of removed `loop/change` rows, in log order, and the mapping they make from an
+ * old seq to the seq the same event has once they are gone.
+ */
+export class Renumbering {
+  private readonly removed: number[] = []
+
+  /** How many rows were removed. */
+  get removedCount(): number {
+    return this.removed.length
+  }
+
+  /**
+   * Record a removed row. Rows come in seq order.
+   * @param seq - the removed row's seq.
+   */
+  remove(seq: number): void {
+    this.removed.push(seq)
+  }
+
+  /** How many removed rows have a seq at or below `seq` (binary search: rows come in order). */
+  private removedThrough(seq: number): number {
+    let low = 0
+    let high = this.removed.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      if (this.removed[middle]! <= seq) low = middle + 1
+      else high = middle
+    }
+    return low
+  }
+
+  /**
+   * The new seq of a kept event.
+   * @param seq - its old seq.
+   * @param where - the field that names it, for a refusal.
+   * @returns its new seq.
+   */
+  event(seq: unknown, where: string): number {
+    if (!isCount(seq)) throw new LogRefusal(`${where} is not a seq`)
+    const through = this.removedThrough(seq)
+    if (through > 0 && this.removed[through - 1] === seq) throw new LogRefusal(`${where} names a loop/change row`)
+    return seq - through
+  }
+
+  /**
+   * The new seq of the last kept event at or before `seq` ("every event through").
+   * @param seq - the old seq.
+   * @param where - the field, for a refusal.
+   * @returns the new seq.
+   */
+  through(seq: unknown, where: string): number {
+    if (!isCount(seq)) throw new LogRefusal(`${where} is not a seq`)
+    const renumbered = seq - this.removedThrough(seq)
+    if (renumbered < 0) throw new LogRefusal(`${where} names only loop/change rows`)
+    return renumbered
+  }
+
+  /**
+   * The new count of the first `count` events (a fork's `seedLength`).
+   * @param count - the old count.
+   * @returns how many of them are kept.
+   */
+  count(count: number): number {
+    return count - this.removedThrough(count - 1)
+  }
+}
+
+/**
+ * Rewrite one data field that names events.
+ * @returns the field with every seq renumbered.
+ */
+function renumberField(value: unknown, reference: SeqReference, renumbering: Renumbering, where: string): unknown {
+  switch (reference) {
+    case 'seq':
+      return renumbering.event(value, where)
+    case 'through':
+      return renumbering.through(value, where)
+    case 'seqs':
+      if (!Array.isArray(value)) throw new LogRefusal(`${where} is not a list of seqs`)
+      return value.map((seq, index) => renumbering.event(seq, `${where}[${index}]`))
+    case 'range':
+      if (!isObject(value)) throw new LogRefusal(`${where} is not a range`)
+      return {
+        ...value,
+        start: renumbering.event(value['start'], `${where}.start`),
+        end: renumbering.event(value['end'], `${where}.end`),
+      }
+  }
+}
+
+/**
+ * A row whose envelope names other events carries its sources: a surface replacement always does
+ * (rc.8's `append` refuses one without them).
+ */
+const ENVELOPE_REFERENCE = '"sourceEventSeqs":'
+
+/**
+ * The upgrade release's row stage for a kept row: its head seq, and every other seq it names,
+ * renumbered. Only a row that can name other events is parsed: one whose type is in
+ * {@link SEQ_REFERENCES} or whose envelope holds sources (and with them any surface replacement).
+ * @param line - the row's text.
+ * @param head - its head.
+ * @param renumbering - the rows removed so far.
+ * @param where - where the row is, for a refusal.
+ * @returns the row to write.
+ */
+export function renumberRow(line: string, head: RowHead, renumbering: Renumbering, where: string): string {
+  const fields = SEQ_REFERENCES[head.type]
+  const rewritten =
+    fields === undefined && !line.includes(ENVELOPE_REFERENCE)
+      ? line
+      : JSON.stringify(renumberReferences(parseRow(line, where), fields, renumbering, where))
+  // The references above keep the head's length up to the seq, so the seq is where it was.
+  const seq = renumbering.event(head.seq, `${where} seq`)
+  return `${rewritten.slice(0, head.seqStart)}${seq}${rewritten.slice(head.seqEnd)}`
+}
+
+/** A parsed row with every reference but its head seq renumbered. */
+function renumberReferences(
+  row: JsonObject,
+  fields: Readonly<Record<string, SeqReference>> | undefined,
+  renumbering: Renumbering,
+  where: string,
+): JsonObject {
+  const rewritten: JsonObject = { ...row }
+  const surface = row['surfaceOp']
+  if (isObject(surface))
+    rewritten['surfaceOp'] = {
+      ...surface,
+      start: renumbering.event(surface['start'], `${where} surfaceOp.start`),
+      end: renumbering.event(surface['end'], `${where} surfaceOp.end`),
+    }
+  if (row['sourceEventSeqs'] !== undefined)
+    rewritten['sourceEventSeqs'] = renumberField(
+      row['sourceEventSeqs'],
+      'seqs',
+      renumbering,
+      `${where} sourceEventSeqs`,
+    )
+  const data = row['data']
+  if (fields !== undefined && isObject(data)) {
+    const renumbered: JsonObject = { ...data }
+    for (const [field, reference] of Object.entries(fields))
+      if (data[field] !== undefined)
+        renumbered[field] = renumberField(data[field], reference, renumbering, `${where} data.${field}`)
+    rewritten['data'] = renumbered
+  }
+  return rewritten
+}

@@ -1,0 +1,62 @@
+/**
+ * A `session.jsonl.zstd` log is a sequence of independent, checksummed Zstandard frames: the
+ * header alone in the first, then one per flushed batch. Node's one-shot decompress stops
+ * after the first frame without an error, so a release walks the frames itself and rewrites
+ * each one as one frame.
+ * @module dsh-plugin-loop/release/zstd-frames
+ */
+import { constants, zstdCompressSync, zstdDecompressSync } from 'node:zlib'
+import { LogRefusal } from './log-format.ts'
+
+const ZSTD_MAGIC = 0xfd2fb528
+
+/** DSH's frame options: every frame carries its content checksum. */
+const CHECKSUM = { params: { [constants.ZSTD_c_checksumFlag]: 1 } }
+
+/**
+ * Where the frame that starts at `start` ends, read from its header and block headers
+ * without decompressing it (RFC 8878 §3.1.1).
+ * @param buffer - bytes of the log from some frame boundary on.
+ * @param start - the frame's first byte in `buffer`.
+ * @returns the byte after the frame, or `undefined` when `buffer` ends inside it.
+ */
+export function zstdFrameEnd(buffer: Buffer, start: number): number | undefined {
+  if (buffer.length - start < 5) return undefined
+  if (buffer.readUInt32LE(start) !== ZSTD_MAGIC)
+    throw new LogRefusal(`the Zstandard frame at byte ${start} does not start with the frame magic`)
+  const descriptor = buffer[start + 4]!
+  const contentSizeFlag = descriptor >>> 6
+  const singleSegment = (descriptor & 0x20) !== 0
+  const checksum = (descriptor & 0x04) !== 0
+  const dictionaryBytes = [0, 1, 2, 4][descriptor & 0x03]!
+  const contentSizeBytes = contentSizeFlag === 0 ? (singleSegment ? 1 : 0) : 1 << contentSizeFlag
+  let offset = start + 5 + (singleSegment ? 0 : 1) + dictionaryBytes + contentSizeBytes
+  for (;;) {
+    if (buffer.length - offset < 3) return undefined
+    const block = buffer.readUIntLE(offset, 3)
+    const blockType = (block >>> 1) & 0x03
+    if (blockType === 3) throw new LogRefusal(`the Zstandard block at byte ${offset} has the reserved type`)
+    offset += 3 + (blockType === 1 ? 1 : block >>> 3)
+    if ((block & 1) === 1) break
+  }
+  offset += checksum ? 4 : 0
+  return offset <= buffer.length ? offset : undefined
+}
+
+/**
+ * Decompress one whole frame, checking its checksum.
+ * @param frame - exactly one frame.
+ * @returns its plaintext.
+ */
+export function decodeFrame(frame: Buffer): Buffer {
+  return zstdDecompressSync(frame)
+}
+
+/**
+ * Compress a batch as one checksummed frame, as DSH writes one.
+ * @param plaintext - the batch's rows, each ending in a newline.
+ * @returns one frame.
+ */
+export function encodeFrame(plaintext: Buffer): Buffer {
+  return zstdCompressSync(plaintext, CHECKSUM)
+}

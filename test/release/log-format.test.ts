@@ -1,0 +1,225 @@
+/** The release's pure row stages, with plain values: the header, marking, renumbering (SPEC.md §13 "Leaving loop"). */
+import { describe, expect, it } from 'vitest'
+import {
+  LogRefusal,
+  Renumbering,
+  SEQ_REFERENCES,
+  markRow,
+  readHeader,
+  readRowHead,
+  renumberRow,
+} from '../../src/release/log-format.ts'
+
+const refusal = (fn: () => unknown): string => {
+  try {
+    fn()
+  } catch (error) {
+    expect(error).toBeInstanceOf(LogRefusal)
+    return (error as Error).message
+  }
+  throw new Error('no refusal')
+}
+
+describe('readHeader', () => {
+  it('reads a format-0 header and a fork boundary', () => {
+    expect(readHeader('{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}')).toEqual({
+      id: 's',
+      seedLength: undefined,
+    })
+    expect(readHeader('{"type":"session","version":0,"id":"f","seedLength":7}')).toEqual({ id: 'f', seedLength: 7 })
+  })
+
+  it('refuses another format, naming it, and anything that is not a header', () => {
+    expect(refusal(() => readHeader('{"type":"session","version":4,"id":"s"}'))).toBe(
+      'the log is session format 4, not 0 (DSH 0.1.0-rc.8): a later DSH wrote or migrated it',
+    )
+    expect(refusal(() => readHeader('{"type":"user/message","seq":0}'))).toBe('the first line is not a session header')
+    expect(refusal(() => readHeader('{"type":"session","version":0,"id":"s","seedLength":-1}'))).toBe(
+      'the header seedLength is not a count',
+    )
+    expect(refusal(() => readHeader('{"type":'))).toBe('the header line is not valid JSON')
+    expect(refusal(() => readHeader('[1]'))).toBe('the header line is not a JSON object')
+  })
+})
+
+describe('markRow', () => {
+  it('appends the marker to a loop/change row and keeps every other byte', () => {
+    const row = '{"type":"loop/change","seq":4,"time":10,"data":{"version":1,"op":"delete","id":"loop_1"}}'
+    expect(markRow(row, 'row 5')).toEqual({
+      outcome: 'marked',
+      line: '{"type":"loop/change","seq":4,"time":10,"data":{"version":1,"op":"delete","id":"loop_1"},"ignorable":true}',
+    })
+  })
+
+  it('leaves a marked row as it is', () => {
+    const marked = '{"type":"loop/change","seq":4,"time":10,"data":{},"ignorable":true}'
+    expect(markRow(marked, 'row 5')).toEqual({ outcome: 'already-marked', line: marked })
+  })
+
+  it('refuses a row that is not JSON, and a marker that is not true', () => {
+    expect(refusal(() => markRow('{"type":"loop/change"', 'row 3'))).toBe('row 3 is not valid JSON')
+    expect(refusal(() => markRow('{"type":"loop/change","ignorable":false}', 'row 3'))).toBe(
+      'row 3 has an ignorable marker that is not true',
+    )
+  })
+})
+
+describe('Renumbering', () => {
+  it('maps a kept event past the removed rows before it, and refuses a reference to a removed one', () => {
+    const renumbering = new Renumbering()
+    renumbering.remove(2)
+    renumbering.remove(5)
+    expect(renumbering.removedCount).toBe(2)
+    expect([0, 1, 3, 4, 6, 9].map((seq) => renumbering.event(seq, 'x'))).toEqual([0, 1, 2, 3, 4, 7])
+    expect(refusal(() => renumbering.event(5, 'data.sourceEventSeq'))).toBe(
+      'data.sourceEventSeq names a loop/change row',
+    )
+    expect(refusal(() => renumbering.event(-1, 'seq'))).toBe('seq is not a seq')
+    expect(refusal(() => renumbering.event('3', 'seq'))).toBe('seq is not a seq')
+  })
+
+  it('maps "through" to the last kept event at or before it, and counts a prefix', () => {
+    const renumbering = new Renumbering()
+    renumbering.remove(0)
+    renumbering.remove(3)
+    expect([1, 2, 3, 4].map((seq) => renumbering.through(seq, 'x'))).toEqual([0, 1, 1, 2])
+    expect(refusal(() => renumbering.through(0, 'data.throughSeq'))).toBe('data.throughSeq names only loop/change rows')
+    expect(refusal(() => renumbering.through(null, 'data.throughSeq'))).toBe('data.throughSeq is not a seq')
+    expect([0, 1, 3, 4, 6].map((count) => renumbering.count(count))).toEqual([0, 0, 2, 2, 4])
+  })
+})
+
+describe('readRowHead', () => {
+  it('reads the type and the seq of an event row and of a packed chunk run, with the place of the seq', () => {
+    const row = '{"type":"user/message","seq":12,"time":3,"data":{}}'
+    expect(readRowHead(row, 'row')).toEqual({ type: 'user/message', seq: 12, seqStart: 29, seqEnd: 31 })
+    expect(row.slice(29, 31)).toBe('12')
+    expect(readRowHead('{"type":"text-chunks","seq0":4,"time0":1,"data":{}}', 'row')).toMatchObject({
+      type: 'text-chunks',
+      seq: 4,
+    })
+  })
+
+  it('refuses a row that does not begin as DSH writes one', () => {
+    expect(refusal(() => readRowHead('{"seq":1,"type":"user/message"}', 'row 2'))).toBe(
+      'row 2 does not begin with its type and seq as DSH writes a row',
+    )
+  })
+})
+
+describe('renumberRow', () => {
+  const removedAt = (...seqs: number[]): Renumbering => {
+    const renumbering = new Renumbering()
+    for (const seq of seqs) renumbering.remove(seq)
+    return renumbering
+  }
+  const rewrite = (row: Record<string, unknown>, renumbering: Renumbering) => {
+    const line = JSON.stringify(row)
+    return JSON.parse(renumberRow(line, readRowHead(line, 'row'), renumbering, 'row')) as unknown
+  }
+
+  it('rewrites only the seq of a row that names no other event, keeping every other byte', () => {
+    const line = '{"type":"assistant/chunk","seq":10,"time":2,"data":{"text":"\\u00e9 \\"seq\\":10"}}'
+    expect(renumberRow(line, readRowHead(line, 'row'), removedAt(3), 'row')).toBe(
+      '{"type":"assistant/chunk","seq":9,"time":2,"data":{"text":"\\u00e9 \\"seq\\":10"}}',
+    )
+  })
+
+  it('renumbers the envelope: seq, a surface replacement and its sources', () => {
+    const row = {
+      type: 'user/message',
+      seq: 9,
+      time: 1,
+      data: { content: [] },
+      surfaceOp: { op: 'replace', start: 3, end: 7 },
+      sourceEventSeqs: [3, 4, 7],
+    }
+    expect(rewrite(row, removedAt(2, 5))).toEqual({
+      ...row,
+      seq: 7,
+      surfaceOp: { op: 'replace', start: 2, end: 5 },
+      sourceEventSeqs: [2, 3, 5],
+    })
+    expect(rewrite({ ...row, surfaceOp: 'append' }, removedAt(2))).toMatchObject({
+      seq: 8,
+      surfaceOp: 'append',
+      sourceEventSeqs: [2, 3, 6],
+    })
+  })
+
+  it('renumbers every data field of the table, and a packed run seq0', () => {
+    const renumbering = removedAt(1)
+    expect(
+      rewrite(
+        { type: 'command/done', seq: 5, data: { commandId: 'c', kind: 'success', sourceEventSeq: 3 } },
+        renumbering,
+      ),
+    ).toEqual({
+      type: 'command/done',
+      seq: 4,
+      data: { commandId: 'c', kind: 'success', sourceEventSeq: 2 },
+    })
+    expect(
+      rewrite(
+        {
+          type: 'compaction/summary',
+          seq: 8,
+          data: { shadowedRange: { start: 2, end: 4 }, shadowedSeqs: [2, 3, 4], summary: 's' },
+        },
+        renumbering,
+      ),
+    ).toEqual({
+      type: 'compaction/summary',
+      seq: 7,
+      data: { shadowedRange: { start: 1, end: 3 }, shadowedSeqs: [1, 2, 3], summary: 's' },
+    })
+    expect(rewrite({ type: 'session/title', seq: 6, data: { title: 't', messageSeqs: [0, 2] } }, renumbering)).toEqual({
+      type: 'session/title',
+      seq: 5,
+      data: { title: 't', messageSeqs: [0, 1] },
+    })
+    expect(
+      rewrite(
+        { type: 'session-log-deepseek/delivery-accepted', seq: 6, data: { sessionId: 's', throughSeq: 1 } },
+        renumbering,
+      ),
+    ).toEqual({
+      type: 'session-log-deepseek/delivery-accepted',
+      seq: 5,
+      data: { sessionId: 's', throughSeq: 0 },
+    })
+    expect(rewrite({ type: 'command/done', seq: 5, data: { commandId: 'c', kind: 'error' } }, renumbering)).toEqual({
+      type: 'command/done',
+      seq: 4,
+      data: { commandId: 'c', kind: 'error' },
+    })
+    expect(rewrite({ type: 'text-chunks', seq0: 4, time0: 1, data: { texts: ['a', 'b', 'c'] } }, renumbering)).toEqual({
+      type: 'text-chunks',
+      seq0: 3,
+      time0: 1,
+      data: { texts: ['a', 'b', 'c'] },
+    })
+  })
+
+  it('refuses a field of the wrong shape', () => {
+    const renumbering = removedAt(1)
+    expect(refusal(() => rewrite({ type: 'session/title', seq: 6, data: { messageSeqs: 2 } }, renumbering))).toBe(
+      'row data.messageSeqs is not a list of seqs',
+    )
+    expect(
+      refusal(() => rewrite({ type: 'compaction/prune', seq: 6, data: { shadowedRange: [2, 3] } }, renumbering)),
+    ).toBe('row data.shadowedRange is not a range')
+  })
+
+  it('names the fields of the format-0 migration that hold seqs', () => {
+    expect(Object.isFrozen(SEQ_REFERENCES)).toBe(true)
+    expect(Object.keys(SEQ_REFERENCES).sort()).toEqual([
+      'command/done',
+      'compaction/prune',
+      'compaction/summary',
+      'session-log-deepseek/delivery-accepted',
+      'session/title',
+      'session/title-llm-request',
+    ])
+  })
+})

@@ -1,0 +1,140 @@
+/**
+ * The removal release against the real host: logs a real rc.8 host with `loop` wrote, released
+ * on disk, then opened by the real host without `loop` and again with it (SPEC.md §13
+ * "Leaving loop").
+ */
+import { readFileSync } from 'node:fs'
+import * as fsPromises from 'node:fs/promises'
+import { join, relative } from 'node:path'
+import { zstdDecompressSync } from 'node:zlib'
+import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
+import { afterEach, describe, expect, it } from 'vitest'
+import { releaseHome, type HomeRelease } from '../../src/release/home.ts'
+import { zstdFrameEnd } from '../../src/release/zstd-frames.ts'
+import { advance, resumeFakeAgent, runTool, useHosts } from '../support/host.ts'
+import { digests, logOf, writeHome } from '../support/release-home.ts'
+
+const catalog = KNOWN_SESSION_EVENT_TYPES as Set<string>
+afterEach(() => {
+  catalog.add('loop/change')
+})
+
+const hosts = useHosts()
+
+/** A Zstandard log's frames, split where each ends (zlib's one-shot decompress reads only the first). */
+function frames(log: Buffer): Buffer[] {
+  const found: Buffer[] = []
+  for (let start = 0; start < log.length;) {
+    const end = zstdFrameEnd(log, start)!
+    found.push(log.subarray(start, end))
+    start = end
+  }
+  return found
+}
+
+const release = (home: string, options: Partial<Parameters<typeof releaseHome>[0]> = {}): Promise<HomeRelease> =>
+  releaseHome({ home, mode: 'removal', dryRun: false, fs: fsPromises, startedAt: new Date(0), ...options })
+
+describe('release for removal', () => {
+  it('marks every loop/change row, touches no other file, and the host opens each session without loop', async () => {
+    const { home, loopId } = await writeHome(hosts)
+    const before = digests(home)
+    expect(Object.keys(before).filter((path) => path.endsWith('session.jsonl.zstd'))).toHaveLength(3)
+
+    // As written, a host without loop refuses the session.
+    catalog.delete('loop/change')
+    const refusing = await hosts.bootKeepingTimers({ root: join(home, 'sessions'), loop: false })
+    await expect(resumeFakeAgent(refusing, 'session-looped')).rejects.toThrow(
+      /contains event type "loop\/change" \(seq \d+\) unknown to this harness and not marked ignorable/,
+    )
+    await hosts.dispose(refusing)
+    catalog.add('loop/change')
+    expect(digests(home)).toEqual(before)
+
+    const ids = ['session-looped', 'session-fork', 'session-plain']
+    const reader = await hosts.bootKeepingTimers({ root: join(home, 'sessions') })
+    const history = await Promise.all(
+      ids.map(async (id) => (await reader.ctx.sessionPersistence.readFrom(SessionId(id), 0)).events),
+    )
+    await hosts.dispose(reader)
+
+    const writtenFrames = frames(readFileSync(logOf(home, 'session-looped')))
+    const dry = await release(home, { dryRun: true })
+    expect(digests(home)).toEqual(before)
+    expect(dry.files.map((file) => [file.sessionId, file.status])).toEqual([
+      ['session-fork', 'released'],
+      ['session-looped', 'released'],
+      ['session-plain', 'no-loops'],
+    ])
+
+    const done = await release(home)
+    expect(done.files.map((file) => [file.sessionId, file.status, file.tally.marked])).toEqual(
+      dry.files.map((file) => [file.sessionId, file.status, file.tally.marked]),
+    )
+    // Frame for frame: a frame without loop rows keeps its bytes; one with them differs only by the markers.
+    const releasedFrames = frames(readFileSync(logOf(home, 'session-looped')))
+    expect(releasedFrames).toHaveLength(writtenFrames.length)
+    const rewrittenFrames = releasedFrames.filter((frame, index) => !frame.equals(writtenFrames[index]!))
+    expect(rewrittenFrames.length).toBeGreaterThan(0)
+    expect(rewrittenFrames.length).toBeLessThan(releasedFrames.length)
+    releasedFrames.forEach((frame, index) =>
+      expect(zstdDecompressSync(frame).toString().replaceAll(',"ignorable":true}', '}')).toBe(
+        zstdDecompressSync(writtenFrames[index]!).toString(),
+      ),
+    )
+    const after = digests(home)
+    const changedFiles = Object.keys(before).filter((path) => before[path] !== after[path])
+    expect(changedFiles.sort()).toEqual(
+      done.files
+        .filter((file) => file.status === 'released')
+        .map((file) => relative(home, file.path))
+        .sort(),
+    )
+    expect(Object.keys(after).sort()).toEqual(Object.keys(before).sort())
+
+    // A second run writes nothing and says so.
+    const second = await release(home)
+    expect(second.files.map((file) => file.status)).toEqual(['already-released', 'already-released', 'no-loops'])
+    expect(digests(home)).toEqual(after)
+
+    // A host without loop: the type is unknown to it, and the marked rows let it open the sessions.
+    catalog.delete('loop/change')
+    const bare = await hosts.bootKeepingTimers({ root: join(home, 'sessions'), loop: false })
+    // Its history is the one written, each loop/change row marked and kept opaque.
+    const marked = history.map((events) =>
+      events.map((event) => (event.type === 'loop/change' ? { ...event, ignorable: true } : event)),
+    )
+    expect(
+      await Promise.all(ids.map(async (id) => (await bare.ctx.sessionPersistence.readFrom(SessionId(id), 0)).events)),
+    ).toEqual(marked)
+    for (const id of ids) {
+      const reopened = await resumeFakeAgent(bare, id)
+      const loopRows = reopened.agent.session.events.filter((event) => event.type === 'loop/change')
+      expect(loopRows.every((event) => event.ignorable === true)).toBe(true)
+    }
+    await hosts.dispose(bare)
+    catalog.add('loop/change')
+
+    // With loop back: the active loop is listed as before.
+    const again = await hosts.bootKeepingTimers({ root: join(home, 'sessions') })
+    const looped = await resumeFakeAgent(again, 'session-looped')
+    const listed = await runTool(again, looped.agent, 'loop_list', {})
+    expect(listed.isError ? listed.error.message : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([
+      loopId,
+    ])
+    // …and fires: the occurrences missed while the session was closed arrive as one heartbeat.
+    await advance(2_000)
+    expect(looped.followup.mock.calls.length + looped.send.mock.calls.length).toBeGreaterThan(0)
+    await hosts.dispose(again)
+
+    // New records are written unmarked: a run after that marks just them.
+    const third = await release(home)
+    expect(
+      third.files.map((file) => [file.sessionId, file.status, file.tally.marked > 0, file.tally.alreadyMarked > 0]),
+    ).toEqual([
+      ['session-fork', 'already-released', false, true],
+      ['session-looped', 'released', true, true],
+      ['session-plain', 'no-loops', false, false],
+    ])
+  })
+})
