@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The specification's §12 verification commands, exactly as written there, in order.
+# The specification's verification commands, exactly as written there, in order (SPEC.md §11 "Source map").
 # Run through `pnpm run check:spec`, which puts node_modules/.bin first on PATH, so `node`
 # is the Node 22 the `node` dev dependency installs (DSH and tsdown need Node >= 22).
 set -euo pipefail
@@ -20,4 +20,4 @@ node --input-type=module -e \
 
 # The test plan's form of the same check, without process.argv[1].
 node --input-type=module -e "import('./lib/index.js').then(m => { if (m.name !== 'loop' || typeof m.apply !== 'function') process.exit(1) })"
-echo "spec §12: every verification command passed"
+echo "spec-checks: every verification command passed"

@@ -4,7 +4,7 @@
  * @module dsh-plugin-loop/clock
  */
 
-/** An armed timer (the specification's §6: the handle Node's `setTimeout` returns); only {@link LoopClock.clearTimer} reads it. */
+/** An armed timer (the handle Node's `setTimeout` returns); only {@link LoopClock.clearTimer} reads it. */
 export type TimerHandle = ReturnType<typeof setTimeout>
 
 /**

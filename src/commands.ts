@@ -13,7 +13,7 @@ import { describeNextDue, formatInstant, formatInterval, promptOnOneLine } from 
 import type { LoopDeleteResult, LoopView } from './types.ts'
 
 /** The reply to anything the grammar does not accept. */
-export const LOOP_USAGE = 'Usage: /loop <seconds> <prompt> | /loop list | /loop delete <id>'
+const LOOP_USAGE = 'Usage: /loop <seconds> <prompt> | /loop list | /loop delete <id>'
 
 /** One parsed `/loop` line. */
 export type LoopCommand =

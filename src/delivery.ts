@@ -33,7 +33,7 @@ export type Delivery =
   | { readonly kind: 'coalesce' }
 
 /**
- * The delivery rule (SPEC.md §4). At most one undelivered heartbeat per loop:
+ * The delivery rule (SPEC.md §4 "Delivery"). At most one undelivered heartbeat per loop:
  * while one waits for a running agent, the occurrence only moves the schedule.
  * One left waiting in an idle agent's inbox has nothing to deliver it, so a
  * fresh one that wakes the agent replaces it. At most one heartbeat per loop
@@ -51,10 +51,10 @@ export function chooseDelivery(facts: DeliveryFacts): Delivery {
 
 /** Heartbeats in and out of one agent's inbox. */
 export class HeartbeatInbox {
-  /** The turn {@link openTurn} belongs to; undefined when no turn is known to be open. */
+  /** The turn {@link loopsInOpenTurn} belongs to; undefined when no turn is known to be open. */
   private turn: number | undefined
   /** Loops whose heartbeat is a user message of {@link turn}. */
-  private readonly openTurn = new Set<string>()
+  private readonly loopsInOpenTurn = new Set<string>()
 
   /**
    * @param agent - the exact agent whose inbox this is.
@@ -107,7 +107,7 @@ export class HeartbeatInbox {
     const delivery = chooseDelivery({
       running: this.agent.status === 'running',
       waiting: waitingHeartbeats(this.messages()).has(loop.id),
-      inOpenTurn: this.openTurn.has(loop.id),
+      inOpenTurn: this.loopsInOpenTurn.has(loop.id),
     })
     if (delivery.kind === 'coalesce') return undefined
     try {
@@ -139,13 +139,13 @@ export class HeartbeatInbox {
   private enterTurn(turn: number | undefined): void {
     if (turn !== undefined && turn === this.turn) return
     this.turn = turn
-    this.openTurn.clear()
+    this.loopsInOpenTurn.clear()
   }
 
   /** Remember a heartbeat the open turn took. */
   private noteHeartbeat(message: unknown): void {
     const heartbeat = readHeartbeat(message)
-    if (heartbeat !== undefined) this.openTurn.add(heartbeat.loopId)
+    if (heartbeat !== undefined) this.loopsInOpenTurn.add(heartbeat.loopId)
   }
 
   /** The inbox's unconsumed messages (replayed by DSH from the log), next-step first. */

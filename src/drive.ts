@@ -1,5 +1,5 @@
 /**
- * The drive's decision (the specification's §7), a pure function of the active
+ * The drive's decision (SPEC.md §5 "Runtime", the drive), a pure function of the active
  * loops, `now` and the archive set: which loop a drive handles, where its
  * schedule moves, and when to wake. The runtime (`loop.ts`) carries it out; how
  * a heartbeat is delivered is the delivery rule of `delivery.ts`.
@@ -12,7 +12,7 @@ import type { LoopRecord } from './types.ts'
  * Longest single timer wait. Node's timers do not count time the machine is
  * suspended, and the wall clock can move under them, so every wait re-reads
  * the clock at least this often: an overdue loop fires within a minute of waking.
- * Far below Node's 2,147,483,647 ms limit (the specification's §7.1), so no
+ * Far below Node's 2,147,483,647 ms limit (SPEC.md §5 "Runtime", the timer), so no
  * arm overflows.
  */
 export const MAX_TIMER_WAIT_MS = 60_000
@@ -27,7 +27,7 @@ export type DriveDecision =
   | { readonly kind: 'wait'; readonly delay: number | undefined }
 
 /**
- * One drive's decision (the specification's §7.2 steps 4–5): the earliest loop
+ * One drive's decision (SPEC.md §5 "Runtime", the drive's decide step): the earliest loop
  * with `next_at <= now` (ties in creation order) is delivered. With none due,
  * the first loop more than one and a half intervals ahead (further than a create
  * or a dispatch ever schedules: only a clock set forward and then back puts it

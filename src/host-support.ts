@@ -1,8 +1,8 @@
 /**
- * Which DSH `loop` runs on, decided from plain facts about the host (SPEC.md §1,
- * "Supported host"). The release it is tested against is the only one it
+ * Which DSH `loop` runs on, decided from plain facts about the host (SPEC.md §1
+ * "Boundary", supported host). The release it is tested against is the only one it
  * runs on: a later DSH changes what a heartbeat may carry and how the session
- * is read (host notes §10), and a heartbeat that host refuses breaks the session.
+ * is read (SPEC.md §12 "The road to a later DSH"), and a heartbeat that host refuses breaks the session.
  * @module dsh-plugin-loop/host-support
  */
 
@@ -10,7 +10,7 @@
 export const SUPPORTED_DSH_VERSION = '0.1.0-rc.8'
 
 /** The session format that release writes (`SESSION_FORMAT_VERSION` of `@deepseek-ai/dsh-session`). */
-export const SUPPORTED_SESSION_FORMAT = 0
+const SUPPORTED_SESSION_FORMAT = 0
 
 /** The DSH packages `loop` is built against: its `@deepseek-ai/dsh*` peers. */
 export const DSH_PACKAGES = [

@@ -109,7 +109,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     // It folds the changes it appends itself, and the open turn comes from here: DSH takes a
     // message out of the inbox, naming the turn, before it logs it as the step's user message.
     const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message, turn }) =>
-      runtimes.get(agent)?.inbox.noteClaimed(message, turn),
+      runtimes.get(agent)?.noteClaimed(message, turn),
     )
     // Outermost (prepend) and after every inner hook (`await next()`), so nothing this plugin
     // did not see can change the step's input between this check and DSH logging it.

@@ -1,5 +1,5 @@
 /**
- * The per-agent runtime of the specification's §7: it reads the session's loops
+ * The per-agent runtime (SPEC.md §5 "Runtime"): it reads the session's loops
  * from the log once, at first need, and then folds the changes it appends; it
  * keeps one bounded wake timer (`WakeTimer`) on an injected clock, runs
  * serialized, coalesced drives of one due loop each, orders the tools' reads and
@@ -29,10 +29,10 @@ import { describeError } from './shared/format.ts'
 import type { LoopChange, LoopCreateChange, LoopDeleteChange, LoopRecord } from './types.ts'
 
 /** First retry delay after a failed drive (flush, send); doubles up to {@link MAX_RETRY_DELAY_MS}. */
-export const FIRST_RETRY_DELAY_MS = 1_000
+const FIRST_RETRY_DELAY_MS = 1_000
 
 /** Cap of the retry backoff. */
-export const MAX_RETRY_DELAY_MS = 60_000
+const MAX_RETRY_DELAY_MS = 60_000
 
 /** DSH's workspace registry (`@deepseek-ai/dsh-workspace`), which keeps the archive set; mounted by `dsh web`. */
 const WORKSPACE_REGISTRY_SERVICE = 'workspaceRegistry'
@@ -63,7 +63,7 @@ export type LoopTransaction<T> =
        * The loop whose waiting heartbeats leave the inbox right before the append
        * (a delete's), so the removals and the change are durable with one flush.
        */
-      readonly withdraw?: string
+      readonly withdrawLoopId?: string
       /** The caller's error when the change is appended but its flush fails, in the tool's words. */
       readonly notSaved: (error: unknown) => LoopError
     }
@@ -90,7 +90,7 @@ export class LoopRuntime {
   /** The session's fold, read from the log at first need; undefined until then. */
   private fold: LoopFold | undefined
   /** The agent's inbox, for deliveries, the delete's withdrawal and the claims DSH reports. */
-  readonly inbox: HeartbeatInbox
+  private readonly inbox: HeartbeatInbox
   private readonly timer: WakeTimer
   private tail: Promise<void> = Promise.resolve()
   private draining: Promise<void> | undefined
@@ -124,6 +124,15 @@ export class LoopRuntime {
   }
 
   /**
+   * DSH took a message out of the inbox for a turn: a heartbeat among them is that turn's.
+   * @param message - the message it took.
+   * @param turn - the turn it took it for.
+   */
+  noteClaimed(message: unknown, turn: number): void {
+    this.inbox.noteClaimed(message, turn)
+  }
+
+  /**
    * The step DSH is about to enter, without heartbeats of loops deleted since DSH
    * claimed them ({@link admitClaimedHeartbeats}); unchanged while the log is corrupt.
    * @param claimed - the messages DSH took out of the inbox for this step.
@@ -149,7 +158,7 @@ export class LoopRuntime {
 
   /**
    * Read the fold on the queue, after every earlier change and drive. Nothing is
-   * flushed (the specification's §3.1 asks it of state-changing calls), so a
+   * flushed (SPEC.md §6 "Persistence"), so a
    * read works while saving fails.
    * @param label - the tool name, for messages.
    * @param signal - the call's cancellation signal.
@@ -180,7 +189,7 @@ export class LoopRuntime {
       this.assertRunnable(label, signal)
       const decision = decide(this.current())
       if (decision.change === undefined) return decision.result
-      if (decision.withdraw !== undefined) this.inbox.withdraw(decision.withdraw)
+      if (decision.withdrawLoopId !== undefined) this.inbox.withdraw(decision.withdrawLoopId)
       this.append(decision.change)
       try {
         await flushSession(this.ctx, this.agent.session)
@@ -298,10 +307,11 @@ export class LoopRuntime {
     return foldLoopChange(fold, this.agent.session.append(LOOP_CHANGE_EVENT, forkChange(inherited)).data)
   }
 
-  /** Append one change and fold it. */
+  /** Append one change to the fold it was decided on, and fold it. */
   private append(change: LoopChange): void {
+    const fold = this.current()
     const event = this.agent.session.append(LOOP_CHANGE_EVENT, change)
-    this.fold = foldLoopChange(this.current(), event.data)
+    this.fold = foldLoopChange(fold, event.data)
   }
 
   /** Fail closed: keep the reason for every later caller, log it once, and never arm again. */
@@ -331,7 +341,7 @@ export class LoopRuntime {
   }
 
   /**
-   * One drive, the specification's §7.2: stop unless the exact agent is live;
+   * One drive (SPEC.md §5 "Runtime"): stop unless the exact agent is live;
    * flush, so what is decided is durable; decide ({@link decideDrive}); deliver
    * the due loop's heartbeat, or only move a skewed schedule; append the
    * dispatch; flush; drive again. With nothing due, arm the timer and finish. A
@@ -365,8 +375,9 @@ export class LoopRuntime {
       this.report.info(
         `session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`,
       )
-    const failure =
-      (decision.kind === 'deliver' ? this.inbox.deliver(loop) : undefined) ?? this.dispatch(loop, decision.nextAt)
+    // A refused send records nothing: the retry decides again.
+    const refused = decision.kind === 'deliver' ? this.inbox.deliver(loop) : undefined
+    const failure = refused ?? this.recordDispatch(loop, decision.nextAt)
     if (failure !== undefined) {
       this.retryLater(failure)
       return
@@ -387,7 +398,7 @@ export class LoopRuntime {
    * refused send: the retry decides again, and a heartbeat already sent waits in the inbox, so it coalesces.
    * @returns why it could not be recorded, if it could not.
    */
-  private dispatch(loop: LoopRecord, nextAt: number): string | undefined {
+  private recordDispatch(loop: LoopRecord, nextAt: number): string | undefined {
     try {
       this.append(dispatchChange(loop.id, nextAt))
       return undefined

@@ -48,7 +48,7 @@ export interface EventTypeRegistration {
 /**
  * Add `loop/change` to the persisted-event catalog of our `@deepseek-ai/dsh-session` and of the
  * host's (`inspectHost`), which a plugin installed in a profile does not always share.
- * The entry stays after disposal (SPEC.md §3, "Event catalog").
+ * The entry stays after disposal (SPEC.md §3 "Durable events", event catalog).
  * @param hostModule - the host's `@deepseek-ai/dsh-session`, if found.
  */
 export function registerLoopEventType(hostModule: unknown): EventTypeRegistration {

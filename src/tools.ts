@@ -209,7 +209,7 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
           return {
             result: { deleted: true, id },
             change: deleteChange(id),
-            withdraw: id,
+            withdrawLoopId: id,
             notSaved: notSaved('loop_delete', id, 'deleted'),
           }
         })

@@ -1,5 +1,5 @@
 /**
- * The tools' argument rules (the specification's §3.1): what `loop_create`,
+ * The tools' argument rules (SPEC.md §2 "Public surface"): what `loop_create`,
  * `loop_list` and `loop_delete` accept, refused with a message that says what
  * to fix before anything is appended. Pure: every function takes `now`, limits
  * and plain values.

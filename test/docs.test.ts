@@ -15,7 +15,7 @@
  * On a mismatch the assertion prints the expected text, so adding a setting or
  * a code means pasting one row into both READMEs.
  *
- * SPEC.md §10's departures table is checked the same way: every row names, in
+ * SPEC.md §10 "Departures from the specification", its table, is checked the same way: every row names, in
  * its last cell, test files that exist and test titles each file holds.
  */
 import { readFileSync } from 'node:fs'

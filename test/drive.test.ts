@@ -54,7 +54,7 @@ describe('deciding a drive', () => {
     expect(decideDrive([a, b, c, d], NOW, false)).toStrictEqual({ kind: 'deliver', loop: d, nextAt: NOW + 59_999 })
   })
 
-  it("advances exactly as the specification's §7.3: floor((now - next_at) / interval) + 1 whole intervals, strictly after now", () => {
+  it('advances exactly as SPEC.md §5 "Runtime" says of missed intervals: floor((now - next_at) / interval) + 1 whole intervals, strictly after now', () => {
     const next = (loop: LoopRecord, now: number) => {
       const decision = decideDrive([loop], now, false)
       return decision.kind === 'deliver' ? decision.nextAt : decision

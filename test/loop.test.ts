@@ -149,7 +149,7 @@ describe('delivery', () => {
     expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual(loopChanges(rig.fake.agent))
   })
 
-  it("drives 20 loops overdue together one at a time (the specification's §7.2): next_at order, each dispatch flushed before the next send", async () => {
+  it('drives 20 loops overdue together one at a time (SPEC.md §5 "Runtime", the drive): next_at order, each dispatch flushed before the next send', async () => {
     // Created in this order; overdue by different amounts, so they fall due in reverse creation order.
     const ids: string[] = []
     for (let index = 0; index < 20; index += 1) ids.push(await rig.create(`P${index}`, 40 - index))

@@ -4,7 +4,7 @@
  * once, so what is measured is the scheduler's own delay from `next_at` to `agent.send`. The baseline, in the same
  * process at the same time, is a bare `setTimeout` armed for every instant the moment it is known (the `loop/change`
  * that sets it): the event loop's own stalls (GC, fsync callbacks) are in both. Every `ctx.sessions.flush` the plugin
- * awaits is timed as well: §7.2 flushes once per dispatch, so a busy session's lateness is set against its own flushes.
+ * awaits is timed as well: the drive flushes once per dispatch (SPEC.md §5 "Runtime"), so a busy session's lateness is set against its own flushes.
  * @module scripts/bench/lateness
  */
 import type { SessionEvent } from '@deepseek-ai/dsh-session'

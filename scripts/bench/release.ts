@@ -2,7 +2,7 @@
  * Row 7, leaving loop: `dsh-plugin-loop release` (removal and upgrade) on a `session.jsonl.zstd` the real host wrote,
  * against the floor of any such tool, a plain frame-by-frame decompress-and-recompress of the same file. Each side runs
  * in a Node process of its own (`release-run.ts`), so its peak RSS is its own; sides alternate, and each run releases a
- * fresh copy. Two sizes, so the peak RSS shows whether memory grows with the log.
+ * fresh copy, in a JS heap capped at {@link HEAP_MIB} MiB. Two sizes.
  * @module scripts/bench/release
  */
 import { spawnSync } from 'node:child_process'
@@ -34,6 +34,12 @@ export interface ReleaseResult {
 }
 
 const HERE = dirname(fileURLToPath(import.meta.url))
+
+/**
+ * The JS heap (V8's old space) every side runs in, at every size: a side that held the log, or any part of it that grows
+ * with the log, would not finish at 1M. Buffers live outside it, so the peak RSS is shown beside.
+ */
+export const HEAP_MIB = 24
 
 /** Events per flush while the log grows: one frame each, as DSH flushes a batch (a turn's worth) at a time. */
 const EVENTS_PER_FRAME = 1_000

@@ -10,7 +10,7 @@
 export const LOOP_CHANGE_TYPE = 'loop/change'
 
 /** The session format rc.8 writes; a log of any other format is left as it is. */
-export const RELEASED_FORMAT = 0
+const RELEASED_FORMAT = 0
 
 /** How a data field names events: one earlier event, a list of them, a `{ start, end }` range, or "every event through". */
 export type SeqReference = 'seq' | 'seqs' | 'range' | 'through'
@@ -96,49 +96,82 @@ function isCount(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
 }
 
-/** What marking did to one `loop/change` row. */
-export type MarkOutcome = 'marked' | 'already-marked'
+/**
+ * What a row stage decides for one row: keep it as it is (`undefined`), drop it, put `insert`
+ * in place of `length` bytes at `at`, or write `text` instead of it.
+ */
+export type RowEdit =
+  | undefined
+  | { readonly kind: 'drop' }
+  | { readonly kind: 'splice'; readonly at: number; readonly length: number; readonly insert: string }
+  | { readonly kind: 'replace'; readonly text: string }
+
+/** The marker as the release writes it: the row's last member. */
+const MARKER = ',"ignorable":true'
+
+const CLOSE_BRACE = 0x7d
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const COMMA = 0x2c
+const DIGIT_0 = 0x30
+const DIGIT_9 = 0x39
+
+/** Whether `row` holds `key` at `at`, compared byte by byte (a row's head is a few bytes). */
+function holdsAt(row: Buffer, key: Buffer, at: number): boolean {
+  for (let index = 0; index < key.length; index += 1) if (row[at + index] !== key[index]) return false
+  return true
+}
+
+const MARKER_END = Buffer.from(`${MARKER}}`)
 
 /**
  * The removal release's row stage for a `loop/change` row: it gains `"ignorable":true` as its
- * last member, every other byte of it kept.
- * @param line - the row's text, without its newline.
+ * last member, every other byte of it kept. A row an earlier run marked ends with the marker.
+ * @param row - the row's bytes, without its newline.
  * @param where - where the row is, for a refusal.
- * @returns what was done and the row to write.
+ * @returns the edit; none when the row is marked already.
  */
-export function markRow(line: string, where: string): { readonly outcome: MarkOutcome; readonly line: string } {
-  const row = parseRow(line, where)
-  if (row['ignorable'] === true) return { outcome: 'already-marked', line }
-  if (row['ignorable'] !== undefined) throw new LogRefusal(`${where} has an ignorable marker that is not true`)
-  // JSON.parse accepted it as an object, so it ends with `}` (DSH writes no trailing space).
-  const close = line.lastIndexOf('}')
-  return { outcome: 'marked', line: `${line.slice(0, close)},"ignorable":true${line.slice(close)}` }
+export function markRow(row: Buffer, where: string): RowEdit {
+  if (holdsAt(row, MARKER_END, row.length - MARKER_END.length)) return undefined
+  // DSH writes a row as `JSON.stringify` of an object, with no space after it.
+  if (row.at(-1) !== CLOSE_BRACE) throw new LogRefusal(`${where} does not end as a JSON object does`)
+  return { kind: 'splice', at: row.length - 1, length: 0, insert: MARKER }
 }
 
-/** How every row DSH writes begins: `JSON.stringify` of an event (`type`, `seq`, …) or a packed run (`type`, `seq0`, …). */
-const ROW_HEAD = /^\{"type":"([^"\\]+)","(seq0?)":(\d+),/
+/** How every row DSH writes begins: `JSON.stringify` of an event (`type`, `seq`, …) or of a packed chunk run (`type`, `seq0`, …). */
+const TYPE_KEY = Buffer.from('{"type":"')
+const SEQ_KEY = Buffer.from('","seq":')
+const SEQ0_KEY = Buffer.from('","seq0":')
 
 /** The head of a row: its type, and where its seq (a packed run's first) is written. */
 export interface RowHead {
   readonly type: string
   readonly seq: number
-  /** The seq's digits: `[start, end)` in the row. */
+  /** The seq's digits: `[seqStart, seqEnd)` in the row. */
   readonly seqStart: number
   readonly seqEnd: number
 }
 
 /**
- * Read a row's head. Every row DSH writes begins with its type and seq, in that order.
- * @param line - the row's text.
- * @param where - where the row is, for a refusal.
+ * Read a row's head from its bytes: every row DSH writes begins with its type and seq, in that order.
+ * @param row - the row's bytes.
+ * @param rowNumber - which row it is, for a refusal.
  * @returns the type and the seq with its place.
  */
-export function readRowHead(line: string, where: string): RowHead {
-  const head = ROW_HEAD.exec(line)
-  if (head === null) throw new LogRefusal(`${where} does not begin with its type and seq as DSH writes a row`)
-  const [whole, type, , digits] = head as unknown as [string, string, string, string]
-  const seqEnd = whole.length - 1
-  return { type, seq: Number(digits), seqStart: seqEnd - digits.length, seqEnd }
+export function readRowHead(row: Buffer, rowNumber: number): RowHead {
+  const refuse = () => new LogRefusal(`row ${rowNumber} does not begin with its type and seq as DSH writes a row`)
+  if (!holdsAt(row, TYPE_KEY, 0)) throw refuse()
+  let typeEnd = TYPE_KEY.length
+  while (typeEnd < row.length && row[typeEnd] !== QUOTE) if (row[typeEnd++] === BACKSLASH) throw refuse()
+  const key = holdsAt(row, SEQ0_KEY, typeEnd) ? SEQ0_KEY : SEQ_KEY
+  if (typeEnd === TYPE_KEY.length || !holdsAt(row, key, typeEnd)) throw refuse()
+  const seqStart = typeEnd + key.length
+  let seqEnd = seqStart
+  let seq = 0
+  for (; row[seqEnd]! >= DIGIT_0 && row[seqEnd]! <= DIGIT_9; seqEnd += 1) seq = seq * 10 + row[seqEnd]! - DIGIT_0
+  if (seqEnd === seqStart || row[seqEnd] !== COMMA || !Number.isSafeInteger(seq)) throw refuse()
+  // Types are ASCII names: latin1 reads them as they are, faster.
+  return { type: row.toString('latin1', TYPE_KEY.length, typeEnd), seq, seqStart, seqEnd }
 }
 
 /**
@@ -174,7 +207,16 @@ export class Renumbering {
   }
 
   /**
-   * The new seq of a kept event.
+   * The new seq of an event known to be kept (a kept row's own).
+   * @param seq - its old seq.
+   * @returns its new seq.
+   */
+  kept(seq: number): number {
+    return seq - this.removedThrough(seq)
+  }
+
+  /**
+   * The new seq of a kept event a field names, refusing one that names a removed row.
    * @param seq - its old seq.
    * @param where - the field that names it, for a refusal.
    * @returns its new seq.
@@ -233,30 +275,48 @@ function renumberField(value: unknown, reference: SeqReference, renumbering: Ren
 }
 
 /**
- * A row whose envelope names other events carries its sources: a surface replacement always does
- * (rc.8's `append` refuses one without them).
+ * The types whose envelope may name other events (`sourceEventSeqs`, a surface replacement):
+ * rc.8's `append` refuses either on any other type.
  */
-const ENVELOPE_REFERENCE = '"sourceEventSeqs":'
+const SURFACE_TYPES: ReadonlySet<string> = new Set(['user/message', 'assistant/message', 'tool/result'])
 
 /**
  * The upgrade release's row stage for a kept row: its head seq, and every other seq it names,
  * renumbered. Only a row that can name other events is parsed: one whose type is in
- * {@link SEQ_REFERENCES} or whose envelope holds sources (and with them any surface replacement).
- * @param line - the row's text.
+ * {@link SEQ_REFERENCES} or a surface event, whose envelope may name its sources and a
+ * replaced range; in any other row only the seq's digits change.
+ * @param row - the row's bytes.
  * @param head - its head.
  * @param renumbering - the rows removed so far.
- * @param where - where the row is, for a refusal.
- * @returns the row to write.
+ * @param rowNumber - which row it is, for a refusal.
+ * @returns the edit.
  */
-export function renumberRow(line: string, head: RowHead, renumbering: Renumbering, where: string): string {
+export function renumberRow(row: Buffer, head: RowHead, renumbering: Renumbering, rowNumber: number): RowEdit {
+  // A kept row's own seq names no removed row.
+  const seq = String(renumbering.kept(head.seq))
   const fields = SEQ_REFERENCES[head.type]
-  const rewritten =
-    fields === undefined && !line.includes(ENVELOPE_REFERENCE)
-      ? line
-      : JSON.stringify(renumberReferences(parseRow(line, where), fields, renumbering, where))
-  // The references above keep the head's length up to the seq, so the seq is where it was.
-  const seq = renumbering.event(head.seq, `${where} seq`)
-  return `${rewritten.slice(0, head.seqStart)}${seq}${rewritten.slice(head.seqEnd)}`
+  if (fields === undefined && !SURFACE_TYPES.has(head.type))
+    return { kind: 'splice', at: head.seqStart, length: head.seqEnd - head.seqStart, insert: seq }
+  const where = `row ${rowNumber}`
+  const text = JSON.stringify(renumberReferences(parseRow(textOf(row, where), where), fields, renumbering, where))
+  // JSON.stringify of the parsed row writes its head as it was, so the seq is where it was.
+  return { kind: 'replace', text: `${text.slice(0, head.seqStart)}${seq}${text.slice(head.seqEnd)}` }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * A row's text, for a row the release must parse; one that is not UTF-8 refuses the log.
+ * @param row - the row's bytes.
+ * @param where - where the row is, for a refusal.
+ * @returns its text.
+ */
+export function textOf(row: Buffer, where: string): string {
+  try {
+    return utf8.decode(row)
+  } catch {
+    throw new LogRefusal(`${where} holds bytes that are not UTF-8`)
+  }
 }
 
 /** A parsed row with every reference but its head seq renumbered. */

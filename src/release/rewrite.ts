@@ -12,7 +12,9 @@ import {
   readHeader,
   readRowHead,
   renumberRow,
+  textOf,
   type LogHeader,
+  type RowEdit,
 } from './log-format.ts'
 
 /**
@@ -62,54 +64,46 @@ export function createRewrite(mode: ReleaseMode, seed?: Renumbering): LogRewrite
   const renumbering = new Renumbering()
   let header: LogHeader | undefined
 
-  const rewriteHeader = (bytes: Buffer): Buffer | string => {
-    const line = textOf(bytes, 'the header line')
+  const rewriteHeader = (row: Buffer): RowEdit => {
+    const line = textOf(row, 'the header line')
     header = readHeader(line)
-    if (mode === 'removal' || seed === undefined || header.seedLength === undefined) return bytes
-    const row = parseRow(line, 'the header line')
-    return JSON.stringify({ ...row, seedLength: seed.count(header.seedLength) })
+    if (mode === 'removal' || seed === undefined || header.seedLength === undefined) return undefined
+    const parsed = parseRow(line, 'the header line')
+    return { kind: 'replace', text: JSON.stringify({ ...parsed, seedLength: seed.count(header.seedLength) }) }
   }
 
-  /** One row: `undefined` when it goes, the same bytes when it is kept as it is. */
-  const rewriteRow = (bytes: Buffer): Buffer | string | undefined => {
-    const where = `row ${(tally.rows += 1)}`
+  /** One row's edit. */
+  const rewriteRow = (row: Buffer): RowEdit => {
+    const number = (tally.rows += 1)
     if (mode === 'removal') {
       // Only a row that begins as a loop/change row is one; every other row is kept unread.
-      if (!isLoopRow(bytes)) return bytes
-      const marked = markRow(textOf(bytes, where), where)
-      if (marked.outcome === 'already-marked') {
-        tally.alreadyMarked += 1
-        return bytes
-      }
-      tally.marked += 1
-      return marked.line
+      if (!isLoopRow(row)) return undefined
+      const edit = markRow(row, `row ${number}`)
+      if (edit === undefined) tally.alreadyMarked += 1
+      else tally.marked += 1
+      return edit
     }
     // Before the first removed row every row keeps its seq: only a loop row is read.
-    if (renumbering.removedCount === 0 && !isLoopRow(bytes)) return bytes
-    const line = textOf(bytes, where)
-    const head = readRowHead(line, where)
-    if (head.type === LOOP_CHANGE_TYPE) {
-      renumbering.remove(head.seq)
-      tally.removed += 1
-      return undefined
-    }
-    return renumberRow(line, head, renumbering, where)
+    if (renumbering.removedCount === 0 && !isLoopRow(row)) return undefined
+    const head = readRowHead(row, number)
+    if (head.type !== LOOP_CHANGE_TYPE) return renumberRow(row, head, renumbering, number)
+    renumbering.remove(head.seq)
+    tally.removed += 1
+    return { kind: 'drop' }
   }
 
   return {
     batch(bytes) {
       if (bytes.at(-1) !== NEWLINE) throw new LogRefusal('a batch of the log does not end with a whole row')
-      const out: Buffer[] = []
-      let rewritten = false
+      const edits: { start: number; end: number; edit: NonNullable<RowEdit> }[] = []
       for (let start = 0; start < bytes.length;) {
         const end = bytes.indexOf(NEWLINE, start)
         const row = bytes.subarray(start, end)
-        const kept = header === undefined ? rewriteHeader(row) : rewriteRow(row)
-        if (kept !== row) rewritten = true
-        if (kept !== undefined) out.push(typeof kept === 'string' ? Buffer.from(kept) : kept, NEWLINE_BYTES)
+        const edit = header === undefined ? rewriteHeader(row) : rewriteRow(row)
+        if (edit !== undefined) edits.push({ start, end, edit })
         start = end + 1
       }
-      return rewritten ? Buffer.concat(out) : undefined
+      return edits.length === 0 ? undefined : applyEdits(bytes, edits)
     },
     get header() {
       return header
@@ -119,26 +113,55 @@ export function createRewrite(mode: ReleaseMode, seed?: Renumbering): LogRewrite
   }
 }
 
+/**
+ * A batch with its rows' edits made: the bytes between edits copied as they are.
+ * @param bytes - the batch.
+ * @param edits - each edited row's place and edit, in order.
+ * @returns the new batch.
+ */
+function applyEdits(
+  bytes: Buffer,
+  edits: readonly { start: number; end: number; edit: NonNullable<RowEdit> }[],
+): Buffer {
+  // One buffer of the new batch's size, written once: a splice's text is ASCII (digits, the marker).
+  let size = bytes.length
+  for (const { start, end, edit } of edits)
+    size +=
+      edit.kind === 'splice'
+        ? edit.insert.length - edit.length
+        : edit.kind === 'replace'
+          ? Buffer.byteLength(edit.text) - (end - start)
+          : -(end - start + 1)
+  const out = Buffer.allocUnsafe(size)
+  let copied = 0
+  let written = 0
+  const copyTo = (until: number) => {
+    written += bytes.copy(out, written, copied, until)
+  }
+  for (const { start, end, edit } of edits) {
+    if (edit.kind === 'splice') {
+      copyTo(start + edit.at)
+      written += out.write(edit.insert, written, 'latin1')
+      copied = start + edit.at + edit.length
+    } else {
+      copyTo(start)
+      if (edit.kind === 'replace') written += out.write(edit.text, written)
+      // A dropped row's newline goes with it; a replaced row keeps its own.
+      copied = edit.kind === 'drop' ? end + 1 : end
+    }
+  }
+  copyTo(bytes.length)
+  return out
+}
+
 const NEWLINE = 0x0a
-const NEWLINE_BYTES = Buffer.from('\n')
 
 /** How a `loop/change` row begins, as DSH writes it: nothing else begins so. */
 const LOOP_ROW_HEAD = Buffer.from(`{"type":"${LOOP_CHANGE_TYPE}",`)
 
 /** Whether a row is a `loop/change` row, from its first bytes. */
-function isLoopRow(bytes: Buffer): boolean {
-  return bytes.subarray(0, LOOP_ROW_HEAD.length).equals(LOOP_ROW_HEAD)
-}
-
-const utf8 = new TextDecoder('utf-8', { fatal: true })
-
-/** A row's text; a row that is not UTF-8 refuses the log. */
-function textOf(bytes: Buffer, where: string): string {
-  try {
-    return utf8.decode(bytes)
-  } catch {
-    throw new LogRefusal(`${where} holds bytes that are not UTF-8`)
-  }
+function isLoopRow(row: Buffer): boolean {
+  return row.subarray(0, LOOP_ROW_HEAD.length).equals(LOOP_ROW_HEAD)
 }
 
 /**

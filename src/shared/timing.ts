@@ -29,7 +29,7 @@ export function firstOccurrence(seconds: number, now: number): number {
 }
 
 /**
- * The anti-burst advance of the specification's §7.3: skip whole missed
+ * The anti-burst advance (SPEC.md §5 "Runtime", missed intervals): skip whole missed
  * intervals so the result is strictly after `now`, on the loop's original grid.
  * A one-second loop delayed five seconds yields one heartbeat, not five.
  * @param loop - the loop being dispatched.

@@ -4,7 +4,7 @@
  * to a text in a `<pre>` and collapses it again. DSH's own `DisclosureRow` is
  * not exported (rc.8), so this repeats its look with theme tokens; each row
  * brings its title, its parts and what differs in its own stylesheet. The
- * contract is the project's `ui.md` §4 and §5.
+ * contract is ui.md §4 "Heartbeat rows" and ui.md §5 "Tool-call rows".
  * @module dsh-plugin-loop/ui/DisclosureRow
  */
 import { useId, useState, type ReactNode } from 'react'

@@ -1,7 +1,7 @@
 /**
  * The browser half's guard against a DSH it was not built for: an entry renders
  * only when DSH passed every prop it reads, and nothing otherwise. A later DSH may
- * drop or rename a prop (host notes §10), and one throwing dock entry takes the
+ * drop or rename a prop (SPEC.md §12 "The road to a later DSH"), and one throwing dock entry takes the
  * whole dock down there.
  * @module dsh-plugin-loop/ui/guard
  */

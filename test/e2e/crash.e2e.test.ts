@@ -286,7 +286,7 @@ describe('crashes in a real process', () => {
         // The heartbeat text is the stored prompt every time.
         for (const record of consumed) expect(messageText(record)).toBe(text)
 
-        // Anti-burst (the specification's §7.3): every dispatch schedules the next whole interval strictly after its
+        // Anti-burst (SPEC.md §5 "Runtime", missed intervals): every dispatch schedules the next whole interval strictly after its
         // decision, at most one interval ahead (the record's time is its append, a few ms after the decision and the send).
         for (const dispatch of loopDispatches) {
           expect(dispatch.next_at, JSON.stringify(dispatch)).toBeGreaterThan(dispatch.time - SLACK_MS)
@@ -305,7 +305,7 @@ describe('crashes in a real process', () => {
         }
         // Every send has its own dispatch right after it (the first dispatch before the next send of that loop): nothing is
         // sent twice for one decision. Any further dispatch before the next send is a coalesced occurrence, which SPEC.md
-        // §4 allows only while a heartbeat of that loop is held: still waiting in the inbox, or taken by the open turn.
+        // SPEC.md §4 "Delivery" allows only while a heartbeat of that loop is held: still waiting in the inbox, or taken by the open turn.
         const ownDispatch = new Map<number, Dispatch>()
         for (const [index, send] of loopSends.entries()) {
           const following = loopSends[index + 1]
@@ -324,7 +324,7 @@ describe('crashes in a real process', () => {
           expect(held.get(dispatch.seq)).toContain(loop.id)
         coalescedTotal += loopDispatches.length - ownDispatch.size
         // No burst: two sends closer than the interval only when the first was a catch-up (a resumed overdue loop fires at
-        // once, and the specification's §7.3 then keeps the original grid, so the next one follows at the next grid
+        // once, and SPEC.md §5 "Runtime" (missed intervals) then keeps the original grid, so the next one follows at the next grid
         // point, however near).
         for (const [index, send] of loopSends.entries()) {
           if (index === 0) continue

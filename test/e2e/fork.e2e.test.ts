@@ -6,7 +6,7 @@
  * boundary; so a fork's runtime, when it first reads its log, names the loops
  * such a reading would still show in one `fork` change, which that reading
  * drops. A fork an older build made has no such change: read cold it shows the
- * parent's loop until it is opened (SPEC.md §7), and opening it writes the
+ * parent's loop until it is opened (SPEC.md §7 "Projection"), and opening it writes the
  * change and publishes the corrected value at a higher seq, the only kind of
  * value the web client takes.
  */

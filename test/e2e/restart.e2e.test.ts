@@ -1,7 +1,7 @@
 /**
  * Step 5 of the end-to-end plan: stop `dsh web` with loops active (gracefully,
  * then with SIGKILL) and start it again on the same home. The plugin has no
- * start-up path (SPEC.md §1: DSH owns execution and wakeup): a cold process
+ * start-up path (SPEC.md §1 "Boundary": DSH owns execution and wakeup): a cold process
  * fires nothing, and no log changes until someone opens the session. Opening
  * one as the composer does (`session.models`) brings its loops back: each
  * overdue loop fires once at once, then keeps its cadence, from the same
@@ -164,16 +164,16 @@ describe('restart with loops active', () => {
       // Counted over the observed window only: settling can take longer while the loops keep firing.
       const observed = (dispatch: { time: number }) =>
         dispatch.time >= openedAt && dispatch.time <= openedAt + OBSERVE_MS
-      // The overdue fast loop fires once at once, then keeps its 2 s grid: no burst of the missed intervals (the
-      // specification's §7.3: the next grid point is at most one interval after the catch-up, so 4.5 s hold it and at
+      // The overdue fast loop fires once at once, then keeps its 2 s grid: no burst of the missed intervals (SPEC.md
+      // §5 "Runtime", missed intervals: the next grid point is at most one interval after the catch-up, so 4.5 s hold it and at
       // most three).
       const resumed = dispatchesOf(log, fast).filter(observed)
       expect(resumed.length, JSON.stringify(resumed)).toBeGreaterThanOrEqual(2)
       expect(resumed.length, JSON.stringify(resumed)).toBeLessThanOrEqual(4)
       const [first, second] = resumed
       expect(first!.time - openedAt).toBeLessThan(1_500)
-      // The catch-up schedules the first grid point strictly after it, at most one interval later (the
-      // specification's §7.3).
+      // The catch-up schedules the first grid point strictly after it, at most one interval later (SPEC.md
+      // §5 "Runtime", missed intervals).
       expect(first!.next_at).toBeGreaterThan(first!.time - 20)
       expect(first!.next_at).toBeLessThanOrEqual(first!.time + 2_000)
       expect(second!.time).toBeGreaterThanOrEqual(first!.next_at - 5)
@@ -183,7 +183,7 @@ describe('restart with loops active', () => {
         expect((dispatch.next_at - fastRecord.next_at) % 2_000).toBe(0)
       }
       // The slow loop: one catch-up, then its original 3 s grid, its first grid point at most one interval after
-      // the catch-up (the specification's §7.3), so 4.5 s hold the catch-up and at most two grid points.
+      // the catch-up (SPEC.md §5 "Runtime", missed intervals), so 4.5 s hold the catch-up and at most two grid points.
       const slowResumed = dispatchesOf(log, slow).filter(observed)
       expect(slowResumed.length).toBeGreaterThanOrEqual(1)
       expect(slowResumed.length).toBeLessThanOrEqual(3)

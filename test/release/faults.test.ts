@@ -211,12 +211,12 @@ describe('bad logs among good ones', () => {
       'session-utf',
       'session.jsonl',
       Buffer.from(
-        '{"type":"session","version":0,"id":"session-utf"}\n{"type":"loop/change","seq":0,"data":"\xff"}\n',
+        '{"type":"session","version":0,"id":"session-utf"}\n{"type":"loop/change","seq":0,"data":{}}\n{"type":"user/message","seq":1,"time":1,"data":"\xff"}\n',
         'latin1',
       ),
     )
     const empty = place('session-empty', 'session.jsonl.zstd', '')
-    const snapshot = [torn, notJson, later, plainTorn, notZstd, badUtf8].map((path) => readFileSync(path))
+    const snapshot = [torn, notJson, later, plainTorn, notZstd].map((path) => readFileSync(path))
 
     const release = await releaseHome({ home, mode: 'removal', dryRun: false, fs: fsPromises, startedAt: new Date(0) })
     expect(await releaseFile(empty, { mode: 'upgrade', dryRun: false, fs: fsPromises })).toMatchObject({
@@ -229,7 +229,7 @@ describe('bad logs among good ones', () => {
       status: 'left',
       reason: expect.stringMatching(/^its last write was cut short/),
     })
-    expect(byPath.get(notJson)).toMatchObject({ status: 'left', reason: 'row 1 is not valid JSON' })
+    expect(byPath.get(notJson)).toMatchObject({ status: 'left', reason: 'row 1 does not end as a JSON object does' })
     expect(byPath.get(later)).toMatchObject({
       status: 'left',
       reason: 'the log is session format 4, not 0 (DSH 0.1.0-rc.8): a later DSH wrote or migrated it',
@@ -243,7 +243,12 @@ describe('bad logs among good ones', () => {
       reason: 'the Zstandard frame at byte 0 does not start with the frame magic',
     })
     expect(byPath.get(empty)).toMatchObject({ status: 'no-loops', sessionId: undefined })
-    expect(byPath.get(badUtf8)).toMatchObject({ status: 'left', reason: 'row 1 holds bytes that are not UTF-8' })
-    expect([torn, notJson, later, plainTorn, notZstd, badUtf8].map((path) => readFileSync(path))).toEqual(snapshot)
+    // The removal reads no row but the loop rows; the upgrade reads every row after one, as text where it must parse it.
+    expect(byPath.get(badUtf8)).toMatchObject({ status: 'released' })
+    expect(await releaseFile(badUtf8, { mode: 'upgrade', dryRun: false, fs: fsPromises })).toMatchObject({
+      status: 'left',
+      reason: 'row 2 holds bytes that are not UTF-8',
+    })
+    expect([torn, notJson, later, plainTorn, notZstd].map((path) => readFileSync(path))).toEqual(snapshot)
   })
 })

@@ -43,23 +43,26 @@ describe('readHeader', () => {
 })
 
 describe('markRow', () => {
-  it('appends the marker to a loop/change row and keeps every other byte', () => {
-    const row = '{"type":"loop/change","seq":4,"time":10,"data":{"version":1,"op":"delete","id":"loop_1"}}'
-    expect(markRow(row, 'row 5')).toEqual({
-      outcome: 'marked',
-      line: '{"type":"loop/change","seq":4,"time":10,"data":{"version":1,"op":"delete","id":"loop_1"},"ignorable":true}',
+  it('puts the marker before the closing brace of a loop/change row, every other byte kept', () => {
+    const row = '{"type":"loop/change","seq":4,"time":10,"data":{"version":1,"operation":"delete","id":"loop_1"}}'
+    expect(markRow(Buffer.from(row), 'row 5')).toEqual({
+      kind: 'splice',
+      at: row.length - 1,
+      length: 0,
+      insert: ',"ignorable":true',
     })
   })
 
-  it('leaves a marked row as it is', () => {
-    const marked = '{"type":"loop/change","seq":4,"time":10,"data":{},"ignorable":true}'
-    expect(markRow(marked, 'row 5')).toEqual({ outcome: 'already-marked', line: marked })
-  })
-
-  it('refuses a row that is not JSON, and a marker that is not true', () => {
-    expect(refusal(() => markRow('{"type":"loop/change"', 'row 3'))).toBe('row 3 is not valid JSON')
-    expect(refusal(() => markRow('{"type":"loop/change","ignorable":false}', 'row 3'))).toBe(
-      'row 3 has an ignorable marker that is not true',
+  it('leaves a row an earlier run marked, and refuses one that does not end as a JSON object', () => {
+    expect(
+      markRow(Buffer.from('{"type":"loop/change","seq":4,"time":10,"data":{},"ignorable":true}'), 'row 5'),
+    ).toBeUndefined()
+    // A marker inside the data is not the row's.
+    expect(markRow(Buffer.from('{"type":"loop/change","seq":4,"data":{"ignorable":true}}'), 'row 5')).toMatchObject({
+      kind: 'splice',
+    })
+    expect(refusal(() => markRow(Buffer.from('{"type":"loop/change","seq":4,"data":{'), 'row 3'))).toBe(
+      'row 3 does not end as a JSON object does',
     )
   })
 })
@@ -92,16 +95,26 @@ describe('Renumbering', () => {
 describe('readRowHead', () => {
   it('reads the type and the seq of an event row and of a packed chunk run, with the place of the seq', () => {
     const row = '{"type":"user/message","seq":12,"time":3,"data":{}}'
-    expect(readRowHead(row, 'row')).toEqual({ type: 'user/message', seq: 12, seqStart: 29, seqEnd: 31 })
+    expect(readRowHead(Buffer.from(row), 1)).toEqual({ type: 'user/message', seq: 12, seqStart: 29, seqEnd: 31 })
     expect(row.slice(29, 31)).toBe('12')
-    expect(readRowHead('{"type":"text-chunks","seq0":4,"time0":1,"data":{}}', 'row')).toMatchObject({
+    expect(readRowHead(Buffer.from('{"type":"text-chunks","seq0":4,"time0":1,"data":{}}'), 1)).toMatchObject({
       type: 'text-chunks',
       seq: 4,
     })
   })
 
-  it('refuses a row that does not begin as DSH writes one', () => {
-    expect(refusal(() => readRowHead('{"seq":1,"type":"user/message"}', 'row 2'))).toBe(
+  it.each([
+    '{"seq":1,"type":"user/message"}',
+    '{"type":"","seq":1,"time":1}',
+    '{"type":"a\\"b","seq":1,"time":1}',
+    '{"type":"user/message","time":1,"seq":1}',
+    '{"type":"user/message","seq":,"time":1}',
+    '{"type":"user/message","seq":-1,"time":1}',
+    '{"type":"user/message","seq":1}',
+    '{"type":"user/message","seq":90071992547409930,"time":1}',
+    '{"type":"user/message',
+  ])('refuses %s: it does not begin as DSH writes a row', (row) => {
+    expect(refusal(() => readRowHead(Buffer.from(row), 2))).toBe(
       'row 2 does not begin with its type and seq as DSH writes a row',
     )
   })
@@ -113,14 +126,26 @@ describe('renumberRow', () => {
     for (const seq of seqs) renumbering.remove(seq)
     return renumbering
   }
-  const rewrite = (row: Record<string, unknown>, renumbering: Renumbering) => {
-    const line = JSON.stringify(row)
-    return JSON.parse(renumberRow(line, readRowHead(line, 'row'), renumbering, 'row')) as unknown
+  /** A row's bytes with an edit made. */
+  const edited = (line: string, renumbering: Renumbering): string => {
+    const row = Buffer.from(line)
+    const edit = renumberRow(row, readRowHead(row, 1), renumbering, 1)
+    if (edit?.kind === 'splice') return `${line.slice(0, edit.at)}${edit.insert}${line.slice(edit.at + edit.length)}`
+    if (edit?.kind === 'replace') return edit.text
+    throw new Error(`unexpected edit ${JSON.stringify(edit)}`)
   }
+  const rewrite = (row: Record<string, unknown>, renumbering: Renumbering) =>
+    JSON.parse(edited(JSON.stringify(row), renumbering)) as unknown
 
   it('rewrites only the seq of a row that names no other event, keeping every other byte', () => {
     const line = '{"type":"assistant/chunk","seq":10,"time":2,"data":{"text":"\\u00e9 \\"seq\\":10"}}'
-    expect(renumberRow(line, readRowHead(line, 'row'), removedAt(3), 'row')).toBe(
+    expect(renumberRow(Buffer.from(line), readRowHead(Buffer.from(line), 1), removedAt(3), 1)).toEqual({
+      kind: 'splice',
+      at: 32,
+      length: 2,
+      insert: '9',
+    })
+    expect(edited(line, removedAt(3))).toBe(
       '{"type":"assistant/chunk","seq":9,"time":2,"data":{"text":"\\u00e9 \\"seq\\":10"}}',
     )
   })
@@ -204,11 +229,11 @@ describe('renumberRow', () => {
   it('refuses a field of the wrong shape', () => {
     const renumbering = removedAt(1)
     expect(refusal(() => rewrite({ type: 'session/title', seq: 6, data: { messageSeqs: 2 } }, renumbering))).toBe(
-      'row data.messageSeqs is not a list of seqs',
+      'row 1 data.messageSeqs is not a list of seqs',
     )
     expect(
       refusal(() => rewrite({ type: 'compaction/prune', seq: 6, data: { shadowedRange: [2, 3] } }, renumbering)),
-    ).toBe('row data.shadowedRange is not a range')
+    ).toBe('row 1 data.shadowedRange is not a range')
   })
 
   it('names the fields of the format-0 migration that hold seqs', () => {

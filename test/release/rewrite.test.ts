@@ -24,18 +24,23 @@ describe('createRewrite', () => {
     expect(changed(rewrite.tally)).toBe(true)
   })
 
-  it('removal: counts the rows an earlier run marked, and reads a loop row it must mark', () => {
+  it('removal: counts the rows an earlier run marked, and refuses a loop row that does not end as JSON does', () => {
     const rewrite = createRewrite('removal')
     rewrite.batch(batch(header))
     expect(rewrite.batch(batch(`${row('loop/change', 0).slice(0, -1)},"ignorable":true}`))).toBeUndefined()
     expect(rewrite.tally).toEqual({ rows: 1, marked: 0, alreadyMarked: 1, removed: 0 })
     expect(changed(rewrite.tally)).toBe(false)
     expect(() => rewrite.batch(batch('{"type":"loop/change","seq":1,"data":{'))).toThrow(
-      new LogRefusal('row 2 is not valid JSON'),
+      new LogRefusal('row 2 does not end as a JSON object does'),
     )
-    expect(() => rewrite.batch(Buffer.from('{"type":"loop/change","seq":1,"data":"\xff"}\n', 'latin1'))).toThrow(
-      new LogRefusal('row 3 holds bytes that are not UTF-8'),
-    )
+  })
+
+  it('upgrade: refuses a row it must parse that is not UTF-8', () => {
+    const rewrite = createRewrite('upgrade')
+    rewrite.batch(batch(header, row('loop/change', 0)))
+    expect(() =>
+      rewrite.batch(Buffer.from('{"type":"user/message","seq":1,"time":1,"data":"\xff"}\n', 'latin1')),
+    ).toThrow(new LogRefusal('row 2 holds bytes that are not UTF-8'))
   })
 
   it('upgrade: drops loop rows, renumbers every row after the first, and writes nothing for a batch of loop rows only', () => {

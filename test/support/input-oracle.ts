@@ -3,7 +3,7 @@
  * what must be stored, written from the rules (not from the plugin's code):
  * an object with exactly `prompt` and `time_in_seconds`; a positive safe
  * integer of seconds whose first occurrence is still a date; a prompt stored
- * trimmed (the specification's §3.1), refused without non-whitespace content,
+ * trimmed (SPEC.md §2 "Public surface"), refused without non-whitespace content,
  * refused for the characters XML 1.0 cannot carry (C0 controls other than TAB,
  * LF and CR, lone surrogates, U+FFFE/U+FFFF), and refused beyond the
  * prompt-length bound in UTF-16 code units. Where the rules leave room (a forbidden character
