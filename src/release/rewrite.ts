@@ -1,6 +1,7 @@
 /**
- * How a release rewrites one log, batch by batch, with plain strings: the pure stage between
- * reading a file and writing its replacement (SPEC.md §13 "Leaving loop").
+ * How a release rewrites one log, batch by batch: each row's edit decided by the row stages of
+ * `log-format.ts`, then made in one new batch. Pure: it sits between reading a file and writing
+ * its replacement (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/rewrite
  */
 import {
