@@ -184,6 +184,13 @@ describe('leaving loop', () => {
     const { r, ids, before } = home
     const digestsBefore = sessionDigests(r.home)
 
+    // The README's first form: the installed plugin's copy, here as a dry run, which writes nothing.
+    const installed = join(r.home, 'profiles', 'web', 'node_modules', 'dsh-plugin-loop', 'lib', 'cli.js')
+    const dry = spawnSync(NODE22, [installed, 'release', '--home', r.home, '--dry-run'], { encoding: 'utf8', env: {} })
+    expect(dry.status, dry.stderr).toBe(0)
+    expect(dry.stdout).toMatch(/^Dry run, nothing written: 4 session logs: 2 released/m)
+    expect(sessionDigests(r.home)).toEqual(digestsBefore)
+
     const released = releaseFromTarball(r.tarball, ['release', '--home', r.home])
     console.log(`dsh-plugin-loop release (exit ${released.code}):\n${released.stdout}${released.stderr}`)
     expect(released.code).toBe(0)
