@@ -1,14 +1,22 @@
 #!/usr/bin/env node
 /**
  * The `dsh-plugin-loop` executable: `runCli` with this process's arguments, streams,
- * environment and clock.
+ * environment and clock, once the Node it runs on can run it.
  * @module dsh-plugin-loop/release/bin
  */
-import { runCli } from './cli.ts'
+import { nodeRefusal } from './node-version.ts'
 
-process.exitCode = await runCli(process.argv.slice(2), {
-  stdout: (text) => process.stdout.write(text),
-  stderr: (text) => process.stderr.write(text),
-  env: process.env,
-  now: () => new Date(),
-})
+const refusal = nodeRefusal(process.versions.node)
+if (refusal !== undefined) {
+  process.stderr.write(`${refusal}\n`)
+  process.exitCode = 2
+} else {
+  // Loaded only now: on an older Node its imports would fail before the line above could say why.
+  const { runCli } = await import('./cli.ts')
+  process.exitCode = await runCli(process.argv.slice(2), {
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+    env: process.env,
+    now: () => new Date(),
+  })
+}

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { describe, expect, it, vi } from 'vitest'
 import { USAGE, formatReport, parseArguments, runCli, type CliProcess } from '../../src/release/cli.ts'
 import type { HomeRelease } from '../../src/release/home.ts'
+import { nodeRefusal } from '../../src/release/node-version.ts'
 import { tempDir } from '../support/temp-dir.ts'
 
 describe('parseArguments', () => {
@@ -279,9 +280,20 @@ describe('runCli for an upgrade', () => {
   })
 })
 
+describe('nodeRefusal', () => {
+  it('runs on Node 22.19 and later, and names the Node it will not run on', () => {
+    for (const version of ['22.19.0', '22.23.3', '24.1.0', '26.0.0']) expect(nodeRefusal(version)).toBeUndefined()
+    for (const version of ['20.20.2', '22.18.9', '18.0.0', ''])
+      expect(nodeRefusal(version)).toBe(
+        `dsh-plugin-loop needs Node 22.19 or later, as DSH does, and this is Node ${version}: run it with the node that runs DSH`,
+      )
+  })
+})
+
 describe('the executable', () => {
   it('runs the command with the process arguments, streams and environment, and sets the exit code', async () => {
     const argv = process.argv
+    const node = process.versions.node
     const out = vi.spyOn(process.stdout, 'write').mockImplementation(() => true)
     const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true)
     try {
@@ -297,7 +309,14 @@ describe('the executable', () => {
       expect(err).toHaveBeenCalledWith(
         'dsh-plugin-loop: no DSH home at /nonexistent/dsh-home: it has no sessions folder (name the home with --home DIR or DSH_HOME)\n',
       )
+      // On an older Node it says so, without loading the command.
+      vi.resetModules()
+      Object.defineProperty(process.versions, 'node', { value: '20.20.2' })
+      await import('../../src/release/bin.ts')
+      expect(process.exitCode).toBe(2)
+      expect(err).toHaveBeenLastCalledWith(`${nodeRefusal('20.20.2')}\n`)
     } finally {
+      Object.defineProperty(process.versions, 'node', { value: node })
       process.argv = argv
       out.mockRestore()
       err.mockRestore()
