@@ -10,7 +10,7 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { LOOP_PROJECTION_KEY } from '../src/shared/projection-key.ts'
 import type { LoopRecord } from '../src/types.ts'
-import { bootHost, createFakeAgent, resumeFakeAgent, runTool, type Host } from './support/host.ts'
+import { bootHost, createFakeAgent, outcomeOf, resumeFakeAgent, runTool, type Host } from './support/host.ts'
 import { tempDir } from './support/temp-dir.ts'
 
 const RUNS = 60
@@ -131,7 +131,7 @@ describe('the runtime and the dock', () => {
           expect(created.isError ? created.error : 'created').toBe('created')
           const first = (await bothReads(resumed.agent)).projected.loops[0]!
           const deleted = await runTool(reader, resumed.agent, 'loop_delete', { id: first.id })
-          expect(deleted.isError ? deleted.error : deleted.value).toEqual({ deleted: true, id: first.id })
+          expect(outcomeOf(deleted)).toEqual({ deleted: true, id: first.id })
           expect(expectAgreement(await bothReads(resumed.agent))).toBe(true)
         } finally {
           await resumed.handle.dispose()

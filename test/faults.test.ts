@@ -14,12 +14,14 @@ import { LoopRuntime } from '../src/loop.ts'
 import {
   advance,
   createFakeAgent,
+  listedIds,
   loopChanges,
   persistedLoopChanges,
   resumeFakeAgent,
   runTool,
   settle,
   useFakeHost,
+  type ToolOutcome,
 } from './support/host.ts'
 import { NOW } from './support/epoch.ts'
 import {
@@ -46,16 +48,10 @@ afterEach(() => {
   vi.restoreAllMocks()
 })
 
-type ToolOutcome = Awaited<ReturnType<typeof runTool>>
-
 /** The caller-facing error of a tool outcome, or a marker that it succeeded. */
 function failureOf(outcome: ToolOutcome): { message: string; info?: unknown } | 'succeeded' {
   return outcome.isError ? outcome.error : 'succeeded'
 }
-
-/** The ids a `loop_list` outcome lists, or its error message. */
-const listedIds = (outcome: ToolOutcome) =>
-  outcome.isError ? outcome.error.message : (outcome.value as { id: string }[]).map((loop) => loop.id)
 
 /** How the caller is told each flush fault: the cause, named. */
 const PERSISTENCE_FAILURE: Readonly<Record<FlushFault, string>> = {
@@ -503,9 +499,7 @@ describe('the inbox and the log refuse', () => {
     expect(loopChanges(rig.fake.agent)).toHaveLength(1)
     // Tool calls still work and still see the loop.
     const listed = await rig.tool('loop_list', {})
-    expect(listed.isError ? listed.error.message : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual([
-      id,
-    ])
+    expect(listedIds(listed)).toEqual([id])
     await advance(10_000, 1000)
     const log = await durable()
     const dispatches = log.filter((change) => (change as { operation: string }).operation === 'dispatch')

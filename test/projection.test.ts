@@ -11,15 +11,16 @@ import * as loopPlugin from '../src/index.ts'
 import { LOOP_PROJECTION_KEY } from '../src/shared/projection-key.ts'
 import type { LoopRecord } from '../src/types.ts'
 import {
-  AGENT_OPTIONS,
   advance,
+  AGENT_OPTIONS,
   createFakeAgent,
   loopChanges,
+  outcomeOf,
   runTool,
   settle,
-  type Host,
   useFakeHost,
   useHosts,
+  type Host,
 } from './support/host.ts'
 import { NOW } from './support/epoch.ts'
 
@@ -182,7 +183,7 @@ describe('in the real projection registry', () => {
       agentOptions: AGENT_OPTIONS,
     })
     const listed = await runTool(rig.host, forked.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error : listed.value).toEqual([])
+    expect(outcomeOf(listed)).toEqual([])
     expect(projected(forked.agent.session)).toEqual({ loops: [] })
     const own = await runTool(rig.host, forked.agent, 'loop_create', { prompt: 'fork own', time_in_seconds: 60 })
     expect(own.isError).toBe(false)

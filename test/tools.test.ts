@@ -13,11 +13,12 @@ import {
   AGENT_OPTIONS,
   createFakeAgent,
   loopChanges,
+  outcomeOf,
   persistedLoopChanges,
   runTool,
   settle,
-  type Host,
   useFakeHost,
+  type Host,
 } from './support/host.ts'
 import { NOW } from './support/epoch.ts'
 import { holdFlushes } from './support/faults.ts'
@@ -211,7 +212,7 @@ describe('loop_list and loop_delete', () => {
     if (first.isError || second.isError) throw new Error('create failed')
     const [a, b] = [first.value as { id: string }, second.value as { id: string }]
     const listed = await rig.tool('loop_list', {})
-    expect(listed.isError ? listed.error : listed.value).toEqual([
+    expect(outcomeOf(listed)).toEqual([
       {
         id: a.id,
         prompt: 'one',
@@ -231,7 +232,7 @@ describe('loop_list and loop_delete', () => {
     ])
 
     const deleted = await rig.tool('loop_delete', { id: a.id })
-    expect(deleted.isError ? deleted.error : deleted.value).toEqual({ deleted: true, id: a.id })
+    expect(outcomeOf(deleted)).toEqual({ deleted: true, id: a.id })
     expect(loopChanges(rig.fake.agent).at(-1)).toEqual({ version: 1, operation: 'delete', id: a.id })
     expect((await persistedLoopChanges(rig.host, 'ses-tools')).at(-1)).toEqual({
       version: 1,
@@ -280,7 +281,7 @@ describe('session isolation', () => {
     const theirs = (created.value as { id: string }).id
 
     const listed = await rig.tool('loop_list', {})
-    expect(listed.isError ? listed.error : listed.value).toEqual([])
+    expect(outcomeOf(listed)).toEqual([])
     const deleted = await rig.tool('loop_delete', { id: theirs })
     expect(deleted.isError ? deleted.error.message : 'succeeded').toBe(
       `No active loop "${theirs}" in this session; run loop_list (or /loop list) to see its loops.`,

@@ -12,7 +12,14 @@ import { createChange, decodeLoopChange, deleteChange, dispatchChange, foldLoopE
 import { LATEST_DATE_MS } from '../src/shared/timing.ts'
 import type { LoopRecord } from '../src/types.ts'
 import { validateCreateInput } from '../src/validation.ts'
-import { createFakeAgent, persistedLoopChanges, resumeFakeAgent, settle, useFakeHost } from './support/host.ts'
+import {
+  createFakeAgent,
+  outcomeOf,
+  persistedLoopChanges,
+  resumeFakeAgent,
+  settle,
+  useFakeHost,
+} from './support/host.ts'
 import { NOW } from './support/epoch.ts'
 
 /** Any record the decoder accepts: every stored interval and instant, up to the largest safe integers. */
@@ -85,10 +92,10 @@ describe('a loop with no representable next occurrence', () => {
     await rig.reboot({ root: rig.host.root })
     rig.fake = await resumeFakeAgent(rig.host, 'ses-writer')
     const listed = await rig.tool('loop_list', {})
-    expect(listed.isError ? listed.error : listed.value).toEqual([
+    expect(outcomeOf(listed)).toEqual([
       { ...loop, next_at: LATEST_DATE_MS, state: 'scheduled', delivery_mode: 'session-local' },
     ])
     const deleted = await rig.tool('loop_delete', { id: loop.id })
-    expect(deleted.isError ? deleted.error : deleted.value).toEqual({ deleted: true, id: loop.id })
+    expect(outcomeOf(deleted)).toEqual({ deleted: true, id: loop.id })
   })
 })

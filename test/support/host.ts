@@ -265,6 +265,27 @@ export function runTool(host: Host, agent: Agent | undefined, name: string, args
   })
 }
 
+/** A tool call's outcome as the runtime materializes it. */
+export type ToolOutcome = Awaited<ReturnType<typeof runTool>>
+
+/**
+ * A tool outcome as one value, for one assertion: its error when the call failed, its value when it did not.
+ * @param outcome - the outcome.
+ * @returns the error or the value.
+ */
+export function outcomeOf(outcome: ToolOutcome): unknown {
+  return outcome.isError ? outcome.error : outcome.value
+}
+
+/**
+ * The ids a `loop_list` outcome lists, or its error's message.
+ * @param outcome - the outcome.
+ * @returns the ids in order, or the message.
+ */
+export function listedIds(outcome: ToolOutcome): string[] | string {
+  return outcome.isError ? outcome.error.message : (outcome.value as { id: string }[]).map((loop) => loop.id)
+}
+
 /**
  * Run a slash line through the real command runtime.
  * @param host - booted host.
