@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { DEFAULT_LOOP_CONFIG, describeInvalidSetting, resolveLoopSettings } from '../src/config.ts'
 import * as loopPlugin from '../src/index.ts'
-import { bootHost, createFakeAgent, loopChanges, runTool, useHosts, type Host } from './support/host.ts'
+import { advance, bootHost, createFakeAgent, loopChanges, runTool, useHosts, type Host } from './support/host.ts'
 import { tempDir } from './support/temp-dir.ts'
 
 const hosts: Host[] = []
@@ -214,6 +214,21 @@ describe('configured bounds', () => {
       'prompt is 1000000 characters (UTF-16 code units); the limit is 4000 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
     )
     expect(loopChanges(fake.agent)).toHaveLength(20)
+  })
+
+  it('holds a runaway model to 20 loops: a thousand creates, twenty heartbeats a second', async () => {
+    const host = await boot()
+    const fake = await createFakeAgent(host, 'ses-runaway')
+    const codes = new Map<string, number>()
+    for (let index = 0; index < 1000; index += 1) {
+      const result = await runTool(host, fake.agent, 'loop_create', { prompt: `check ${index}`, time_in_seconds: 1 })
+      const code = result.isError ? String(result.error.info?.code) : 'created'
+      codes.set(code, (codes.get(code) ?? 0) + 1)
+    }
+    expect(Object.fromEntries(codes)).toEqual({ created: 20, too_many_loops: 980 })
+    await advance(1000)
+    // Without the bound: a thousand model turns every second, one per loop.
+    expect(fake.send).toHaveBeenCalledTimes(20)
   })
 
   it('reads the bounds from the plugin row config and appends nothing when refusing', async () => {

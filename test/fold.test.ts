@@ -349,6 +349,17 @@ describe('the fold', () => {
     ).toStrictEqual([loopB, again])
   })
 
+  it("keeps a fold the size of its active loops after a runaway's hundred thousand creates and deletes", () => {
+    // The literal rule (no id twice, ever) would carry every id used in every fold, the dock's included.
+    const counted = (number: number): LoopRecord => ({ ...loopA, id: `loop_${number.toString(16).padStart(8, '0')}` })
+    let fold = foldLoopChange(EMPTY_LOOP_FOLD, createChange(counted(0)))
+    for (let number = 1; number <= 100_000; number += 1) {
+      fold = foldLoopChange(fold, createChange(counted(number)))
+      fold = foldLoopChange(fold, deleteChange(counted(number).id))
+    }
+    expect(fold).toStrictEqual({ loops: [counted(0)], lastIdNumber: 100_000 })
+  })
+
   it.each([
     [[createChange(loopA), createChange(loopA)], 'create of active loop loop_a'],
     [[createChange(loopA), createChange({ ...loopB, id: 'loop_a' })], 'create of active loop loop_a'],

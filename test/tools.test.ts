@@ -8,6 +8,7 @@ import { defineTool } from '@deepseek-ai/dsh-tools'
 import { describe, expect, it, vi } from 'vitest'
 import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
 import { LoopRuntime } from '../src/loop.ts'
+import { renderHeartbeat } from '../src/shared/heartbeat.ts'
 import { registerLoopTools, toLoopView } from '../src/tools.ts'
 import {
   AGENT_OPTIONS,
@@ -22,6 +23,7 @@ import {
 } from './support/host.ts'
 import { NOW } from './support/epoch.ts'
 import { holdFlushes } from './support/faults.ts'
+import { parseHeartbeat } from './support/heartbeat-xml.ts'
 import { loopA } from './support/loop-fixtures.ts'
 
 const rig = useFakeHost('ses-tools')
@@ -167,6 +169,18 @@ describe('loop_create', () => {
     expect(result.isError).toBe(true)
     if (!result.isError) return
     expect(result.error.message).toBe(message)
+    expect(loopChanges(rig.fake.agent)).toEqual([])
+  })
+
+  it('refuses a prompt whose every heartbeat no XML reader would accept, before appending anything', async () => {
+    const prompt = 'ring the bell \u0007 when done'
+    expect(() => parseHeartbeat(renderHeartbeat({ ...loopA, prompt }))).toThrow(/^not well-formed XML/)
+    const result = await rig.tool('loop_create', { prompt, time_in_seconds: 1 })
+    expect(result.isError ? result.error : undefined).toEqual({
+      message:
+        'prompt contains the control or non-text character U+0007 at position 15; only text, tabs and line breaks are allowed.',
+      info: { name: 'LoopError', code: 'invalid_prompt' },
+    })
     expect(loopChanges(rig.fake.agent)).toEqual([])
   })
 
