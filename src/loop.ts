@@ -141,7 +141,7 @@ export class LoopRuntime {
    */
   admitStep(claimed: readonly unknown[], decision: PreStepDecision): PreStepDecision {
     try {
-      return admitClaimedHeartbeats(claimed, decision, this.current().loops)
+      return admitClaimedHeartbeats(claimed, decision, this.soundFold().loops)
     } catch {
       return decision
     }
@@ -168,7 +168,7 @@ export class LoopRuntime {
   read<T>(label: string, signal: AbortSignal, read: (fold: LoopFold) => T): Promise<T> {
     return this.enqueue(async () => {
       this.assertRunnable(label, signal)
-      return read(this.current())
+      return read(this.soundFold())
     })
   }
 
@@ -187,7 +187,7 @@ export class LoopRuntime {
       this.assertRunnable(label, signal)
       await flushSession(this.ctx, this.agent.session)
       this.assertRunnable(label, signal)
-      const decision = decide(this.current())
+      const decision = decide(this.soundFold())
       if (decision.change === undefined) return decision.result
       if (decision.withdrawLoopId !== undefined) this.inbox.withdraw(decision.withdrawLoopId)
       this.append(decision.change)
@@ -274,13 +274,13 @@ export class LoopRuntime {
   }
 
   /**
-   * The current fold. The first call reads the log (everything appended before
-   * this runtime existed) and may append a fork's change
+   * The session's fold while it is sound. The first call reads the log (everything
+   * appended before this runtime existed) and may append a fork's change
    * ({@link readLogAndNameInheritedLoops}); later changes are the ones this runtime
    * appends and folds itself, as the only writer of `loop/change` in its session.
    * @throws LoopError `corrupt_loop_log`, after failing closed.
    */
-  private current(): LoopFold {
+  private soundFold(): LoopFold {
     if (this.fault !== undefined) throw this.fault
     this.fold ??= this.readLogAndNameInheritedLoops()
     const { corrupt } = this.fold
@@ -309,7 +309,7 @@ export class LoopRuntime {
 
   /** Append one change to the fold it was decided on, and fold it. */
   private append(change: LoopChange): void {
-    const fold = this.current()
+    const fold = this.soundFold()
     const event = this.agent.session.append(LOOP_CHANGE_EVENT, change)
     this.fold = foldLoopChange(fold, event.data)
   }
@@ -325,7 +325,7 @@ export class LoopRuntime {
   /** Whether the session has an active loop; a corrupt log has none that can fire. */
   private hasLoops(): boolean {
     try {
-      return this.current().loops.length > 0
+      return this.soundFold().loops.length > 0
     } catch {
       return false
     }
@@ -360,7 +360,7 @@ export class LoopRuntime {
     if (this.disposing || !this.isLive()) return
     let fold: LoopFold
     try {
-      fold = this.current()
+      fold = this.soundFold()
     } catch {
       return
     }

@@ -8,10 +8,18 @@
 import type { Context } from '@deepseek-ai/cordis'
 import type { Session, SessionEvent } from '@deepseek-ai/dsh-session'
 import type {} from '@deepseek-ai/dsh-session-projection'
+import type {} from '@deepseek-ai/dsh-session-projection/types'
 import { z } from 'zod'
 import { LOOP_CHANGE_EVENT, foldLoopChange, type LoopFold } from './fold.ts'
 import { LOOP_PROJECTION_KEY } from './shared/projection-key.ts'
 import type { LoopProjection } from './types.ts'
+
+declare module '@deepseek-ai/dsh-session-projection/types' {
+  interface SessionProjectionMap {
+    /** Active loops of one session, read by the inline dock and the heartbeat row. */
+    [LOOP_PROJECTION_KEY]: LoopProjection
+  }
+}
 
 /** Bump when the state's shape or the fold's meaning changes, so cached cells refold. */
 const LOOP_PROJECTION_STATE_VERSION = 7

@@ -3,8 +3,6 @@
  * @module dsh-plugin-loop/types
  */
 import type {} from '@deepseek-ai/dsh-session/types'
-import type {} from '@deepseek-ai/dsh-session-projection/types'
-import type { LOOP_PROJECTION_KEY } from './shared/projection-key.ts'
 
 /** One active recurring prompt, as the session log and the `loop` projection hold it. */
 export interface LoopRecord {
@@ -97,12 +95,5 @@ declare module '@deepseek-ai/dsh-session/types' {
   interface SessionEventMap {
     /** Versioned loop mutation; this plugin validates the whole stream when it folds it. */
     'loop/change': StoredLoopChange
-  }
-}
-
-declare module '@deepseek-ai/dsh-session-projection/types' {
-  interface SessionProjectionMap {
-    /** Active loops of one session, read by the inline dock and the heartbeat row. */
-    [LOOP_PROJECTION_KEY]: LoopProjection
   }
 }

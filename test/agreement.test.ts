@@ -10,7 +10,7 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { LOOP_PROJECTION_KEY } from '../src/shared/projection-key.ts'
 import type { LoopRecord } from '../src/types.ts'
-import { bootHost, createFakeAgent, outcomeOf, resumeFakeAgent, runTool, type Host } from './support/host.ts'
+import { bootHost, createFakeAgent, failureOf, outcomeOf, resumeFakeAgent, runTool, type Host } from './support/host.ts'
 import { tempDir } from './support/temp-dir.ts'
 
 const RUNS = 60
@@ -128,7 +128,7 @@ describe('the runtime and the dock', () => {
           }
           outcomes.agreedOnLoops += 1
           const created = await runTool(reader, resumed.agent, 'loop_create', { prompt: 'mine', time_in_seconds: 60 })
-          expect(created.isError ? created.error : 'created').toBe('created')
+          expect(failureOf(created)).toBe('succeeded')
           const first = (await bothReads(resumed.agent)).projected.loops[0]!
           const deleted = await runTool(reader, resumed.agent, 'loop_delete', { id: first.id })
           expect(outcomeOf(deleted)).toEqual({ deleted: true, id: first.id })

@@ -12,7 +12,17 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { DEFAULT_LOOP_CONFIG, describeInvalidSetting, resolveLoopSettings } from '../src/config.ts'
 import * as loopPlugin from '../src/index.ts'
-import { advance, bootHost, createFakeAgent, loopChanges, runTool, useHosts, type Host } from './support/host.ts'
+import {
+  advance,
+  bootHost,
+  createFakeAgent,
+  failureMessageOf,
+  failureOf,
+  loopChanges,
+  runTool,
+  useHosts,
+  type Host,
+} from './support/host.ts'
 import { tempDir } from './support/temp-dir.ts'
 
 const hosts: Host[] = []
@@ -140,12 +150,12 @@ describe('an invalid loop section in the settings document', () => {
     expect((await runTool(host, fake.agent, 'loop_create', { prompt: 'a', time_in_seconds: 60 })).isError).toBe(false)
     expect((await runTool(host, fake.agent, 'loop_create', { prompt: 'b', time_in_seconds: 60 })).isError).toBe(false)
     const refused = await runTool(host, fake.agent, 'loop_create', { prompt: 'c', time_in_seconds: 60 })
-    expect(refused.isError ? refused.error.message : undefined).toBe(TOO_MANY(2, 2))
+    expect(failureMessageOf(refused)).toBe(TOO_MANY(2, 2))
 
     // Saving another field is not refused because of the invalid one, and applies.
     await settings.mutate('loop', [{ op: 'set', path: ['maxPromptLength'], value: 10 }])
     const long = await runTool(host, fake.agent, 'loop_create', { prompt: 'x'.repeat(11), time_in_seconds: 60 })
-    expect(long.isError ? long.error.message : undefined).toBe(
+    expect(failureMessageOf(long)).toBe(
       'prompt is 11 characters (UTF-16 code units); the limit is 10 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
     )
     // The same invalid value is not warned about twice.
@@ -156,7 +166,7 @@ describe('an invalid loop section in the settings document', () => {
     await until('the fixed section', () => loopValue()?.maxLoopsPerSession === 3)
     expect((await runTool(host, fake.agent, 'loop_create', { prompt: 'c', time_in_seconds: 60 })).isError).toBe(false)
     const fourth = await runTool(host, fake.agent, 'loop_create', { prompt: 'd', time_in_seconds: 60 })
-    expect(fourth.isError ? fourth.error.message : undefined).toBe(TOO_MANY(3, 3))
+    expect(failureMessageOf(fourth)).toBe(TOO_MANY(3, 3))
     expect(warnings).toHaveLength(1)
   })
 
@@ -174,7 +184,7 @@ describe('an invalid loop section in the settings document', () => {
       'settings: loop.maxLoopsPerSession is 5000, but it accepts a whole number from 1 to 1000; keeping 1 (its last valid value) until the settings document holds a valid one',
     ])
     const refused = await runTool(host, fake.agent, 'loop_create', { prompt: 'b', time_in_seconds: 60 })
-    expect(refused.isError ? refused.error.message : undefined).toBe(TOO_MANY(1, 1))
+    expect(failureMessageOf(refused)).toBe(TOO_MANY(1, 1))
 
     writeFileSync(settingsPath, `${ONBOARDING}loop:\n  maxLoopsPerSession: '2'\n`)
     await until('the second invalid edit', () => loopValue()?.maxLoopsPerSession === '2' && warnings.length === 2)
@@ -205,12 +215,12 @@ describe('configured bounds', () => {
       expect(result.isError).toBe(false)
     }
     const refused = await runTool(host, fake.agent, 'loop_create', { prompt: 'one more', time_in_seconds: 3600 })
-    expect(refused.isError ? refused.error : undefined).toEqual({
+    expect(failureOf(refused)).toEqual({
       message: TOO_MANY(20, 20),
       info: { name: 'LoopError', code: 'too_many_loops' },
     })
     const long = await runTool(host, fake.agent, 'loop_create', { prompt: 'x'.repeat(1_000_000), time_in_seconds: 1 })
-    expect(long.isError ? long.error.message : undefined).toBe(
+    expect(failureMessageOf(long)).toBe(
       'prompt is 1000000 characters (UTF-16 code units); the limit is 4000 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
     )
     expect(loopChanges(fake.agent)).toHaveLength(20)
@@ -237,9 +247,9 @@ describe('configured bounds', () => {
     await runTool(host, fake.agent, 'loop_create', { prompt: 'a', time_in_seconds: 60 })
     await runTool(host, fake.agent, 'loop_create', { prompt: 'b', time_in_seconds: 60 })
     const refused = await runTool(host, fake.agent, 'loop_create', { prompt: 'c', time_in_seconds: 60 })
-    expect(refused.isError ? refused.error.message : undefined).toBe(TOO_MANY(2, 2))
+    expect(failureMessageOf(refused)).toBe(TOO_MANY(2, 2))
     const long = await runTool(host, fake.agent, 'loop_create', { prompt: 'x'.repeat(11), time_in_seconds: 60 })
-    expect(long.isError ? long.error.message : undefined).toBe(
+    expect(failureMessageOf(long)).toBe(
       'prompt is 11 characters (UTF-16 code units); the limit is 10 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
     )
     expect(loopChanges(fake.agent).map((change) => (change as { operation: string }).operation)).toEqual([
@@ -261,7 +271,7 @@ describe('configured bounds', () => {
     const fake = await createFakeAgent(host, 'ses-settings')
     await runTool(host, fake.agent, 'loop_create', { prompt: 'first', time_in_seconds: 60 })
     const refused = await runTool(host, fake.agent, 'loop_create', { prompt: 'second', time_in_seconds: 60 })
-    expect(refused.isError ? refused.error.message : undefined).toBe(TOO_MANY(1, 1))
+    expect(failureMessageOf(refused)).toBe(TOO_MANY(1, 1))
     const settings = host.ctx.get('settings') as { update(ns: string, patch: object): Promise<void> }
     await settings.update('loop', { maxLoopsPerSession: 2 })
     const allowed = await runTool(host, fake.agent, 'loop_create', { prompt: 'second', time_in_seconds: 60 })

@@ -9,14 +9,17 @@ import {
   advance,
   createFakeAgent,
   createRelatedFakeAgent,
+  failureOf,
+  listedIds,
   loopChanges,
+  outcomeOf,
   persistedLoopChanges,
   resumeFakeAgent,
   runCommand,
   runTool,
   settle,
-  type FakeAgent,
   useFakeHost,
+  type FakeAgent,
 } from './support/host.ts'
 import { auditDeliveries, recordHeartbeats, type SentHeartbeat } from './support/ledger.ts'
 
@@ -59,7 +62,7 @@ async function expectIsolated(other: FakeAgent, relation: 'sibling' | 'fork' | '
 
   const listed = await runTool(rig.host, other.agent, 'loop_list', {})
   if (relation === 'child') expect(listed.isError).toBe(true)
-  else expect(listed.isError ? listed.error.message : listed.value).toEqual([])
+  else expect(outcomeOf(listed)).toEqual([])
   const listReply = await runCommand(rig.host, other.agent, '/loop list')
   for (const id of ids) expect(listReply.text).not.toContain(id)
   expect(listReply.text).not.toContain('owner secret')
@@ -69,7 +72,7 @@ async function expectIsolated(other: FakeAgent, relation: 'sibling' | 'fork' | '
     if (relation === 'child') {
       expect(deleted.isError).toBe(true)
     } else {
-      expect(deleted.isError ? deleted.error : 'deleted').toEqual({
+      expect(failureOf(deleted)).toEqual({
         message: `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.`,
         info: { name: 'LoopError', code: 'loop_not_found' },
       })
@@ -132,9 +135,12 @@ describe("another session cannot reach session A's loops", () => {
     for (const other of [sibling, fork]) {
       const id = await rig.create('not the owner', 2, other)
       const listed = await runTool(rig.host, owner.agent, 'loop_list', {})
-      expect(listed.isError ? listed.error : (listed.value as { id: string }[]).map((loop) => loop.id)).toEqual(ids)
+      expect(listedIds(listed)).toEqual(ids)
       const deleted = await runTool(rig.host, owner.agent, 'loop_delete', { id })
-      expect(deleted.isError ? deleted.error.info : 'deleted').toEqual({ name: 'LoopError', code: 'loop_not_found' })
+      expect(failureOf(deleted)).toEqual({
+        message: expect.any(String),
+        info: { name: 'LoopError', code: 'loop_not_found' },
+      })
       expect(projected(other)).toEqual({ loops: [expect.objectContaining({ id, prompt: 'not the owner' })] })
     }
     const ownerSends = ownerSent.length

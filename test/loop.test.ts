@@ -12,28 +12,31 @@ import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
 import { LoopError } from '../src/errors.ts'
 import { MAX_TIMER_WAIT_MS } from '../src/drive.ts'
 import { createChange, deleteChange } from '../src/fold.ts'
-import * as loopPlugin from '../src/index.ts'
-import { LoopRuntime } from '../src/loop.ts'
+import type { LoopRuntime } from '../src/loop.ts'
 import { registerLoopTools } from '../src/tools.ts'
-import { failFlush, holdFlushes, observeAppends, observeFlushes, recordTimers } from './support/faults.ts'
+import { failFlush, holdFlushes, observeAppends, observeFlushes } from './support/faults.ts'
 import { heartbeatText } from './support/heartbeat-xml.ts'
 import { heartbeatMessage } from './support/loop-fixtures.ts'
 import { ManualClock } from './support/manual-clock.ts'
 import {
-  AGENT_OPTIONS,
   advance,
+  AGENT_OPTIONS,
   createFakeAgent,
-  createLoop,
+  failureMessageOf,
+  failureOf,
   loopChanges,
+  outcomeOf,
+  ownRuntime,
   persistedLoopChanges,
   resumeFakeAgent,
   runCommand,
   runTool,
+  sentTexts,
   settle,
   signal,
+  useFakeHost,
   type FakeAgent,
   type Host,
-  useFakeHost,
 } from './support/host.ts'
 import { NOW } from './support/epoch.ts'
 
@@ -56,10 +59,6 @@ const corruptLog = (record: string) =>
 
 /** A hand-made transaction's error for a change whose flush fails; these tests' flushes succeed. */
 const notSaved = (error: unknown) => new LoopError('persistence_failed', 'not saved', { cause: error })
-
-/** The heartbeat text of each send, in order. */
-const sentTexts = (target: FakeAgent = rig.fake) =>
-  target.send.mock.calls.map(([message]) => (message.content[0] as { text: string }).text)
 
 describe('delivery', () => {
   it('sends a one-second loop exactly once at its due boundary, idle → next-turn with wakeup', async () => {
@@ -149,65 +148,10 @@ describe('delivery', () => {
     expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual(loopChanges(rig.fake.agent))
   })
 
-  it('drives 20 loops overdue together one at a time (SPEC.md §5 "Runtime", the drive): next_at order, each dispatch flushed before the next send', async () => {
-    // Created in this order; overdue by different amounts, so they fall due in reverse creation order.
-    const ids: string[] = []
-    for (let index = 0; index < 20; index += 1) ids.push(await rig.create(`P${index}`, 40 - index))
-    await settle()
-    vi.setSystemTime(NOW + 100_000) // asleep: all twenty are overdue
-    const steps: string[] = []
-    const flush = observeFlushes(rig.host, () => steps.push('flush'))
-    rig.fake.send.mockImplementation((message) => {
-      steps.push(`send ${/<prompt>(P\d+)<\/prompt>/.exec((message.content[0] as { text: string }).text)![1]}`)
-    })
-    const append = observeAppends(rig.fake.agent.session, (_type, data) =>
-      steps.push(`append P${ids.indexOf((data as { id: string }).id)}`),
-    )
-    // The timer waits for the 21 s loop (P19); when it fires, all twenty are due.
-    await advance(21_000)
-    flush.mockRestore()
-    append.mockRestore()
-    const order = Array.from({ length: 20 }, (_, index) => `P${19 - index}`)
-    expect(steps).toEqual([...order.flatMap((name) => ['flush', `send ${name}`, `append ${name}`, 'flush']), 'flush'])
-    expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual(loopChanges(rig.fake.agent))
-  })
-
-  it("decides each loop of a batch on the agent as the batch left it: the first's wake-up started the turn that took the second's heartbeats", async () => {
-    const first = await rig.create('first', 2)
-    const second = await rig.create('second', 3)
-    await settle()
-    // Two stale heartbeats of the second loop wait in the idle agent's inbox (a log from another build).
-    const stale = () => heartbeatMessage(second, { prompt: 'second' })
-    rig.fake.agent.inbox.append('next-step', stale())
-    rig.fake.agent.inbox.append('next-turn', stale())
-    // Like DSH: a waking send to an idle agent starts a turn that claims at once (all next-step input and the first queued turn).
-    rig.fake.send.mockImplementation((message, target) => {
-      rig.fake.agent.inbox.append(target, message)
-      if (rig.fake.agent.status === 'idle') {
-        rig.fake.setStatus('running')
-        rig.fake.agent.inbox.claim('next-turn', 1)
-      }
-    })
-    vi.setSystemTime(NOW + 3000) // when the timer (2 s) fires, both are due: first (at 2 s), then second (3 s)
-    await advance(2000)
-    // The first's wake-up claimed both stale heartbeats into the turn it started: the second, due in a running turn
-    // that already took its heartbeat, coalesces (decided on the idle agent from before, it would replace them instead).
-    expect(
-      rig.fake.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target]),
-    ).toEqual([[heartbeatText(first, 'first'), 'next-turn']])
-    expect(rig.fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
-      heartbeatText(first, 'first'),
-    ])
-    expect(loopChanges(rig.fake.agent).slice(-2)).toMatchObject([
-      { operation: 'dispatch', id: first },
-      { operation: 'dispatch', id: second },
-    ])
-  })
-
   it('escapes the id and prompt inside the heartbeat', async () => {
     const id = await rig.create(`Is "main" <green> & 'ok'?`, 1)
     await advance(1000)
-    expect(sentTexts()).toEqual([heartbeatText(id, 'Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?')])
+    expect(sentTexts(rig.fake)).toEqual([heartbeatText(id, 'Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?')])
   })
 })
 
@@ -217,27 +161,10 @@ describe('timer', () => {
     const fast = await rig.create('fast', 2)
     expect(vi.getTimerCount()).toBe(1)
     await advance(2000)
-    expect(sentTexts()).toEqual([heartbeatText(fast, 'fast')])
+    expect(sentTexts(rig.fake)).toEqual([heartbeatText(fast, 'fast')])
     await advance(1000)
-    expect(sentTexts()).toEqual([heartbeatText(fast, 'fast'), heartbeatText(slow, 'slow')])
+    expect(sentTexts(rig.fake)).toEqual([heartbeatText(fast, 'fast'), heartbeatText(slow, 'slow')])
     expect(vi.getTimerCount()).toBe(1)
-  })
-
-  it('dispatches every overdue loop once, earliest first, each in its own send', async () => {
-    const a = await rig.create('A', 4)
-    const b = await rig.create('B', 2)
-    const c = await rig.create('C', 3)
-    vi.setSystemTime(NOW + 10_000) // the process was asleep: all three are overdue
-    await advance(2000)
-    expect(sentTexts()).toEqual([heartbeatText(b, 'B'), heartbeatText(c, 'C'), heartbeatText(a, 'A')])
-  })
-
-  it('does not burst missed intervals: one heartbeat, next occurrence in the future', async () => {
-    const id = await rig.create('tick', 1)
-    vi.setSystemTime(NOW + 5000) // five intervals pass without the timer firing
-    await advance(1000)
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
-    expect(loopChanges(rig.fake.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 7000 })
   })
 
   it('waits at most a minute at a time, re-reading the clock, and fires a far loop on time', async () => {
@@ -251,34 +178,6 @@ describe('timer', () => {
     expect(rig.fake.send).toHaveBeenCalledTimes(1)
   })
 
-  it('fires an overdue loop within a minute when the wall clock jumps while the timer waits (sleep)', async () => {
-    const id = await rig.create('hourly', 3600)
-    await advance(1000)
-    // The machine sleeps for two hours: the wall clock moves, the timer does not count it.
-    vi.setSystemTime(Date.now() + 2 * 3_600_000)
-    await advance(MAX_TIMER_WAIT_MS, 1000)
-    expect(sentTexts()).toEqual([heartbeatText(id, 'hourly')])
-    expect(loopChanges(rig.fake.agent).at(-1)).toEqual({
-      version: 1,
-      operation: 'dispatch',
-      id,
-      next_at: NOW + 3 * 3_600_000,
-    })
-  })
-
-  it('reschedules durably a loop whose next_at the clock left more than one interval ahead', async () => {
-    vi.setSystemTime(NOW + 365 * 86_400_000) // the clock jumped a year ahead
-    const id = await rig.create('every two seconds', 2)
-    vi.setSystemTime(NOW) // and was corrected
-    // The timer armed for two seconds wakes, finds next_at a year ahead and moves it to one interval from now.
-    await advance(2000)
-    expect(loopChanges(rig.fake.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 4000 })
-    expect(rig.fake.send).not.toHaveBeenCalled()
-    await advance(2000)
-    expect(sentTexts()).toEqual([heartbeatText(id, 'every two seconds')])
-    expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual(loopChanges(rig.fake.agent))
-  })
-
   it('does not duplicate a dispatch when drive requests from tool calls race the timer', async () => {
     const id = await rig.create('once', 1)
     await settle()
@@ -290,7 +189,7 @@ describe('timer', () => {
     await vi.advanceTimersByTimeAsync(1)
     await Promise.all(creates)
     await settle()
-    expect(sentTexts()).toEqual([heartbeatText(id, 'once')])
+    expect(sentTexts(rig.fake)).toEqual([heartbeatText(id, 'once')])
     expect(
       loopChanges(rig.fake.agent).filter((change) => (change as { operation: string }).operation === 'dispatch'),
     ).toEqual([{ version: 1, operation: 'dispatch', id, next_at: NOW + 2000 }])
@@ -315,62 +214,6 @@ describe('lifecycle', () => {
     expect(vi.getTimerCount()).toBe(0)
     await advance(5000)
     expect(rig.fake.send).not.toHaveBeenCalled()
-  })
-
-  it('a runtime replaced while its drive is in flight stays inert; the replacement sends the due heartbeat once', async () => {
-    // A host whose plugin fiber the test holds, so the runtime serving this live session can be
-    // replaced (a hot reload) while the old runtime's drive waits on its flush.
-    const reloadable = await rig.boot({ loop: false })
-    const oldFiber = reloadable.ctx.plugin(loopPlugin)
-    await oldFiber
-    const agent = await createFakeAgent(reloadable, 'ses-reload')
-    const timers = recordTimers()
-    const id = await createLoop(reloadable, agent.agent, 'carry on', 2)
-    await settle()
-    const oldTimer = timers.armed.find((timer) => timer.delay === 2000)!
-    timers.restore()
-    await advance(1999)
-    const held = holdFlushes(reloadable)
-    await vi.advanceTimersByTimeAsync(1)
-    expect(held.waiting()).toBe(1) // the old runtime's drive, before its decision
-
-    const oldDisposal = oldFiber.dispose()
-    const newFiber = reloadable.ctx.plugin(loopPlugin)
-    await vi.advanceTimersByTimeAsync(0)
-    expect(held.waiting()).toBe(2) // the replacement's first drive is live beside the old one
-    // A late timer of the old runtime, while the replacement is live, requests nothing.
-    oldTimer.callback()
-    await vi.advanceTimersByTimeAsync(0)
-    expect(held.waiting()).toBe(2)
-
-    await held.release()
-    await oldDisposal
-    await newFiber
-    await settle()
-    expect(sentTexts(agent)).toEqual([heartbeatText(id, 'carry on')])
-    const expected = [
-      { version: 1, operation: 'create', loop: { id, prompt: 'carry on', time_in_seconds: 2, next_at: NOW + 2000 } },
-      { version: 1, operation: 'dispatch', id, next_at: NOW + 4000 },
-    ]
-    expect(loopChanges(agent.agent)).toEqual(expected)
-    expect(await persistedLoopChanges(reloadable, 'ses-reload')).toEqual(expected)
-    // The next occurrence: while the replacement's drive waits, the old runtime's timer fires late.
-    await advance(1999)
-    const heldAgain = holdFlushes(reloadable)
-    await vi.advanceTimersByTimeAsync(1)
-    expect(heldAgain.waiting()).toBe(1)
-    oldTimer.callback()
-    await vi.advanceTimersByTimeAsync(0)
-    expect(heldAgain.waiting()).toBe(1)
-    await heldAgain.release()
-    await settle()
-    expect(sentTexts(agent)).toEqual([heartbeatText(id, 'carry on'), heartbeatText(id, 'carry on')])
-    const listed = await runTool(reloadable, agent.agent, 'loop_list', {})
-    expect(
-      listed.isError
-        ? listed.error
-        : (listed.value as { id: string; next_at: number }[]).map((loop) => [loop.id, loop.next_at]),
-    ).toEqual([[id, NOW + 6000]])
   })
 
   it('an overdue loop fires once when its session resumes after downtime', async () => {
@@ -411,9 +254,7 @@ describe('a corrupt loop log: the session fails closed', () => {
     await advance(120_000, 10_000)
     expect(reopened.send).not.toHaveBeenCalled()
     const listed = await runTool(rig.host, reopened.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error.message : undefined).toBe(
-      corruptLog('delete targets inactive loop loop_missing'),
-    )
+    expect(failureMessageOf(listed)).toBe(corruptLog('delete targets inactive loop loop_missing'))
   })
 
   it('fails closed on a corrupt log without touching other sessions', async () => {
@@ -427,7 +268,7 @@ describe('a corrupt loop log: the session fails closed', () => {
     expect(reopened.send).not.toHaveBeenCalled()
     expect(healthy.send).toHaveBeenCalledTimes(3)
     const listed = await runTool(rig.host, reopened.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error : undefined).toEqual({
+    expect(failureOf(listed)).toEqual({
       message: corruptLog('delete targets inactive loop loop_missing'),
       info: { name: 'LoopError', code: 'corrupt_loop_log' },
     })
@@ -438,9 +279,9 @@ describe('a corrupt loop log: the session fails closed', () => {
     const reopened = await reopenWithCorruptRecord({ version: 9 })
     const message = corruptLog('unsupported version 9')
     const listed = await runTool(rig.host, reopened.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error.message : 'succeeded').toBe(message)
+    expect(failureMessageOf(listed)).toBe(message)
     const created = await runTool(rig.host, reopened.agent, 'loop_create', { prompt: 'p', time_in_seconds: 1 })
-    expect(created.isError ? created.error.message : 'succeeded').toBe(message)
+    expect(failureMessageOf(created)).toBe(message)
     expect(loopChanges(reopened.agent)).toHaveLength(1)
   })
 
@@ -448,7 +289,7 @@ describe('a corrupt loop log: the session fails closed', () => {
   it('fails closed at the first drive and names the record to tool calls', async () => {
     const { bare, agent } = await bareAgent('ses-early-corrupt')
     agent.agent.session.append('loop/change', { version: 1, operation: 'dispatch', id: 'loop_ghost', next_at: 5 })
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
+    const runtime = ownRuntime(bare, agent.agent)
     runtime.start()
     await advance(2000)
     expect(agent.send).not.toHaveBeenCalled()
@@ -462,7 +303,7 @@ describe('a corrupt loop log: the session fails closed', () => {
     const { bare, agent } = await bareAgent('ses-early-corrupt-unflushed')
     agent.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
     const injection = failFlush(bare, 'reject', { times: 1 })
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
+    const runtime = ownRuntime(bare, agent.agent)
     runtime.start()
     await advance(5000)
     injection.restore()
@@ -496,7 +337,7 @@ describe('the queue, driven directly', () => {
   /** A runtime whose first drive, for a loop due now, waits in its pre-dispatch flush. */
   async function driveHeldAtFlush(id: string) {
     appendDueLoop(id)
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
+    const runtime = ownRuntime(bare, agent.agent)
     const flushes = holdFlushes(bare)
     runtime.start()
     await vi.advanceTimersByTimeAsync(0)
@@ -558,7 +399,7 @@ describe('the queue, driven directly', () => {
   })
 
   it('dispose waits for a queued transaction before it resolves', async () => {
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
+    const runtime = ownRuntime(bare, agent.agent)
     await settle()
     const flushes = holdFlushes(bare)
     const listing = runtime.transact('loop_list', signal(), (state) => ({ result: state.loops.length }))
@@ -581,7 +422,7 @@ describe('the queue, driven directly', () => {
 
   it('a drive queued before disposal does nothing once it runs', async () => {
     appendDueLoop('loop_late')
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
+    const runtime = ownRuntime(bare, agent.agent)
     const flushes = holdFlushes(bare)
     const blocker = runtime.transact('loop_list', signal(), () => ({ result: undefined }))
     await vi.advanceTimersByTimeAsync(0)
@@ -607,7 +448,7 @@ describe('the queue, driven directly', () => {
       'loop/change',
       createChange({ id: 'loop_child', prompt: 'not mine to run', time_in_seconds: 1, next_at: Date.now() }),
     )
-    const runtime = new LoopRuntime(bare.ctx, child.agent, { oneShotHost: false })
+    const runtime = ownRuntime(bare, child.agent)
     const flush = vi.spyOn(bare.ctx.sessions, 'flush')
     runtime.start()
     await advance(3000)
@@ -782,7 +623,7 @@ describe('admitting a step', () => {
   it('drops only heartbeats of loops that are not active, keeps the decision when nothing is dropped, and passes a rejection', async () => {
     const { bare, agent } = await bareAgent('ses-admit')
     appendCreate(agent.agent.session, 'loop_live', 'loop_live', 60)
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
+    const runtime = ownRuntime(bare, agent.agent)
     const live = beat('loop_live')
     const kept = { kind: 'enter' as const, messages: [user, live] }
     expect(runtime.admitStep([user, live], kept)).toBe(kept)
@@ -810,7 +651,7 @@ describe('admitting a step', () => {
     // A corrupt log: nothing is known about the loops, so the step passes unchanged.
     const damaged = await createFakeAgent(bare, 'ses-admit-corrupt')
     damaged.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
-    const stopped = new LoopRuntime(bare.ctx, damaged.agent, { oneShotHost: false })
+    const stopped = ownRuntime(bare, damaged.agent)
     const unknown = { kind: 'enter' as const, messages: [gone] }
     expect(stopped.admitStep([gone], unknown)).toBe(unknown)
     // And every later step too: the fault stands.
@@ -828,7 +669,7 @@ describe('reading the log', () => {
     appendCreate(session, 'loop_one', 'one', 60)
     appendCreate(session, 'loop_two', 'two', 1)
     const reads = vi.spyOn(session, 'events', 'get')
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
+    const runtime = ownRuntime(bare, agent.agent)
     expect(
       await runtime.transact('loop_list', signal(), (state) => ({ result: state.loops.map((loop) => loop.id) })),
     ).toEqual(['loop_one', 'loop_two'])
@@ -882,7 +723,7 @@ describe('a log the runtime and the dock read alike', () => {
     await first.handle.dispose()
     const resumed = await resumeFakeAgent(rig.host, 'ses-twice')
     const listed = await runTool(rig.host, resumed.agent, 'loop_list', {})
-    expect(listed.isError ? listed.error.message : listed.value).toBe(corruptLog('create of active loop loop_twice'))
+    expect(failureMessageOf(listed)).toBe(corruptLog('create of active loop loop_twice'))
     expect(rig.host.ctx.sessionProjections.snapshot(resumed.agent.session).values['loop']).toEqual({ loops: [] })
   })
 })
@@ -904,7 +745,7 @@ describe('catching up with a log the runtime did not follow', () => {
     session.append('step/start', { turn: 2, step: 1 })
     session.append('user/message', beat('loop_taken'), { surfaceOp: 'append' })
     agent.setStatus('running')
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false })
+    const runtime = ownRuntime(bare, agent.agent)
     runtime.start()
     await advance(1000)
     // loop_taken's occurrence coalesces into the open turn; loop_earlier's goes to its next step.
@@ -954,7 +795,7 @@ describe('cancellation', () => {
     controller.abort()
     await held.release()
     const result = await call
-    expect(result.isError ? result.error : 'succeeded').toEqual({
+    expect(failureOf(result)).toEqual({
       message: 'loop_create was cancelled; nothing was saved.',
       info: { name: 'LoopError', code: 'cancelled' },
     })
@@ -985,7 +826,7 @@ describe('cancellation', () => {
     })
     spy.mockRestore()
     // The host reports the cancellation; the loop was already saved and stays (loop_list shows it).
-    expect(result.isError ? result.error.message : 'succeeded').toBe('tool call aborted')
+    expect(failureMessageOf(result)).toBe('tool call aborted')
     expect(loopChanges(fake.agent)).toEqual([
       { version: 1, operation: 'create', loop: expect.objectContaining({ prompt: 'kept' }) },
     ])
@@ -1023,7 +864,7 @@ describe('the runtime on an injected clock', () => {
     vi.useRealTimers()
     ;({ bare: host, agent: fake } = await bareAgent('ses-clock'))
     clock = new ManualClock(NOW)
-    runtime = new LoopRuntime(host.ctx, fake.agent, { oneShotHost: false, clock })
+    runtime = ownRuntime(host, fake.agent, clock)
     disposeTools = registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShotHost: false })
     runtime.start()
   })
@@ -1044,7 +885,7 @@ describe('the runtime on an injected clock', () => {
       prompt: 'on the manual clock',
       time_in_seconds: 120,
     })
-    expect(created.isError ? created.error.message : created.value).toMatchObject({
+    expect(outcomeOf(created)).toMatchObject({
       next_at: NOW + 120_000,
       state: 'scheduled',
     })
@@ -1073,9 +914,7 @@ describe('the runtime on an injected clock', () => {
       expect(created).toMatchObject({ kind: 'success', text: expect.stringContaining('every 1m 30s, next in 1m 30s.') })
       clock.advance(30_000)
       const listed = await runTool(host, fake.agent, 'loop_list', {})
-      expect(listed.isError ? listed.error.message : listed.value).toMatchObject([
-        { next_at: NOW + 90_000, state: 'scheduled' },
-      ])
+      expect(outcomeOf(listed)).toMatchObject([{ next_at: NOW + 90_000, state: 'scheduled' }])
       const reply = await runCommand(host, fake.agent, '/loop list')
       expect(reply).toMatchObject({
         kind: 'success',

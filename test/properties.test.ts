@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   advance,
   loopChanges,
+  outcomeOf,
   persistedLoopChanges,
   runTool,
   settle,
@@ -169,7 +170,7 @@ describe('loop_delete and loop_list through the real tool runtime', () => {
             listArgs !== null &&
             !Array.isArray(listArgs) &&
             Object.keys(listArgs).length === 0
-          if (isEmptyObject) expect(listed.isError ? listed.error.message : listed.value).toEqual(listing)
+          if (isEmptyObject) expect(outcomeOf(listed)).toEqual(listing)
           else if (listed.isError) expectClearRefusal(listed.error.message, listed.error.info?.code)
           else expect.fail(`loop_list accepted ${JSON.stringify(listArgs)}`)
           expect(appendedSince(before)).toEqual([])

@@ -7,14 +7,17 @@ import { SessionId } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
 import { describe, expect, it, vi } from 'vitest'
 import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
-import { LoopRuntime } from '../src/loop.ts'
 import { renderHeartbeat } from '../src/shared/heartbeat.ts'
 import { registerLoopTools, toLoopView } from '../src/tools.ts'
 import {
   AGENT_OPTIONS,
   createFakeAgent,
+  failureMessageOf,
+  failureOf,
+  listedIds,
   loopChanges,
   outcomeOf,
+  ownRuntime,
   persistedLoopChanges,
   runTool,
   settle,
@@ -94,7 +97,7 @@ describe('registration', () => {
         execute: async () => 'taken',
       }),
     )
-    const runtime = new LoopRuntime(host.ctx, fake.agent, { oneShotHost: false })
+    const runtime = ownRuntime(host, fake.agent)
     expect(() =>
       registerLoopTools(fake.agent.ctx, runtime, { config: () => DEFAULT_LOOP_CONFIG, oneShotHost: false }),
     ).toThrow()
@@ -102,7 +105,7 @@ describe('registration', () => {
     expect(host.ctx.tools.get('loop_list', fake.agent)?.description).toBe('taken')
 
     const other = await createFakeAgent(host, 'ses-rollback-2')
-    const dispose = registerLoopTools(other.agent.ctx, new LoopRuntime(host.ctx, other.agent, { oneShotHost: false }), {
+    const dispose = registerLoopTools(other.agent.ctx, ownRuntime(host, other.agent), {
       config: () => DEFAULT_LOOP_CONFIG,
       oneShotHost: false,
     })
@@ -176,7 +179,7 @@ describe('loop_create', () => {
     const prompt = 'ring the bell \u0007 when done'
     expect(() => parseHeartbeat(renderHeartbeat({ ...loopA, prompt }))).toThrow(/^not well-formed XML/)
     const result = await rig.tool('loop_create', { prompt, time_in_seconds: 1 })
-    expect(result.isError ? result.error : undefined).toEqual({
+    expect(failureOf(result)).toEqual({
       message:
         'prompt contains the control or non-text character U+0007 at position 15; only text, tabs and line breaks are allowed.',
       info: { name: 'LoopError', code: 'invalid_prompt' },
@@ -195,7 +198,7 @@ describe('loop_create', () => {
     const result = await call
     const longestNow = Math.floor((8.64e15 - Date.now()) / 1000)
     expect(longestNow).toBeLessThan(seconds)
-    expect(result.isError ? result.error : undefined).toEqual({
+    expect(failureOf(result)).toEqual({
       message: `time_in_seconds is ${seconds}, so the first heartbeat would fall after +275760-09-13T00:00:00.000Z, the last date a timestamp can hold; the longest interval accepted now is ${longestNow} seconds.`,
       info: { name: 'LoopError', code: 'invalid_interval' },
     })
@@ -210,7 +213,7 @@ describe('loop_create', () => {
     ]
     for (const [args, message] of cases) {
       const result = await rig.tool('loop_create', args)
-      expect(result.isError ? result.error : undefined).toEqual({
+      expect(failureOf(result)).toEqual({
         message,
         info: { name: 'ToolArgsError', code: 'INVALID_ARGS' },
       })
@@ -254,7 +257,7 @@ describe('loop_list and loop_delete', () => {
       id: a.id,
     })
     const after = await rig.tool('loop_list', {})
-    expect(after.isError ? after.error : (after.value as { id: string }[]).map((loop) => loop.id)).toEqual([b.id])
+    expect(listedIds(after)).toEqual([b.id])
   })
 
   it('rejects unknown ids, already deleted ids and malformed input without appending', async () => {
@@ -277,12 +280,10 @@ describe('loop_list and loop_delete', () => {
     ]
     for (const [args, message] of cases) {
       const result = await rig.tool('loop_delete', args)
-      expect(result.isError ? result.error.message : 'succeeded').toBe(message)
+      expect(failureMessageOf(result)).toBe(message)
     }
     const list = await rig.tool('loop_list', { id })
-    expect(list.isError ? list.error.message : 'succeeded').toBe(
-      'loop_list does not accept "id"; it takes no arguments.',
-    )
+    expect(failureMessageOf(list)).toBe('loop_list does not accept "id"; it takes no arguments.')
     expect(loopChanges(rig.fake.agent).length).toBe(before)
   })
 })
@@ -297,7 +298,7 @@ describe('session isolation', () => {
     const listed = await rig.tool('loop_list', {})
     expect(outcomeOf(listed)).toEqual([])
     const deleted = await rig.tool('loop_delete', { id: theirs })
-    expect(deleted.isError ? deleted.error.message : 'succeeded').toBe(
+    expect(failureMessageOf(deleted)).toBe(
       `No active loop "${theirs}" in this session; run loop_list (or /loop list) to see its loops.`,
     )
 

@@ -16,6 +16,8 @@ import { SessionId } from '@deepseek-ai/dsh-session'
 import { CallId, createUserMessage } from '@deepseek-ai/dsh-llm'
 import { startMockLlmServer, type MockLlmServer, type MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
 import { afterEach, beforeEach, vi, type Mock } from 'vitest'
+import type { LoopClock } from '../../src/clock.ts'
+import { LoopRuntime } from '../../src/loop.ts'
 import { AGENT_OPTIONS, composeHost, createRootAgent, resumeRootAgent } from './compose-host.ts'
 import { NOW } from './epoch.ts'
 import { tempDir } from './temp-dir.ts'
@@ -278,12 +280,57 @@ export function outcomeOf(outcome: ToolOutcome): unknown {
 }
 
 /**
+ * The text of each message a fake agent was sent, in order.
+ * @param target - the fake agent.
+ * @returns the texts.
+ */
+export function sentTexts(target: FakeAgent): string[] {
+  return target.send.mock.calls.map(([message]) => (message.content[0] as { text: string }).text)
+}
+
+/** A failed tool call's error as the caller sees it. */
+export interface ToolFailure {
+  readonly message: string
+  readonly info?: unknown
+}
+
+/**
+ * A tool outcome's error, for asserting a refusal; the word `succeeded` when the call did not fail.
+ * @param outcome - the outcome.
+ * @returns the error, or `succeeded`.
+ */
+export function failureOf(outcome: ToolOutcome): ToolFailure | 'succeeded' {
+  return outcome.isError ? outcome.error : 'succeeded'
+}
+
+/**
+ * A tool outcome's error message; the word `succeeded` when the call did not fail.
+ * @param outcome - the outcome.
+ * @returns the message, or `succeeded`.
+ */
+export function failureMessageOf(outcome: ToolOutcome): string {
+  return outcome.isError ? outcome.error.message : 'succeeded'
+}
+
+/**
  * The ids a `loop_list` outcome lists, or its error's message.
  * @param outcome - the outcome.
  * @returns the ids in order, or the message.
  */
 export function listedIds(outcome: ToolOutcome): string[] | string {
-  return outcome.isError ? outcome.error.message : (outcome.value as { id: string }[]).map((loop) => loop.id)
+  return listedField(outcome, 'id')
+}
+
+/**
+ * One field of each loop a `loop_list` outcome lists, or its error's message.
+ * @param outcome - the outcome.
+ * @param field - the field of the listed view.
+ * @returns the field's values in order, or the message.
+ */
+export function listedField(outcome: ToolOutcome, field: 'id' | 'prompt'): string[] | string {
+  return outcome.isError
+    ? outcome.error.message
+    : (outcome.value as Record<string, string>[]).map((loop) => loop[field]!)
 }
 
 /**
@@ -377,6 +424,19 @@ export function useHosts(): Hosts {
 }
 
 /** What {@link useFakeHost} hands a test file: the current test's host and agent, and helpers on them. */
+/**
+ * A runtime the test builds itself for one agent, as `src/index.ts` builds it in a long-lived
+ * host, on the test's `clock` if given; not started. On a host booted without the plugin it is
+ * the agent's only runtime.
+ * @param host - the host whose context it runs in.
+ * @param agent - the exact agent it serves.
+ * @param clock - time and timers, when the test drives its own.
+ * @returns the runtime; the test starts and disposes it.
+ */
+export function ownRuntime(host: Host, agent: Agent, clock?: LoopClock): LoopRuntime {
+  return new LoopRuntime(host.ctx, agent, { oneShotHost: false, clock })
+}
+
 export interface HostFixture {
   /** The test's host, booted on the fake clock before the test. */
   readonly host: Host
