@@ -19,10 +19,13 @@ import {
   failureMessageOf,
   failureOf,
   loopChanges,
+  outcomeOf,
   runTool,
+  sentTexts,
   useHosts,
   type Host,
 } from './support/host.ts'
+import { heartbeatText } from './support/heartbeat-xml.ts'
 import { tempDir } from './support/temp-dir.ts'
 
 const hosts: Host[] = []
@@ -239,6 +242,20 @@ describe('configured bounds', () => {
     await advance(1000)
     // Without the bound: a thousand model turns every second, one per loop.
     expect(fake.send).toHaveBeenCalledTimes(20)
+  })
+
+  it('keeps a pasted megabyte out of every heartbeat: refused, while the longest accepted prompt makes a heartbeat of about 4 kB', async () => {
+    const host = await boot()
+    const fake = await createFakeAgent(host, 'ses-pasted')
+    const pasted = await runTool(host, fake.agent, 'loop_create', { prompt: 'x'.repeat(1_000_000), time_in_seconds: 1 })
+    expect(failureOf(pasted)).toMatchObject({ info: { name: 'LoopError', code: 'prompt_too_long' } })
+    const longest = await runTool(host, fake.agent, 'loop_create', { prompt: 'y'.repeat(4000), time_in_seconds: 1 })
+    expect(failureOf(longest)).toBe('succeeded')
+    await advance(3000)
+    // Without the bound: a megabyte of model input in every heartbeat, once a second.
+    const heartbeat = heartbeatText((outcomeOf(longest) as { id: string }).id, 'y'.repeat(4000))
+    expect(heartbeat).toHaveLength(4079)
+    expect(sentTexts(fake)).toEqual([heartbeat, heartbeat, heartbeat])
   })
 
   it('reads the bounds from the plugin row config and appends nothing when refusing', async () => {
