@@ -76,6 +76,8 @@ for entry in "${CASES[@]}"; do
     held=1
   else
     echo "fails         $name: $tests \"$title\""
+    # Why it failed, so a reader can tell the departure's defect from a broken set-up.
+    sed 's/\x1b\[[0-9;]*m//g' "$scratch/out" | grep -m1 -E '^(AssertionError|[A-Za-z]*Error):' | cut -c1-160 | sed 's/^/                /'
   fi
 done
 exit $held
