@@ -158,8 +158,7 @@ export class LoopRuntime {
 
   /**
    * Read the fold on the queue, after every earlier change and drive. Nothing is
-   * flushed (SPEC.md §6 "Persistence"), so a
-   * read works while saving fails.
+   * flushed (SPEC.md §6 "Persistence"), so a read works while saving fails.
    * @param label - the tool name, for messages.
    * @param signal - the call's cancellation signal.
    * @param read - receives the fold.
