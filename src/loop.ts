@@ -1,10 +1,8 @@
 /**
- * The per-agent runtime (SPEC.md §5 "Runtime"): it reads the session's loops
- * from the log once, at first need, and then folds the changes it appends; it
- * keeps one bounded wake timer (`WakeTimer`) on an injected clock, runs
- * serialized, coalesced drives of one due loop each, orders the tools' reads and
- * changes on the same queue, and delivers heartbeats. What a drive does is
- * decided by `drive.ts`; the fold is `fold.ts`.
+ * The per-agent runtime (SPEC.md §5 "Runtime"): it reads the session's loops from the log once, at first
+ * need, and then folds the changes it appends; it keeps one bounded wake timer (`WakeTimer`) on an injected
+ * clock, runs serialized, coalesced drives of one due loop each, orders the tools' reads and changes on the
+ * same queue, and delivers heartbeats. What a drive does is decided by `drive.ts`; the fold is `fold.ts`.
  * @module dsh-plugin-loop/loop
  */
 import type { Context } from '@deepseek-ai/cordis'
@@ -140,11 +138,8 @@ export class LoopRuntime {
    * @returns the decision to enter with.
    */
   admitStep(claimed: readonly unknown[], decision: PreStepDecision): PreStepDecision {
-    try {
-      return admitClaimedHeartbeats(claimed, decision, this.soundFold().loops)
-    } catch {
-      return decision
-    }
+    const fold = this.foldUnlessCorrupt()
+    return fold === undefined ? decision : admitClaimedHeartbeats(claimed, decision, fold.loops)
   }
 
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
@@ -321,12 +316,12 @@ export class LoopRuntime {
     return fault
   }
 
-  /** Whether the session has an active loop; a corrupt log has none that can fire. */
-  private hasLoops(): boolean {
+  /** {@link soundFold}, or undefined once the log is corrupt (the runtime has failed closed). */
+  private foldUnlessCorrupt(): LoopFold | undefined {
     try {
-      return this.soundFold().loops.length > 0
+      return this.soundFold()
     } catch {
-      return false
+      return undefined
     }
   }
 
@@ -353,16 +348,12 @@ export class LoopRuntime {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {
       // A session without loops has nothing to retry for (a host without persistence): its next create drives again.
-      if (this.hasLoops()) this.retryLater(describeError(error))
+      if ((this.foldUnlessCorrupt()?.loops.length ?? 0) > 0) this.retryLater(describeError(error))
       return
     }
     if (this.disposing || !this.isLive()) return
-    let fold: LoopFold
-    try {
-      fold = this.soundFold()
-    } catch {
-      return
-    }
+    const fold = this.foldUnlessCorrupt()
+    if (fold === undefined) return
     const decision = decideDrive(fold.loops, this.clock.now(), this.isArchived())
     if (decision.kind === 'wait') {
       this.retryDelay = FIRST_RETRY_DELAY_MS
