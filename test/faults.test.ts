@@ -7,7 +7,7 @@
  * real JSONL persistence and checks it against the heartbeats sent.
  */
 import { describe, expect, it, vi } from 'vitest'
-import { advance, failureMessageOf, failureOf, listedIds, loopChanges, settle } from './support/host.ts'
+import { advance, failureMessageOf, failureOf, listedOf, loopChanges, settle } from './support/host.ts'
 import { NOW } from './support/epoch.ts'
 import { FLUSH_FAULT_CAUSE, FLUSH_FAULTS, failFlush, failNextLoopAppend, type FlushFault } from './support/faults.ts'
 import { auditDeliveries } from './support/ledger.ts'
@@ -97,7 +97,7 @@ describe('a flush fails after the append of a tool call', () => {
       expect(failureOf(outcome)).toEqual(unsavedChange('loop_create', id, fault))
       // The caller checks the list, as the error tells it to: the loop is there, and the read flushes nothing.
       const flushes = injection.calls()
-      expect(listedIds(await rig.tool('loop_list', {}))).toEqual([id])
+      expect(listedOf(await rig.tool('loop_list', {}), 'id')).toEqual([id])
       expect(injection.calls()).toBe(flushes)
       injection.restore()
       await advance(9999, 1000)
@@ -121,7 +121,7 @@ describe('a flush fails after the append of a tool call', () => {
       const outcome = await rig.tool('loop_delete', { id })
       injection.restore()
       expect(failureOf(outcome)).toEqual(unsavedChange('loop_delete', id, fault))
-      expect(listedIds(await rig.tool('loop_list', {}))).toEqual([])
+      expect(listedOf(await rig.tool('loop_list', {}), 'id')).toEqual([])
       expect(await durable()).toEqual([
         createRecord(id, 'half deleted', 5, NOW + 5000),
         { version: 1, operation: 'delete', id },
@@ -282,7 +282,7 @@ describe('the inbox and the log refuse', () => {
     expect(loopChanges(rig.fake.agent)).toHaveLength(1)
     // Tool calls still work and still see the loop.
     const listed = await rig.tool('loop_list', {})
-    expect(listedIds(listed)).toEqual([id])
+    expect(listedOf(listed, 'id')).toEqual([id])
     await advance(10_000, 1000)
     const log = await durable()
     const dispatches = log.filter((change) => (change as { operation: string }).operation === 'dispatch')

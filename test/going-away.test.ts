@@ -12,7 +12,7 @@ import {
   createFakeAgent,
   createLoop,
   failureOf,
-  listedIds,
+  listedOf,
   loopChanges,
   outcomeOf,
   persistedLoopChanges,
@@ -290,7 +290,7 @@ describe('a runtime replaced by a hot reload', () => {
       ],
     })
     const listed = await answered
-    expect(listedIds(listed)).toEqual([id])
+    expect(listedOf(listed, 'id')).toEqual([id])
     await oldDisposal
     await newFiber
     await settle()

@@ -10,7 +10,7 @@ import {
   createFakeAgent,
   createRelatedFakeAgent,
   failureOf,
-  listedIds,
+  listedOf,
   loopChanges,
   outcomeOf,
   persistedLoopChanges,
@@ -135,7 +135,7 @@ describe("another session cannot reach session A's loops", () => {
     for (const other of [sibling, fork]) {
       const id = await rig.create('not the owner', 2, other)
       const listed = await runTool(rig.host, owner.agent, 'loop_list', {})
-      expect(listedIds(listed)).toEqual(ids)
+      expect(listedOf(listed, 'id')).toEqual(ids)
       const deleted = await runTool(rig.host, owner.agent, 'loop_delete', { id })
       expect(failureOf(deleted)).toEqual({
         message: expect.any(String),

@@ -6,7 +6,7 @@ import {
   advance,
   createFakeAgent,
   createLoop,
-  listedField,
+  listedOf,
   loopChanges,
   outcomeOf,
   resumeFakeAgent,
@@ -68,7 +68,7 @@ describe('restart through real JSONL persistence', () => {
     const second = await hosts.bootKeepingTimers({ root })
     const after = await resumeFakeAgent(second, 'ses-restart')
     const listed = await runTool(second, after.agent, 'loop_list', {})
-    expect(listedField(listed, 'prompt')).toEqual(['survive the restart'])
+    expect(listedOf(listed, 'prompt')).toEqual(['survive the restart'])
     await advance(2000)
     expect(after.send).toHaveBeenCalledTimes(1)
     expect(before.send).not.toHaveBeenCalled()
@@ -94,7 +94,7 @@ describe('restart through real JSONL persistence', () => {
     const restored = await hosts.bootKeepingTimers({ root })
     const back = await resumeFakeAgent(restored, 'ses-removed')
     const listed = await runTool(restored, back.agent, 'loop_list', {})
-    expect(listedField(listed, 'prompt')).toEqual(['remember me'])
+    expect(listedOf(listed, 'prompt')).toEqual(['remember me'])
   })
 })
 

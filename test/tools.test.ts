@@ -14,7 +14,7 @@ import {
   createFakeAgent,
   failureMessageOf,
   failureOf,
-  listedIds,
+  listedOf,
   loopChanges,
   outcomeOf,
   ownRuntime,
@@ -257,7 +257,7 @@ describe('loop_list and loop_delete', () => {
       id: a.id,
     })
     const after = await rig.tool('loop_list', {})
-    expect(listedIds(after)).toEqual([b.id])
+    expect(listedOf(after, 'id')).toEqual([b.id])
   })
 
   it('rejects unknown ids, already deleted ids and malformed input without appending', async () => {

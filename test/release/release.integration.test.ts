@@ -11,7 +11,7 @@ import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it } from 'vitest'
 import { releaseHome, type HomeRelease } from '../../src/release/home.ts'
 import { zstdFrameEnd } from '../../src/release/zstd-frames.ts'
-import { advance, listedIds, resumeFakeAgent, runTool, useHosts } from '../support/host.ts'
+import { advance, listedOf, resumeFakeAgent, runTool, useHosts } from '../support/host.ts'
 import { digests, logOf, writeHome } from '../support/release-home.ts'
 
 const catalog = KNOWN_SESSION_EVENT_TYPES as Set<string>
@@ -119,7 +119,7 @@ describe('release for removal', () => {
     const again = await hosts.bootKeepingTimers({ root: join(home, 'sessions') })
     const looped = await resumeFakeAgent(again, 'session-looped')
     const listed = await runTool(again, looped.agent, 'loop_list', {})
-    expect(listedIds(listed)).toEqual([loopId])
+    expect(listedOf(listed, 'id')).toEqual([loopId])
     // …and fires: the occurrences missed while the session was closed arrive as one heartbeat.
     await advance(2_000)
     expect(looped.followup.mock.calls.length + looped.send.mock.calls.length).toBeGreaterThan(0)

@@ -313,21 +313,12 @@ export function failureMessageOf(outcome: ToolOutcome): string {
 }
 
 /**
- * The ids a `loop_list` outcome lists, or its error's message.
- * @param outcome - the outcome.
- * @returns the ids in order, or the message.
- */
-export function listedIds(outcome: ToolOutcome): string[] | string {
-  return listedField(outcome, 'id')
-}
-
-/**
  * One field of each loop a `loop_list` outcome lists, or its error's message.
  * @param outcome - the outcome.
  * @param field - the field of the listed view.
  * @returns the field's values in order, or the message.
  */
-export function listedField(outcome: ToolOutcome, field: 'id' | 'prompt'): string[] | string {
+export function listedOf(outcome: ToolOutcome, field: 'id' | 'prompt'): string[] | string {
   return outcome.isError
     ? outcome.error.message
     : (outcome.value as Record<string, string>[]).map((loop) => loop[field]!)
@@ -423,7 +414,6 @@ export function useHosts(): Hosts {
   }
 }
 
-/** What {@link useFakeHost} hands a test file: the current test's host and agent, and helpers on them. */
 /**
  * A runtime the test builds itself for one agent, as `src/index.ts` builds it in a long-lived
  * host, on the test's `clock` if given; not started. On a host booted without the plugin it is
@@ -437,6 +427,7 @@ export function ownRuntime(host: Host, agent: Agent, clock?: LoopClock): LoopRun
   return new LoopRuntime(host.ctx, agent, { oneShotHost: false, clock })
 }
 
+/** What {@link useFakeHost} hands a test file: the current test's host and agent, and helpers on them. */
 export interface HostFixture {
   /** The test's host, booted on the fake clock before the test. */
   readonly host: Host
