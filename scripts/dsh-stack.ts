@@ -110,6 +110,24 @@ export function dshPlugin(home: string, profile: string, verb: 'add' | 'remove',
   return run(NODE22, [DSH_ENTRY, 'plugin', '--profile', profile, verb, spec], PROJECT, dshEnv(home))
 }
 
+/**
+ * `dsh plugin --profile <profile> exec <bin> …`, the conventional way to run a bin of an
+ * installed plugin, as a user runs it; it may fail.
+ * @returns how it exited and what it printed.
+ */
+export function dshPluginExec(
+  home: string,
+  profile: string,
+  args: readonly string[],
+): { code: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(NODE22, [DSH_ENTRY, 'plugin', '--profile', profile, 'exec', ...args], {
+    cwd: PROJECT,
+    env: dshEnv(home),
+    encoding: 'utf8',
+  })
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr }
+}
+
 /** The profile manifest after an install. */
 export function profileManifest(
   home: string,

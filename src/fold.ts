@@ -6,7 +6,6 @@
  * @module dsh-plugin-loop/fold
  */
 import { createHash } from 'node:crypto'
-import { LoopError } from './errors.ts'
 import { isRecord } from './shared/guards.ts'
 import type {
   LoopCreateChange,
@@ -78,20 +77,25 @@ export const EMPTY_LOOP_FOLD: LoopFold = Object.freeze({ loops: Object.freeze([]
 /**
  * The id of a session's next loop: one past the highest it used and past a start drawn from
  * the session's id, so another session's ids (a sibling's, a fork's parent's) are not this
- * one's and deleting one here is an input error. `too_many_loops` once the counted ids are
- * used up (only a hand-edited log gets there).
+ * one's and deleting one here is an input error. `undefined` once the counted ids are used up
+ * (only a hand-edited log gets there).
  */
-export function nextLoopId(fold: LoopFold, sessionId: string): string {
+export function nextLoopId(fold: LoopFold, sessionId: string): string | undefined {
   const start = Number.parseInt(createHash('sha256').update(sessionId).digest('hex').slice(0, 8), 16)
   const next = Math.max(fold.lastIdNumber, start) + 1
-  if (next >= COUNTED_ID_LIMIT)
-    throw new LoopError('too_many_loops', 'This session has used every loop id; create loops in a new session.')
-  return `loop_${next.toString(16).padStart(8, '0')}`
+  return next < COUNTED_ID_LIMIT ? `loop_${next.toString(16).padStart(8, '0')}` : undefined
 }
+
+/**
+ * A stored record that cannot be read. A plain error, not a `LoopError`: the fold is host-free,
+ * so the release command (Node alone) reads records with it; the runtime reports a corrupt
+ * fold as `LoopError` `corrupt_loop_log`.
+ */
+export class CorruptLoopRecord extends Error {}
 
 /** Fail a decode or a fold step with the shared diagnostic prefix. */
 function corrupt(detail: string): never {
-  throw new LoopError('corrupt_loop_log', `corrupt loop/change record: ${detail}`)
+  throw new CorruptLoopRecord(`corrupt loop/change record: ${detail}`)
 }
 
 /** Whether a value is a whole number of epoch milliseconds a log may hold. */
@@ -130,7 +134,7 @@ function decodeRecord(value: unknown): LoopRecord {
 }
 
 /**
- * Strictly decode one `loop/change` payload, or throw `corrupt_loop_log`. The previous
+ * Strictly decode one `loop/change` payload, or throw {@link CorruptLoopRecord}. The previous
  * build's `update` is read (its `title` and `allow_steer` stripped); nothing writes it.
  */
 export function decodeLoopChange(data: unknown): StoredLoopChange {
@@ -171,7 +175,7 @@ function activeIndex(loops: readonly LoopRecord[], id: string, operation: string
 
 /**
  * The fold after one decoded change. A create of an active id, or a change of an
- * inactive one, throws `corrupt_loop_log`; a create of an id deleted earlier starts a
+ * inactive one, throws {@link CorruptLoopRecord}; a create of an id deleted earlier starts a
  * new loop under it (this build never writes one); a fork's change drops the loops it names.
  */
 export function applyLoopChange(fold: LoopFold, change: StoredLoopChange): LoopFold {
@@ -206,7 +210,7 @@ export function foldLoopChange(fold: LoopFold, data: unknown): LoopFold {
   try {
     return applyLoopChange(fold, decodeLoopChange(data))
   } catch (error) {
-    return { loops: [], lastIdNumber: fold.lastIdNumber, corrupt: (error as LoopError).message }
+    return { loops: [], lastIdNumber: fold.lastIdNumber, corrupt: (error as CorruptLoopRecord).message }
   }
 }
 

@@ -16,6 +16,7 @@ import type { LoopDeleteResult, LoopRecord, LoopView } from './types.ts'
 import {
   assertIntervalFits,
   assertRoomForLoop,
+  noLoopIdLeft,
   requireActiveLoop,
   validateCreateInput,
   validateDeleteInput,
@@ -161,7 +162,7 @@ export function registerLoopTools(agentCtx: Context, runtime: LoopRuntime, optio
           assertIntervalFits(input.time_in_seconds, now)
           const { prompt, time_in_seconds: seconds } = input
           const loop: LoopRecord = {
-            id: nextLoopId(fold, agent.id),
+            id: nextLoopId(fold, agent.id) ?? noLoopIdLeft(),
             prompt,
             time_in_seconds: seconds,
             next_at: firstOccurrence(seconds, now),

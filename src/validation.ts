@@ -143,3 +143,11 @@ export function requireActiveLoop(fold: LoopFold, id: string): LoopRecord {
     `No active loop "${id}" in this session; run loop_list (or /loop list) to see its loops.`,
   )
 }
+
+/**
+ * Refuse a create in a session that has used every loop id (only a hand-edited log gets there).
+ * @throws LoopError `too_many_loops`.
+ */
+export function noLoopIdLeft(): never {
+  throw new LoopError('too_many_loops', 'This session has used every loop id; create loops in a new session.')
+}

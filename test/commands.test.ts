@@ -134,6 +134,22 @@ describe('/loop through the real command runtime', () => {
     })
   })
 
+  it('refuses a create in a session whose log has used every loop id', async () => {
+    // Only a hand-edited log gets there: a record holding the last counted id.
+    rig.fake.agent.session.append('loop/change', {
+      version: 1,
+      operation: 'create',
+      loop: { id: 'loop_fffffffffffff', prompt: 'the last id', time_in_seconds: 60, next_at: NOW + 60_000 },
+    })
+    await rig.host.ctx.sessions.flush(rig.fake.agent.session)
+    await rig.fake.handle.dispose()
+    const reopened = await resumeFakeAgent(rig.host, rig.fake.agent.session.id)
+    expect(await runCommand(rig.host, reopened.agent, '/loop 30 one more')).toEqual(
+      refused('This session has used every loop id; create loops in a new session.'),
+    )
+    expect(loopChanges(reopened.agent)).toHaveLength(1)
+  })
+
   it('tells an id that breaks the id rule apart from an unknown one', async () => {
     expect(await rig.command('/loop delete loop_<x>')).toEqual(
       refused(

@@ -4,6 +4,7 @@ import { createChange, deleteChange } from '../src/fold.ts'
 import {
   assertIntervalFits,
   assertRoomForLoop,
+  noLoopIdLeft,
   requireActiveLoop,
   validateCreateInput,
   validateDeleteInput,
@@ -161,6 +162,14 @@ describe('create validation', () => {
     expect(late.message).toBe(
       'time_in_seconds is 1, so the first heartbeat would fall after +275760-09-13T00:00:00.000Z, the last date a timestamp can hold; the longest interval accepted now is 0 seconds.',
     )
+  })
+
+  it('refuses a create in a session that has used every loop id', () => {
+    const error = caught(() => noLoopIdLeft())
+    expect([error.code, error.message]).toEqual([
+      'too_many_loops',
+      'This session has used every loop id; create loops in a new session.',
+    ])
   })
 
   it('refuses a create beyond the per-session limit, naming it and its setting', () => {

@@ -1,10 +1,13 @@
 /**
- * One measured side of row 7 in a process of its own: `node release-run.ts <floor|removal|upgrade> <log>`. Prints
+ * One measured side of row 7 in a process of its own: `node release-run.ts floor <log>` or
+ * `node release-run.ts <removal|upgrade> <home>`. Prints
  * `{ ms, maxRssBytes, rows }`: the rewrite's wall time, the process's peak RSS, and the `loop/change` rows it marked or removed.
  * @module scripts/bench/release-run
  */
 import * as fsPromises from 'node:fs/promises'
-import { releaseFile } from '../../src/release/release-file.ts'
+import { hostname } from 'node:os'
+import { lookForDsh } from '../../src/release/dsh-processes.ts'
+import { releaseHome } from '../../src/release/home.ts'
 import { decodeFrame, encodeFrame, zstdFrameEnd } from '../../src/release/zstd-frames.ts'
 
 /**
@@ -37,13 +40,22 @@ const started = performance.now()
 let rows = 0
 if (side === 'floor') await recompress(path)
 else {
-  const outcome = await releaseFile(path, {
+  // The whole command on a home of one log, as a user runs it: lock, process check, release, backup.
+  const release = await releaseHome({
+    home: path,
     mode: side === 'upgrade' ? 'upgrade' : 'removal',
-    fs: fsPromises,
     dryRun: false,
-    ...(side === 'upgrade' ? { backup: `${path}.original` } : {}),
+    fs: fsPromises,
+    startedAt: new Date(),
+    pid: process.pid,
+    host: hostname(),
+    isAlive: () => true,
+    lookForDsh: (home) => lookForDsh(home),
+    dshStopped: false,
   })
-  if (outcome.status !== 'released') throw new Error(`the ${side} release left the log: ${JSON.stringify(outcome)}`)
+  const outcome = release.kind === 'done' ? release.files[0] : undefined
+  if (outcome?.status !== 'released')
+    throw new Error(`the ${side} release did not release the log: ${JSON.stringify(release)}`)
   rows = outcome.tally.marked + outcome.tally.removed
 }
 const ms = performance.now() - started

@@ -6,7 +6,7 @@
  * @module scripts/bench/release
  */
 import { spawnSync } from 'node:child_process'
-import { copyFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { bootHost, createAgent } from './host.ts'
@@ -62,7 +62,9 @@ async function writeLog(events: number): Promise<string> {
 function measure(side: ReleaseSide, log: string, events: number): ReleaseRun {
   const scratch = tempDir('loop-bench-release-')
   try {
-    const copy = join(scratch, 'session.jsonl.zstd')
+    // A home of its own, so the release runs whole: its lock and its look for DSH processes included.
+    const copy = join(scratch, 'sessions', '--bench--', `session-release-${events}`, 'session.jsonl.zstd')
+    mkdirSync(dirname(copy), { recursive: true })
     copyFileSync(log, copy)
     const child = spawnSync(
       process.execPath,
@@ -71,7 +73,7 @@ function measure(side: ReleaseSide, log: string, events: number): ReleaseRun {
         '--disable-warning=ExperimentalWarning',
         join(HERE, 'release-run.ts'),
         side,
-        copy,
+        side === 'floor' ? copy : scratch,
       ],
       { encoding: 'utf8' },
     )

@@ -13,10 +13,25 @@ if (refusal !== undefined) {
 } else {
   // Loaded only now: on an older Node its imports would fail before the line above could say why.
   const { runCli } = await import('./cli.ts')
+  const { lookForDsh } = await import('./dsh-processes.ts')
   process.exitCode = await runCli(process.argv.slice(2), {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     env: process.env,
+    cwd: process.cwd(),
     now: () => new Date(),
+    pid: process.pid,
+    isAlive,
+    lookForDsh: (home) => lookForDsh(home),
   })
+}
+
+/** Whether a pid of this machine runs: signal 0 checks without sending; EPERM is another user's live process. */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
 }

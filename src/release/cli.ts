@@ -5,15 +5,17 @@
  * @module dsh-plugin-loop/release/cli
  */
 import * as fsPromises from 'node:fs/promises'
-import { homedir } from 'node:os'
-import { join, relative } from 'node:path'
+import { homedir, hostname } from 'node:os'
+import { relative } from 'node:path'
+import { parseArgs } from 'node:util'
+import { dshHomeOf, type DshLook } from './dsh-processes.ts'
+import { PROJECTION_CACHE, releaseHome, type HomeRefusal, type HomeRelease } from './home.ts'
 import type { FileOutcome } from './release-file.ts'
-import { PROJECTION_CACHE, releaseHome, type HomeRelease } from './home.ts'
 
 /** What `dsh-plugin-loop --help` prints. */
 export const USAGE = `Usage: dsh-plugin-loop release [--for-upgrade] [--home DIR] [--session ID] [--dry-run] [--json]
 
-Run it with DSH stopped.
+Run it with DSH stopped; it refuses while a DSH process runs on the home, or another release does.
   release                 mark every loop/change record ignorable, so DSH 0.1.0-rc.8 opens
                           each session without the loop plugin (run it right before removing it)
   release --for-upgrade   remove every loop/change record and renumber the log, so a later DSH
@@ -21,7 +23,14 @@ Run it with DSH stopped.
   --home DIR              the DSH home (default: $DSH_HOME, else ~/.dsh)
   --session ID            only this session's log
   --dry-run               read and check everything, write nothing
-  --json                  print the report as one JSON document`
+  --json                  print the report as one JSON document
+  --dsh-stopped           where the system gives no way to look for DSH processes: DSH is stopped
+
+Exit codes: 0 done, 1 something was left (the report says what), 2 the command could not start,
+3 another release runs on the home, 4 a DSH runs on the home (or could not be looked for).`
+
+/** Exit codes (SPEC.md §13 "Leaving loop"). */
+export const EXIT = Object.freeze({ done: 0, left: 1, cannotStart: 2, locked: 3, dshRunning: 4 })
 
 /** A parsed command line. */
 export type CliArguments =
@@ -34,6 +43,7 @@ export type CliArguments =
       readonly session: string | undefined
       readonly dryRun: boolean
       readonly json: boolean
+      readonly dshStopped: boolean
     }
 
 /**
@@ -42,38 +52,59 @@ export type CliArguments =
  * @returns what to do.
  */
 export function parseArguments(argv: readonly string[]): CliArguments {
-  if (argv.length === 0 || argv.includes('--help') || argv.includes('-h')) return { kind: 'help' }
-  const [command, ...rest] = argv
-  if (command !== 'release') return { kind: 'usage-error', message: `unknown command ${JSON.stringify(command)}` }
-  let home: string | undefined
-  let session: string | undefined
-  const flags = new Set<string>()
-  for (let index = 0; index < rest.length; index += 1) {
-    const option = rest[index]!
-    if (option === '--home' || option === '--session') {
-      const value = rest[index + 1]
-      if (value === undefined || value.startsWith('--'))
-        return { kind: 'usage-error', message: `${option} needs a value` }
-      if (option === '--home') home = value
-      else session = value
-      index += 1
-    } else if (['--for-upgrade', '--dry-run', '--json'].includes(option) && !flags.has(option)) flags.add(option)
-    else return { kind: 'usage-error', message: `unknown or repeated option ${JSON.stringify(option)}` }
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        'for-upgrade': { type: 'boolean' },
+        home: { type: 'string' },
+        session: { type: 'string' },
+        'dry-run': { type: 'boolean' },
+        json: { type: 'boolean' },
+        'dsh-stopped': { type: 'boolean' },
+      },
+    })
+  } catch (error) {
+    // Node's messages run to three lines: name the option, and what is wrong with it.
+    const { code, message } = error as NodeJS.ErrnoException
+    // Each names the option first, in single quotes.
+    const option = message.split("'")[1]!.split(' ')[0]
+    return {
+      kind: 'usage-error',
+      message:
+        code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+          ? `unknown option ${JSON.stringify(option)}`
+          : message.includes('does not take an argument')
+            ? `${option} takes no value`
+            : `${option} needs a value`,
+    }
   }
+  const { values, positionals } = parsed
+  if (values.help === true || positionals.length === 0) return { kind: 'help' }
+  if (positionals[0] !== 'release' || positionals.length > 1)
+    return { kind: 'usage-error', message: `unknown command ${JSON.stringify(positionals.join(' '))}` }
+  for (const option of ['home', 'session'] as const)
+    if (values[option] === '') return { kind: 'usage-error', message: `--${option} needs a value` }
   return {
     kind: 'release',
-    forUpgrade: flags.has('--for-upgrade'),
-    home,
-    session,
-    dryRun: flags.has('--dry-run'),
-    json: flags.has('--json'),
+    forUpgrade: values['for-upgrade'] === true,
+    home: values.home,
+    session: values.session,
+    dryRun: values['dry-run'] === true,
+    json: values.json === true,
+    dshStopped: values['dsh-stopped'] === true,
   }
 }
 
 /** One file's line: what was done to it, or why it was left. */
 function describeFile(file: FileOutcome, release: HomeRelease): string {
   const where = relative(release.home, file.path)
-  const session = file.sessionId ?? '(unreadable header)'
+  const session = file.sessionId ?? '(no header)'
+  if (file.status === 'left') return `LEFT      ${session}  ${where}: ${file.reason}; the file is as it was`
   const { tally } = file
   const will = release.dryRun ? 'would be ' : ''
   switch (file.status) {
@@ -82,14 +113,29 @@ function describeFile(file: FileOutcome, release: HomeRelease): string {
         ? `released  ${session}  ${where}: ${tally.marked} loop/change rows ${will}marked ignorable` +
             (tally.alreadyMarked > 0 ? ` (${tally.alreadyMarked} already were)` : '')
         : `released  ${session}  ${where}: ${tally.removed} loop/change rows ${will}removed, ${tally.rows - tally.removed} rows kept` +
-            (file.backup === undefined ? '' : `; the original is ${relative(release.home, file.backup)}`)
+            (file.backup === undefined
+              ? ''
+              : `; the original is ${relative(release.home, file.backup.path)}${file.backup.kind === 'copy' ? ' (a copy: no hard link could be made there)' : ''}`)
     case 'already-released':
       return `already   ${session}  ${where}: all ${tally.alreadyMarked} loop/change rows already marked; nothing written`
     case 'no-loops':
       return `no loops  ${session}  ${where}: no loop/change rows; nothing written`
-    case 'left':
-      return `LEFT      ${session}  ${where}: ${file.reason}; the file is as it was`
+    case 'later-format':
+      return `later     ${session}  ${where}: already migrated by a later DSH; nothing to do`
   }
+}
+
+/** The lines naming the active loops an upgrade removed from a log, as `/loop` recreates them. */
+function lostLoops(file: FileOutcome, dryRun: boolean): string[] {
+  if (file.status === 'left') return []
+  if (file.unreadableLoops !== undefined)
+    return [`          its loops could not be read to name them (${file.unreadableLoops})`]
+  if (file.removedLoops === undefined || file.removedLoops.length === 0) return []
+  return [
+    `          ${file.removedLoops.length} active loops ${dryRun ? 'would be' : 'were'} removed; to recreate them in this session after the upgrade:`,
+    // The prompt as it is: `/loop` takes the whole remainder, newlines included.
+    ...file.removedLoops.map((loop) => `            /loop ${loop.time_in_seconds} ${loop.prompt}`),
+  ]
 }
 
 /**
@@ -99,25 +145,30 @@ function describeFile(file: FileOutcome, release: HomeRelease): string {
  */
 export function formatReport(release: HomeRelease): string {
   const count = (status: FileOutcome['status']) => release.files.filter((file) => file.status === status).length
-  const rows = release.files.reduce(
-    (sum, file) => sum + (release.mode === 'removal' ? file.tally.marked : file.tally.removed),
-    0,
-  )
-  const lines = release.files.map((file) => describeFile(file, release))
+  let rows = 0
+  for (const file of release.files)
+    if (file.status === 'released') rows += release.mode === 'removal' ? file.tally.marked : file.tally.removed
+  const lines: string[] = []
+  if (release.tookOverFrom !== undefined)
+    lines.push(
+      `An earlier release (pid ${release.tookOverFrom.pid}, since ${release.tookOverFrom.startedAt}) stopped before it finished; this run takes over.`,
+    )
+  for (const temp of release.leftovers)
+    lines.push(
+      `${release.dryRun ? 'would remove' : 'removed'}  ${relative(release.home, temp)}: a temp file an interrupted release left`,
+    )
+  for (const file of release.files) lines.push(describeFile(file, release), ...lostLoops(file, release.dryRun))
   const left = count('left')
   lines.push(
     `${release.dryRun ? 'Dry run, nothing written: ' : ''}${release.files.length} session logs: ` +
       `${count('released')} released (${rows} loop/change rows), ${count('already-released')} already released, ` +
-      `${count('no-loops')} without loops, ${left} left unreleased.`,
+      `${count('no-loops')} without loops, ${count('later-format')} already migrated, ${left} left unreleased.`,
   )
   if (left > 0)
     lines.push('Fix what each LEFT line says, then run the release again: released logs are not touched twice.')
-  const cache = release.projectionCache
-  if (cache !== undefined)
+  if (release.projectionCache !== undefined)
     lines.push(
-      'movedTo' in cache
-        ? `DSH's projection checkpoints (${PROJECTION_CACHE}) went with them: they count events the old way, and DSH rebuilds them.`
-        : `Could not set aside DSH's projection checkpoints (${PROJECTION_CACHE}): ${cache.failed}. Delete that file before starting DSH: it counts events the old way.`,
+      `DSH's projection checkpoints (${PROJECTION_CACHE}) went with the originals: they count events the old way, and DSH rebuilds them.`,
     )
   if (release.backupFolder !== undefined)
     lines.push(
@@ -126,32 +177,61 @@ export function formatReport(release: HomeRelease): string {
   return lines.join('\n')
 }
 
+/**
+ * Why a release did not start, as the user reads it: nothing was written.
+ * @param refusal - the refusal.
+ * @returns the lines to print.
+ */
+export function formatRefusal(refusal: HomeRefusal): string {
+  switch (refusal.kind) {
+    case 'locked':
+      return refusal.holder === undefined
+        ? `another release holds ${refusal.lock}, which cannot be read; if no release runs, delete that file and run the release again. Nothing was written.`
+        : `another release runs on this home (pid ${refusal.holder.pid} on ${refusal.holder.host}, ${refusal.holder.mode}, since ${refusal.holder.startedAt}): ` +
+            `wait for it to finish. If it no longer runs, delete ${refusal.lock}. Nothing was written.`
+    case 'dsh-running':
+      return [
+        'DSH is running on this home: stop it, then run the release again. Nothing was written.',
+        ...refusal.running.map(
+          (dsh) => `  pid ${dsh.pid}: ${dsh.command}${dsh.home === undefined ? ' (its home could not be read)' : ''}`,
+        ),
+      ].join('\n')
+    case 'cannot-look':
+      return `${refusal.why}, so it cannot tell whether DSH is running on this home. Stop DSH, then run the release again with --dsh-stopped. Nothing was written.`
+  }
+}
+
 /** Where the command writes, and what it reads of its process. */
 export interface CliProcess {
   readonly stdout: (text: string) => void
   readonly stderr: (text: string) => void
   readonly env: Readonly<Record<string, string | undefined>>
+  readonly cwd: string
   readonly now: () => Date
+  readonly pid: number
+  readonly isAlive: (pid: number) => boolean
+  readonly lookForDsh: (home: string) => Promise<DshLook>
 }
 
 /**
  * Run the command.
  * @param argv - the arguments after the program name.
- * @param io - output streams, environment and clock.
- * @returns the exit code: 0 done, 1 something was left undone (the report says what), 2 the command could not start.
+ * @param io - output streams, environment, clock and process.
+ * @returns the exit code ({@link EXIT}).
  */
 export async function runCli(argv: readonly string[], io: CliProcess): Promise<number> {
   const parsed = parseArguments(argv)
   if (parsed.kind === 'help') {
     io.stdout(`${USAGE}\n`)
-    return 0
+    return EXIT.done
   }
   if (parsed.kind === 'usage-error') {
     io.stderr(`dsh-plugin-loop: ${parsed.message}\n${USAGE}\n`)
-    return 2
+    return EXIT.cannotStart
   }
-  const home = parsed.home ?? io.env['DSH_HOME'] ?? join(homedir(), '.dsh')
-  let release: HomeRelease
+  // The home DSH itself would use with this environment.
+  const home = parsed.home ?? dshHomeOf(io.env, io.cwd, homedir())!
+  let release: HomeRelease | HomeRefusal
   try {
     release = await releaseHome({
       home,
@@ -160,14 +240,21 @@ export async function runCli(argv: readonly string[], io: CliProcess): Promise<n
       dryRun: parsed.dryRun,
       fs: fsPromises,
       startedAt: io.now(),
+      pid: io.pid,
+      host: hostname(),
+      isAlive: io.isAlive,
+      lookForDsh: io.lookForDsh,
+      dshStopped: parsed.dshStopped,
     })
   } catch (error) {
     io.stderr(`dsh-plugin-loop: ${(error as Error).message}\n`)
-    return 2
+    return EXIT.cannotStart
+  }
+  if (release.kind !== 'done') {
+    io.stderr(`dsh-plugin-loop: ${formatRefusal(release)}\n`)
+    if (parsed.json) io.stdout(`${JSON.stringify(release, null, 2)}\n`)
+    return release.kind === 'locked' ? EXIT.locked : EXIT.dshRunning
   }
   io.stdout(`${parsed.json ? JSON.stringify(release, null, 2) : formatReport(release)}\n`)
-  const unfinished =
-    release.files.some((file) => file.status === 'left') ||
-    (release.projectionCache !== undefined && 'failed' in release.projectionCache)
-  return unfinished ? 1 : 0
+  return release.files.some((file) => file.status === 'left') ? EXIT.left : EXIT.done
 }

@@ -1,12 +1,14 @@
 /**
- * Where a DSH home keeps its session logs, and a release of all of them (or one session's):
+ * A release of a home's session logs (or one session's):
  * `<home>/sessions/<project>/<session>/session.jsonl[.zstd]`, forks and sub-agent sessions
- * among them (SPEC.md §13 "Leaving loop").
+ * among them, with no DSH running on the home and one release at a time (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/home
  */
-import { readdir, stat } from 'node:fs/promises'
 import { dirname, join, relative } from 'node:path'
-import { releaseFile, type FileOutcome, type ReleaseFs } from './release-file.ts'
+import type { DshLook, DshProcess } from './dsh-processes.ts'
+import { LOCK_FILE, takeHomeLock, type LockHolder } from './home-lock.ts'
+import { isReleaseTemp, releaseFile, type FileOutcome } from './release-file.ts'
+import type { ReleaseFs } from './release-fs.ts'
 import type { ReleaseMode } from './rewrite.ts'
 
 /** The file names a session log has in rc.8: plain, or Zstandard frames. */
@@ -18,7 +20,7 @@ export const BACKUP_FOLDER = 'loop-release-backup'
 /** DSH's projection checkpoints: seqs of the old numbering, so an upgrade release sets them aside with the originals. */
 export const PROJECTION_CACHE = join('storages', 'session_projcache.json')
 
-/** What to release. */
+/** What to release, and what the release needs of its process. */
 export interface HomeReleaseOptions {
   readonly home: string
   readonly mode: ReleaseMode
@@ -26,21 +28,41 @@ export interface HomeReleaseOptions {
   readonly session?: string
   readonly dryRun: boolean
   readonly fs: ReleaseFs
-  /** Names this run's backup folder (upgrade): the time it started, as the user's clock has it. */
+  /** Names this run's backup folder (upgrade) and its lock: the time it started, as the user's clock has it. */
   readonly startedAt: Date
+  /** This process and machine, for the lock. */
+  readonly pid: number
+  readonly host: string
+  /** Whether a pid of this machine runs. */
+  readonly isAlive: (pid: number) => boolean
+  /** The DSH processes on the home. */
+  readonly lookForDsh: (home: string) => Promise<DshLook>
+  /** The user says DSH is stopped: where the system gives no way to look, the release goes on. */
+  readonly dshStopped: boolean
 }
 
 /** What a release of a home did. */
 export interface HomeRelease {
+  readonly kind: 'done'
   readonly home: string
   readonly mode: ReleaseMode
   readonly dryRun: boolean
   readonly files: readonly FileOutcome[]
+  /** An interrupted run's lock, taken over: its process is gone. */
+  readonly tookOverFrom?: LockHolder
+  /** Temp files an interrupted run left beside the logs, removed (or, in a dry run, to be removed). */
+  readonly leftovers: readonly string[]
   /** Upgrade, when anything was replaced: the folder holding the originals, to delete once the upgrade is settled. */
   readonly backupFolder?: string
-  /** Upgrade, when anything was replaced: DSH's projection checkpoints set aside, or why they could not be. */
-  readonly projectionCache?: { readonly movedTo: string } | { readonly failed: string }
+  /** Upgrade: where DSH's projection checkpoints were set aside, before the first log was replaced. */
+  readonly projectionCache?: string
 }
+
+/** Why a release did not start: nothing was written. */
+export type HomeRefusal =
+  | { readonly kind: 'locked'; readonly lock: string; readonly holder?: LockHolder }
+  | { readonly kind: 'dsh-running'; readonly running: readonly DshProcess[] }
+  | { readonly kind: 'cannot-look'; readonly why: string }
 
 /**
  * A session id as DSH's JSONL backend names its folder (`encodeSegment`): letters, digits,
@@ -58,36 +80,44 @@ export function sessionFolderName(id: string): string {
   return out
 }
 
-/** Entries of a folder that are folders, sorted, for a stable report. */
-async function folders(path: string): Promise<string[]> {
-  const entries = await readdir(path, { withFileTypes: true })
-  return entries
-    .filter((entry) => entry.isDirectory())
-    .map((entry) => entry.name)
-    .sort()
+/** Entries of a folder that are folders, or links to folders (DSH opens a session through a link), sorted. */
+async function folders(fs: ReleaseFs, path: string): Promise<string[]> {
+  const names: string[] = []
+  for (const entry of await fs.readdir(path, { withFileTypes: true }))
+    if (
+      entry.isDirectory() ||
+      (entry.isSymbolicLink() && (await fs.stat(join(path, entry.name)).catch(() => undefined))?.isDirectory())
+    )
+      names.push(entry.name)
+  return names.sort()
+}
+
+/** A home's session folders, and the logs and release temp files in each. */
+interface SessionFolders {
+  readonly logs: string[]
+  readonly temps: string[]
 }
 
 /**
- * Every session log under a home, in a stable order.
+ * Every session log under a home, in a stable order, and the temp files beside them.
  * @param home - the DSH home.
+ * @param fs - the file system.
  * @param session - only this session's.
- * @returns the logs' paths.
+ * @returns the logs' and temp files' paths.
  */
-export async function findSessionLogs(home: string, session?: string): Promise<string[]> {
+export async function findSessionLogs(home: string, fs: ReleaseFs, session?: string): Promise<SessionFolders> {
   const sessions = join(home, 'sessions')
-  const found = await stat(sessions).catch(() => undefined)
-  if (found === undefined || !found.isDirectory())
-    throw new Error(`no DSH home at ${home}: it has no sessions folder (name the home with --home DIR or DSH_HOME)`)
   const wanted = session === undefined ? undefined : sessionFolderName(session)
-  const logs: string[] = []
-  for (const project of await folders(sessions))
-    for (const folder of await folders(join(sessions, project))) {
+  const found: SessionFolders = { logs: [], temps: [] }
+  for (const project of await folders(fs, sessions))
+    for (const folder of await folders(fs, join(sessions, project))) {
       if (wanted !== undefined && folder !== wanted) continue
-      const names = new Set(await readdir(join(sessions, project, folder)))
-      for (const name of LOG_NAMES) if (names.has(name)) logs.push(join(sessions, project, folder, name))
+      const names = (await fs.readdir(join(sessions, project, folder))).sort()
+      for (const name of LOG_NAMES) if (names.includes(name)) found.logs.push(join(sessions, project, folder, name))
+      for (const name of names) if (isReleaseTemp(name)) found.temps.push(join(sessions, project, folder, name))
     }
-  if (session !== undefined && logs.length === 0) throw new Error(`no session ${session} in ${home}`)
-  return logs
+  if (session !== undefined && found.logs.length === 0) throw new Error(`no session ${session} in ${home}`)
+  return found
 }
 
 /** A run's backup folder name: its start time, safe in a path on every system. */
@@ -96,15 +126,67 @@ function stampOf(date: Date): string {
 }
 
 /**
- * Release every log of a home (or one session's), one at a time; a log that cannot be
- * released is left as it was and never stops the others.
- * @param options - home, mode, session, dry run, file system, start time.
- * @returns what became of each log.
+ * Release every log of a home (or one session's), one at a time, once no DSH runs on it and
+ * this run holds its lock; a log that cannot be released is left as it was and never stops
+ * the others.
+ * @param options - home, mode, session, dry run, file system, this run, how to look for DSH.
+ * @returns what became of each log, or why nothing was done.
+ * @throws Error when the home has no sessions folder, or not the session asked for.
  */
-export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRelease> {
+export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRelease | HomeRefusal> {
   const { home, mode, dryRun, fs } = options
-  const logs = await findSessionLogs(home, options.session)
+  const sessionsFolder = await fs.stat(join(home, 'sessions')).catch(() => undefined)
+  if (sessionsFolder === undefined || !sessionsFolder.isDirectory())
+    throw new Error(`no DSH home at ${home}: it has no sessions folder (name the home with --home DIR or DSH_HOME)`)
+  const look = await options.lookForDsh(home)
+  if (look.kind === 'cannot-look' && !options.dshStopped) return look
+  if (look.kind === 'looked' && look.running.length > 0) return { kind: 'dsh-running', running: look.running }
+  // A dry run writes nothing, the lock included.
+  const lock = dryRun
+    ? undefined
+    : await takeHomeLock(
+        home,
+        { pid: options.pid, host: options.host, startedAt: options.startedAt.toISOString(), mode },
+        fs,
+        options.isAlive,
+      )
+  if (lock?.kind === 'held')
+    return {
+      kind: 'locked',
+      lock: join(home, LOCK_FILE),
+      ...(lock.holder === undefined ? {} : { holder: lock.holder }),
+    }
+  try {
+    return {
+      ...(await releaseLogs(options)),
+      ...(lock?.tookOverFrom === undefined ? {} : { tookOverFrom: lock.tookOverFrom }),
+    }
+  } finally {
+    await lock?.release()
+  }
+}
+
+/** The release proper, under the lock. */
+async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
+  const { home, mode, dryRun, fs } = options
+  const { logs, temps } = await findSessionLogs(home, fs, options.session)
+  // This run holds the home: a temp file beside a log is an interrupted run's.
+  if (!dryRun) for (const temp of temps) await fs.rm(temp, { force: true })
   const backupFolder = mode === 'upgrade' ? join(home, BACKUP_FOLDER, stampOf(options.startedAt)) : undefined
+  let projectionCache: string | undefined
+  // Projection checkpoints name seqs of the old numbering: set aside before the first log is
+  // renumbered, so that no kill leaves a renumbered log beside them. DSH rebuilds them.
+  const setCheckpointsAside = async () => {
+    if (backupFolder === undefined || projectionCache !== undefined) return
+    const moved = join(backupFolder, PROJECTION_CACHE)
+    await fs.mkdir(dirname(moved), { recursive: true })
+    try {
+      await fs.rename(join(home, PROJECTION_CACHE), moved)
+      projectionCache = moved
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+    }
+  }
   const files: FileOutcome[] = []
   for (const log of logs)
     files.push(
@@ -112,19 +194,20 @@ export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRele
         mode,
         fs,
         dryRun,
-        ...(backupFolder === undefined ? {} : { backup: join(backupFolder, relative(home, log)) }),
+        ...(backupFolder === undefined
+          ? {}
+          : { backup: join(backupFolder, relative(home, log)), beforeReplace: setCheckpointsAside }),
       }),
     )
-  if (backupFolder === undefined || dryRun || !files.some((file) => file.status === 'released'))
-    return { home, mode, dryRun, files }
-  // Projection checkpoints name seqs of the old numbering: DSH rebuilds them from the logs.
-  const cache = join(backupFolder, PROJECTION_CACHE)
-  try {
-    await fs.mkdir(dirname(cache), { recursive: true })
-    await fs.rename(join(home, PROJECTION_CACHE), cache)
-    return { home, mode, dryRun, files, backupFolder, projectionCache: { movedTo: cache } }
-  } catch (error) {
-    const failed = (error as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : (error as Error).message
-    return { home, mode, dryRun, files, backupFolder, ...(failed === undefined ? {} : { projectionCache: { failed } }) }
+  const replaced = !dryRun && files.some((file) => file.status === 'released')
+  return {
+    kind: 'done',
+    home,
+    mode,
+    dryRun,
+    files,
+    leftovers: temps,
+    ...(backupFolder === undefined || !replaced ? {} : { backupFolder }),
+    ...(projectionCache === undefined ? {} : { projectionCache }),
   }
 }

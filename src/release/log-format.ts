@@ -42,6 +42,21 @@ export class LogRefusal extends Error {
   }
 }
 
+/** A log a later DSH already migrated (its format is above 0): there is nothing to release. */
+export class LaterFormat extends Error {
+  /**
+   * @param sessionId - the session its header names.
+   * @param version - its session format.
+   */
+  constructor(
+    readonly sessionId: string,
+    readonly version: number,
+  ) {
+    super(`session format ${version}`)
+    this.name = 'LaterFormat'
+  }
+}
+
 /** A parsed JSON object. */
 type JsonObject = Record<string, unknown>
 
@@ -83,9 +98,12 @@ export function readHeader(line: string): LogHeader {
   const header = parseRow(line, 'the header line')
   if (header['type'] !== 'session' || typeof header['id'] !== 'string')
     throw new LogRefusal('the first line is not a session header')
-  if (header['version'] !== RELEASED_FORMAT)
+  const version = header['version']
+  if (typeof version === 'number' && Number.isSafeInteger(version) && version > RELEASED_FORMAT)
+    throw new LaterFormat(header['id'], version)
+  if (version !== RELEASED_FORMAT)
     throw new LogRefusal(
-      `the log is session format ${JSON.stringify(header['version'])}, not ${RELEASED_FORMAT} (DSH 0.1.0-rc.8): a later DSH wrote or migrated it`,
+      `the log's session format is ${JSON.stringify(version)}, which no DSH writes (DSH 0.1.0-rc.8 writes ${RELEASED_FORMAT})`,
     )
   const seedLength = header['seedLength']
   if (seedLength !== undefined && !isCount(seedLength)) throw new LogRefusal('the header seedLength is not a count')

@@ -1,17 +1,17 @@
 /**
  * Release one session log on disk: stream it batch by batch (a Zstandard log frame by frame)
- * through the pure rewrite, write the result beside it, and replace the file whole or not at
- * all (SPEC.md §13 "Leaving loop").
+ * through the pure rewrite, write the result beside it under a name of this run's, and replace
+ * the file whole or not at all (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/release-file
  */
-import type * as fsPromises from 'node:fs/promises'
-import { dirname } from 'node:path'
-import { LogRefusal, readHeader } from './log-format.ts'
+import { randomBytes } from 'node:crypto'
+import { constants } from 'node:fs'
+import type { FileHandle } from 'node:fs/promises'
+import { basename, dirname } from 'node:path'
+import { LaterFormat, LogRefusal } from './log-format.ts'
+import type { ReleaseFs } from './release-fs.ts'
 import { changed, createRewrite, type LogRewrite, type ReleaseMode, type Tally } from './rewrite.ts'
 import { decodeFrame, encodeFrame, zstdFrameEnd } from './zstd-frames.ts'
-
-/** The part of `node:fs/promises` a release uses; the fault tests pass one that fails or stops at a chosen call. */
-export type ReleaseFs = Pick<typeof fsPromises, 'open' | 'stat' | 'rename' | 'link' | 'mkdir' | 'rm'>
 
 /** How much of a log is read at a time. */
 const READ_CHUNK_BYTES = 1 << 20
@@ -22,23 +22,38 @@ export type FileStatus =
   | 'released'
   /** every `loop/change` row was already marked: nothing written */
   | 'already-released'
-  /** it holds no `loop/change` row: nothing written */
+  /** it holds no `loop/change` row (or nothing at all): nothing written */
   | 'no-loops'
+  /** a later DSH already migrated it: nothing to do */
+  | 'later-format'
   /** it could not be released and is as it was: `reason` says why */
   | 'left'
 
-/** One log's outcome. */
-export interface FileOutcome {
-  /** The log's path. */
+/** One log's outcome; `tally` counts what was written (a left log has none). */
+export type FileOutcome = {
+  /** The log's path, as found under the home. */
   readonly path: string
   /** The session id its header names (absent when the header could not be read). */
   readonly sessionId: string | undefined
-  readonly status: FileStatus
-  readonly tally: Readonly<Tally>
-  /** Why a `left` file was left. */
-  readonly reason?: string
-  /** Where the original of a file an upgrade release replaced is kept. */
-  readonly backup?: string
+} & (
+  | {
+      readonly status: Exclude<FileStatus, 'left'>
+      readonly tally: Readonly<Tally>
+      /** Where the original of a log an upgrade release replaced is kept, and how. */
+      readonly backup?: { readonly path: string; readonly kind: 'link' | 'copy' }
+      /** Upgrade, a log with loop records: the active loops it lost, for the user to recreate. */
+      readonly removedLoops?: readonly RemovedLoop[]
+      /** Upgrade: why its loop records could not be read to name them. */
+      readonly unreadableLoops?: string
+    }
+  | { readonly status: 'left'; readonly reason: string }
+)
+
+/** An active loop an upgrade removed: what `/loop <time_in_seconds> <prompt>` recreates. */
+export interface RemovedLoop {
+  readonly id: string
+  readonly time_in_seconds: number
+  readonly prompt: string
 }
 
 /** How to release one log. */
@@ -47,17 +62,23 @@ export interface ReleaseFileOptions {
   readonly fs: ReleaseFs
   /** Read and check everything, write nothing. */
   readonly dryRun: boolean
-  /** Upgrade: where the original is linked before the replacement (its folder is created). */
+  /** Upgrade: where the original is kept before the replacement (its folder is created). */
   readonly backup?: string
+  /** Runs right before the log is replaced (an upgrade sets DSH's projection checkpoints aside first). */
+  readonly beforeReplace?: () => Promise<void>
 }
 
-/** The temp file a release writes beside the log: a kill leaves at most this, which the next run overwrites. */
-export function tempPathOf(path: string): string {
-  return `${path}.loop-release.tmp`
+/** The temp files of a log, this run's and any an interrupted run left: `<log name>.loop-release[-<run>].tmp`. */
+const RELEASE_TEMP = /^session\.jsonl(\.zstd)?\.loop-release(-[0-9a-z-]+)?\.tmp$/
+
+/** A temp file's name for this run: created exclusively, so no other run's can be opened over it. */
+function tempPathOf(path: string): string {
+  return `${path}.loop-release-${process.pid}-${randomBytes(4).toString('hex')}.tmp`
 }
 
-/** One batch of a log: its bytes on disk, and its rows. */
+/** One batch of a log: where it starts in the file, its bytes on disk, and its rows. */
 interface Batch {
+  readonly start: number
   readonly stored: Buffer
   readonly plaintext: Buffer
 }
@@ -68,8 +89,9 @@ interface Batch {
  * @param handle - the log, open for reading.
  * @param compressed - whether it is `session.jsonl.zstd`.
  */
-async function* readBatches(handle: fsPromises.FileHandle, compressed: boolean): AsyncGenerator<Batch> {
+async function* readBatches(handle: FileHandle, compressed: boolean): AsyncGenerator<Batch> {
   let pending = Buffer.alloc(0)
+  let pendingStart = 0
   let position = 0
   for (;;) {
     const { buffer, bytesRead } = await handle.read({ buffer: Buffer.alloc(READ_CHUNK_BYTES), position })
@@ -80,15 +102,16 @@ async function* readBatches(handle: fsPromises.FileHandle, compressed: boolean):
     if (compressed) {
       for (let end = zstdFrameEnd(pending, start); end !== undefined; end = zstdFrameEnd(pending, start)) {
         const stored = pending.subarray(start, end)
-        yield { stored, plaintext: decodeFrame(stored) }
+        yield { start: pendingStart + start, stored, plaintext: decodeFrame(stored) }
         start = end
       }
     } else {
       const end = pending.lastIndexOf(0x0a) + 1
-      if (end > 0) yield { stored: pending.subarray(0, end), plaintext: pending.subarray(0, end) }
+      if (end > 0) yield { start: pendingStart, stored: pending.subarray(0, end), plaintext: pending.subarray(0, end) }
       start = end
     }
     pending = pending.subarray(start)
+    pendingStart += start
     if (bytesRead === 0) break
   }
   if (pending.length > 0)
@@ -97,117 +120,180 @@ async function* readBatches(handle: fsPromises.FileHandle, compressed: boolean):
     )
 }
 
+/** Copy the first `length` bytes of a file into another. */
+async function copyPrefix(from: FileHandle, to: FileHandle, length: number): Promise<void> {
+  const buffer = Buffer.alloc(Math.min(READ_CHUNK_BYTES, Math.max(length, 1)))
+  for (let position = 0; position < length;) {
+    const { bytesRead } = await from.read({ buffer, position, length: Math.min(buffer.length, length - position) })
+    await to.write(buffer.subarray(0, bytesRead))
+    position += bytesRead
+  }
+}
+
 /**
- * Read a log through a rewrite, handing each batch to write.
+ * Read a log through a rewrite. With `openTemp`, the first changed batch opens the temp file,
+ * which gets the bytes before it copied and every batch after it: a log with nothing to
+ * change is not written.
  * @param path - the log.
  * @param rewrite - the rewrite.
  * @param fs - the file system.
- * @param write - takes each rewritten batch, as bytes for the file (none: a counting pass).
+ * @param openTemp - opens the temp file (none: a counting pass).
+ * @returns the temp file, open and written, or `undefined` when nothing changed.
  */
 async function pass(
   path: string,
   rewrite: LogRewrite,
   fs: ReleaseFs,
-  write: ((bytes: Buffer) => Promise<void>) | undefined,
-): Promise<void> {
+  openTemp: (() => Promise<FileHandle>) | undefined,
+): Promise<FileHandle | undefined> {
   const compressed = path.endsWith('.zstd')
   const handle = await fs.open(path, 'r')
+  let temp: FileHandle | undefined
   try {
-    for await (const { stored, plaintext } of readBatches(handle, compressed)) {
+    for await (const { start, stored, plaintext } of readBatches(handle, compressed)) {
       const out = rewrite.batch(plaintext)
-      if (write === undefined || out?.length === 0) continue
-      if (out === undefined) await write(stored)
-      else await write(compressed ? encodeFrame(out) : out)
+      if (openTemp === undefined || (temp === undefined && out === undefined)) continue
+      if (temp === undefined) {
+        temp = await openTemp()
+        await copyPrefix(handle, temp, start)
+      }
+      if (out === undefined) await temp.write(stored)
+      else if (out.length > 0) await temp.write(compressed ? encodeFrame(out) : out)
     }
-  } finally {
-    await handle.close()
-  }
-}
-
-/** Whether a log's header names the fork boundary (`seedLength`), read from its first batch alone. */
-async function isFork(path: string, fs: ReleaseFs): Promise<boolean> {
-  const handle = await fs.open(path, 'r')
-  try {
-    for await (const { plaintext } of readBatches(handle, path.endsWith('.zstd'))) {
-      const firstLine = plaintext.subarray(0, plaintext.indexOf(0x0a)).toString('utf8')
-      return readHeader(firstLine).seedLength !== undefined
-    }
-    throw new LogRefusal('the log is empty')
+    return temp
+  } catch (error) {
+    await temp?.close()
+    throw error
   } finally {
     await handle.close()
   }
 }
 
 /** Size and modification time: what a change by another process moves. */
-async function identity(fs: ReleaseFs, path: string): Promise<string> {
-  const stats = await fs.stat(path, { bigint: true })
+function identity(stats: { size: bigint; mtimeNs: bigint }): string {
   return `${stats.size}:${stats.mtimeNs}`
+}
+
+/** Whether a hard link cannot be made there (another file system, or one without links). */
+function linkImpossible(error: unknown): boolean {
+  return ['EXDEV', 'EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK'].includes((error as NodeJS.ErrnoException).code ?? '')
+}
+
+/**
+ * Keep the original: a hard link, or where none can be made, a copy synced to disk.
+ * @returns how it was kept.
+ */
+async function keepOriginal(fs: ReleaseFs, path: string, backup: string): Promise<'link' | 'copy'> {
+  await fs.mkdir(dirname(backup), { recursive: true })
+  try {
+    await fs.link(path, backup)
+    return 'link'
+  } catch (error) {
+    if (!linkImpossible(error)) throw error
+  }
+  await fs.copyFile(path, backup, constants.COPYFILE_EXCL)
+  const copy = await fs.open(backup, 'r')
+  try {
+    await copy.sync()
+  } finally {
+    await copy.close()
+  }
+  return 'copy'
 }
 
 /**
  * Release one log: rewrite it in one pass into a temp file beside it (an upgrade of a fork
- * counts the rows that go from its seed in a pass before), then fsync, check the log did not
- * change meanwhile, keep the original (upgrade), rename over it and fsync the folder. A log
- * with nothing to change is not replaced; any failure leaves it as it was.
+ * counts the rows that go from its seed in a pass before), keep its mode and owner, fsync,
+ * check the log did not change meanwhile, keep the original (upgrade), rename over it and
+ * fsync the folder. A log that is a link is released through it. Any failure leaves it as it was.
  * @param path - the log.
- * @param options - mode, file system, dry run, backup place.
+ * @param options - mode, file system, dry run, backup place, what runs before the replacement.
  * @returns what became of it.
  */
 export async function releaseFile(path: string, options: ReleaseFileOptions): Promise<FileOutcome> {
   const { fs, mode } = options
   let rewrite = createRewrite(mode)
-  const temp = tempPathOf(path)
-  let tempWritten = false
+  let temp: string | undefined
   try {
-    const before = await identity(fs, path)
-    if (options.dryRun || (mode === 'upgrade' && (await isFork(path, fs)))) {
+    // A link is released through it: the file it points to is replaced, the link stays.
+    const real = await fs.realpath(path).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+        throw new LogRefusal('it is a link to a file that does not exist')
+      throw error
+    })
+    const before = await fs.stat(real, { bigint: true })
+    if (options.dryRun || (mode === 'upgrade' && (await isFork(real, fs)))) {
       // A fork's header counts its inherited events, some of which may go: count them first.
       // A dry run stops there.
-      await pass(path, rewrite, fs, undefined)
+      await pass(real, rewrite, fs, undefined)
       if (options.dryRun || !changed(rewrite.tally)) return settled(path, rewrite)
       rewrite = createRewrite(mode, rewrite.renumbering)
     }
-    const out = await fs.open(temp, 'w')
-    tempWritten = true
+    const out = await pass(real, rewrite, fs, async () => {
+      temp = tempPathOf(real)
+      return fs.open(temp, 'wx', Number(before.mode) & 0o7777)
+    })
+    if (out === undefined) return settled(path, rewrite)
     try {
-      await pass(path, rewrite, fs, async (bytes) => {
-        await out.write(bytes)
-      })
+      // The new file keeps the log's mode (not the umask's) and owner.
+      await out.chmod(Number(before.mode) & 0o7777)
+      const written = await out.stat()
+      if (written.uid !== Number(before.uid) || written.gid !== Number(before.gid))
+        await out.chown(Number(before.uid), Number(before.gid))
       await out.sync()
     } finally {
       await out.close()
     }
-    if (!changed(rewrite.tally)) {
-      await fs.rm(temp, { force: true })
-      tempWritten = false
-      return settled(path, rewrite)
-    }
-    if ((await identity(fs, path)) !== before)
+    if (identity(await fs.stat(real, { bigint: true })) !== identity(before))
       throw new LogRefusal('the log changed while the release ran: stop DSH, then run the release again')
-    if (options.backup !== undefined) {
-      await fs.mkdir(dirname(options.backup), { recursive: true })
-      await fs.link(path, options.backup)
-    }
-    await fs.rename(temp, path)
-    tempWritten = false
-    const folder = await fs.open(dirname(path), 'r')
+    await options.beforeReplace?.()
+    const backup =
+      options.backup === undefined
+        ? undefined
+        : { path: options.backup, kind: await keepOriginal(fs, real, options.backup) }
+    await fs.rename(temp!, real)
+    temp = undefined
+    const folder = await fs.open(dirname(real), 'r')
     try {
       await folder.sync()
     } finally {
       await folder.close()
     }
-    return { ...settled(path, rewrite), ...(options.backup === undefined ? {} : { backup: options.backup }) }
+    return { ...settled(path, rewrite), ...(backup === undefined ? {} : { backup }) }
   } catch (error) {
-    if (tempWritten) await fs.rm(temp, { force: true }).catch(() => {})
-    return { path, sessionId: rewrite.header?.id, status: 'left', tally: rewrite.tally, reason: reasonOf(error) }
+    if (temp !== undefined) await fs.rm(temp, { force: true }).catch(() => {})
+    if (error instanceof LaterFormat)
+      return { path, sessionId: error.sessionId, status: 'later-format', tally: rewrite.tally }
+    return { path, sessionId: rewrite.header?.id, status: 'left', reason: reasonOf(error) }
+  }
+}
+
+/** Whether a log's header names the fork boundary (`seedLength`), read from its first batch alone. */
+async function isFork(path: string, fs: ReleaseFs): Promise<boolean> {
+  const rewrite = createRewrite('upgrade')
+  const handle = await fs.open(path, 'r')
+  try {
+    for await (const { plaintext } of readBatches(handle, path.endsWith('.zstd'))) {
+      rewrite.header ?? rewrite.batch(plaintext.subarray(0, plaintext.indexOf(0x0a) + 1))
+      return rewrite.header!.seedLength !== undefined
+    }
+    return false
+  } finally {
+    await handle.close()
   }
 }
 
 /** The outcome of a log read to its end: released (or, in a dry run, to be released), or why nothing was written. */
 function settled(path: string, rewrite: LogRewrite): FileOutcome {
-  const { tally } = rewrite
-  const status: FileStatus = changed(tally) ? 'released' : tally.alreadyMarked > 0 ? 'already-released' : 'no-loops'
-  return { path, sessionId: rewrite.header?.id, status, tally }
+  const { tally, loops } = rewrite
+  const status = changed(tally) ? 'released' : tally.alreadyMarked > 0 ? 'already-released' : 'no-loops'
+  const outcome = { path, sessionId: rewrite.header?.id, status, tally } as const
+  if (tally.removed === 0) return outcome
+  if (loops.corrupt !== undefined) return { ...outcome, unreadableLoops: loops.corrupt }
+  return {
+    ...outcome,
+    removedLoops: loops.loops.map(({ id, time_in_seconds, prompt }) => ({ id, time_in_seconds, prompt })),
+  }
 }
 
 /** A failure as the line a user reads. */
@@ -217,4 +303,9 @@ function reasonOf(error: unknown): string {
   if (code === 'EACCES' || code === 'EPERM') return `no permission: ${detail}`
   if (code === 'ENOSPC') return `the disk is full: ${detail}`
   return detail
+}
+
+/** Whether a folder entry is a temp file a release writes beside a log. */
+export function isReleaseTemp(name: string): boolean {
+  return RELEASE_TEMP.test(basename(name))
 }

@@ -17,6 +17,7 @@ import {
   type LogHeader,
   type RowEdit,
 } from './log-format.ts'
+import { EMPTY_LOOP_FOLD, foldLoopChange, type LoopFold } from '../fold.ts'
 
 /**
  * Which release: `removal` marks every `loop/change` row ignorable (rc.8 then opens the
@@ -48,6 +49,8 @@ export interface LogRewrite {
   batch(bytes: Buffer): Buffer | undefined
   /** The header, once the first batch was read. */
   readonly header: LogHeader | undefined
+  /** Upgrade: the fold of the session's own loop records removed so far (a fork's inherited ones not among them). */
+  readonly loops: LoopFold
   /** The rows removed so far (upgrade). */
   readonly renumbering: Renumbering
   /** Counts so far. */
@@ -64,6 +67,7 @@ export function createRewrite(mode: ReleaseMode, seed?: Renumbering): LogRewrite
   const tally: Tally = { rows: 0, marked: 0, alreadyMarked: 0, removed: 0 }
   const renumbering = new Renumbering()
   let header: LogHeader | undefined
+  let loops = EMPTY_LOOP_FOLD
 
   const rewriteHeader = (row: Buffer): RowEdit => {
     const line = textOf(row, 'the header line')
@@ -90,24 +94,39 @@ export function createRewrite(mode: ReleaseMode, seed?: Renumbering): LogRewrite
     if (head.type !== LOOP_CHANGE_TYPE) return renumberRow(row, head, renumbering, number)
     renumbering.remove(head.seq)
     tally.removed += 1
+    // The session's own records (a fork's inherited ones are its parent's) say which loops it loses.
+    if (header!.seedLength === undefined || head.seq >= header!.seedLength) {
+      let data: unknown
+      try {
+        data = parseRow(textOf(row, `row ${number}`), `row ${number}`)['data']
+      } catch {
+        // left undefined: the fold names the record unreadable
+      }
+      loops = foldLoopChange(loops, data)
+    }
     return { kind: 'drop' }
   }
 
   return {
     batch(bytes) {
       if (bytes.at(-1) !== NEWLINE) throw new LogRefusal('a batch of the log does not end with a whole row')
-      const edits: { start: number; end: number; edit: NonNullable<RowEdit> }[] = []
+      const edits: PlacedEdit[] = []
       for (let start = 0; start < bytes.length;) {
-        const end = bytes.indexOf(NEWLINE, start)
+        const newline = bytes.indexOf(NEWLINE, start)
+        // A row ending in CRLF is read without its CR, which stays where it is in both modes.
+        const end = newline > start && bytes[newline - 1] === CARRIAGE_RETURN ? newline - 1 : newline
         const row = bytes.subarray(start, end)
         const edit = header === undefined ? rewriteHeader(row) : rewriteRow(row)
-        if (edit !== undefined) edits.push({ start, end, edit })
-        start = end + 1
+        if (edit !== undefined) edits.push({ start, end, next: newline + 1, edit })
+        start = newline + 1
       }
       return edits.length === 0 ? undefined : applyEdits(bytes, edits)
     },
     get header() {
       return header
+    },
+    get loops() {
+      return loops
     },
     renumbering,
     tally,
@@ -120,26 +139,23 @@ export function createRewrite(mode: ReleaseMode, seed?: Renumbering): LogRewrite
  * @param edits - each edited row's place and edit, in order.
  * @returns the new batch.
  */
-function applyEdits(
-  bytes: Buffer,
-  edits: readonly { start: number; end: number; edit: NonNullable<RowEdit> }[],
-): Buffer {
+function applyEdits(bytes: Buffer, edits: readonly PlacedEdit[]): Buffer {
   // One buffer of the new batch's size, written once: a splice's text is ASCII (digits, the marker).
   let size = bytes.length
-  for (const { start, end, edit } of edits)
+  for (const { start, end, next, edit } of edits)
     size +=
       edit.kind === 'splice'
         ? edit.insert.length - edit.length
         : edit.kind === 'replace'
           ? Buffer.byteLength(edit.text) - (end - start)
-          : -(end - start + 1)
+          : -(next - start)
   const out = Buffer.allocUnsafe(size)
   let copied = 0
   let written = 0
   const copyTo = (until: number) => {
     written += bytes.copy(out, written, copied, until)
   }
-  for (const { start, end, edit } of edits) {
+  for (const { start, end, next, edit } of edits) {
     if (edit.kind === 'splice') {
       copyTo(start + edit.at)
       written += out.write(edit.insert, written, 'latin1')
@@ -147,8 +163,8 @@ function applyEdits(
     } else {
       copyTo(start)
       if (edit.kind === 'replace') written += out.write(edit.text, written)
-      // A dropped row's newline goes with it; a replaced row keeps its own.
-      copied = edit.kind === 'drop' ? end + 1 : end
+      // A dropped row's line ending goes with it; a replaced row keeps its own.
+      copied = edit.kind === 'drop' ? next : end
     }
   }
   copyTo(bytes.length)
@@ -156,6 +172,15 @@ function applyEdits(
 }
 
 const NEWLINE = 0x0a
+const CARRIAGE_RETURN = 0x0d
+
+/** A row's edit and its place in the batch: the row is `[start, end)`, its line ending runs to `next`. */
+interface PlacedEdit {
+  readonly start: number
+  readonly end: number
+  readonly next: number
+  readonly edit: NonNullable<RowEdit>
+}
 
 /** How a `loop/change` row begins, as DSH writes it: nothing else begins so. */
 const LOOP_ROW_HEAD = Buffer.from(`{"type":"${LOOP_CHANGE_TYPE}",`)

@@ -14,6 +14,7 @@ import {
   NODE22,
   call,
   createSession,
+  dshPluginExec,
   lastUserText,
   prompt,
   reopenSession,
@@ -177,6 +178,45 @@ async function writeLoopHome(rig: (script?: object, options?: RigOptions) => Pro
 }
 
 describe('leaving loop', () => {
+  test('beside a running dsh web both modes refuse, naming it, and write nothing; the session stays whole and its loop fires on', async ({
+    rig,
+  }) => {
+    const r = await rig()
+    const session = await createSession(r.url)
+    const loop = await createLoop(r.url, session, 1, 'BESIDE_A_RUNNING_DSH')
+    await waitForHeartbeats(r.url, session, { [loop]: 2 })
+    const homeBefore = readdirSync(r.home).sort()
+    const runs = [
+      // The conventional form, whose `dsh plugin` process is the release's ancestor, not a DSH on the home…
+      ...[[], ['--for-upgrade']].map((mode) => dshPluginExec(r.home, 'web', ['dsh-plugin-loop', 'release', ...mode])),
+      // …and the tarball's, run with no environment of DSH's.
+      releaseFromTarball(r.tarball, ['release', '--for-upgrade', '--home', r.home]),
+    ]
+    for (const run of runs) {
+      expect(run.code, `${run.stdout}${run.stderr}`).toBe(4)
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `^dsh-plugin-loop: DSH is running on this home: stop it, then run the release again\\. Nothing was written\\.\\n` +
+            `  pid ${r.web.child.pid}: \\S+ \\S+@deepseek-ai/dsh/lib/bin\\.js .*web`,
+        ),
+      )
+    }
+    // Nothing written: no lock, no backup, no temp file, no marker; DSH's own files are DSH's.
+    expect(readdirSync(r.home).sort()).toEqual(homeBefore)
+    const files = readdirSync(join(r.home, 'sessions'), { recursive: true }).map(String)
+    expect(files.filter((name) => name.includes('loop-release'))).toEqual([])
+    const raw = await withStoredSessions(r.home, async (backend, { SessionId }) => backend.readRaw(SessionId(session)))
+    expect(raw?.content).toContain('"type":"loop/change"')
+    expect(raw?.content).not.toContain('"ignorable":true')
+    // The session reads whole, and its loop goes on firing.
+    const after = Date.now()
+    await waitFor('the loop to fire after the refused releases', async () => {
+      const log = await events(r.url, session)
+      return heartbeatsOf(log, loop).some((beat) => beat.time >= after) ? true : undefined
+    })
+    expect((await runCommand(r.url, session, '/loop list')).text?.split('\n')[0]).toBe('1 active loop:')
+  })
+
   test('release, then remove the plugin: every session opens with its history and answers; added back, the loops fire', async ({
     rig,
   }) => {
@@ -184,10 +224,9 @@ describe('leaving loop', () => {
     const { r, ids, before } = home
     const digestsBefore = sessionDigests(r.home)
 
-    // The README's first form: the installed plugin's copy, here as a dry run, which writes nothing.
-    const installed = join(r.home, 'profiles', 'web', 'node_modules', 'dsh-plugin-loop', 'lib', 'cli.js')
-    const dry = spawnSync(NODE22, [installed, 'release', '--home', r.home, '--dry-run'], { encoding: 'utf8', env: {} })
-    expect(dry.status, dry.stderr).toBe(0)
+    // The README's first form, through DSH's `plugin exec`, here as a dry run, which writes nothing.
+    const dry = dshPluginExec(r.home, 'web', ['dsh-plugin-loop', 'release', '--dry-run'])
+    expect(dry.code, dry.stderr).toBe(0)
     expect(dry.stdout).toMatch(/^Dry run, nothing written: 4 session logs: 2 released/m)
     expect(sessionDigests(r.home)).toEqual(digestsBefore)
 
@@ -202,7 +241,7 @@ describe('leaving loop', () => {
     for (const id of [home.plain, home.delegated])
       expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^no loops  ${id}  `)))
     expect(lines.at(-1)).toMatch(
-      /^\d+ session logs: 2 released \(\d+ loop\/change rows\), 0 already released, \d+ without loops, 0 left unreleased\.$/,
+      /^\d+ session logs: 2 released \(\d+ loop\/change rows\), 0 already released, \d+ without loops, 0 already migrated, 0 left unreleased\.$/,
     )
     // Only the two logs that held loop rows changed.
     const digestsAfter = sessionDigests(r.home)
@@ -246,7 +285,7 @@ describe('leaving loop', () => {
     expect(existsSync(checkpoints)).toBe(false)
     if (hadCheckpoints)
       expect(released.stdout).toContain(
-        "DSH's projection checkpoints (storages/session_projcache.json) went with them: they count events the old way, and DSH rebuilds them.",
+        "DSH's projection checkpoints (storages/session_projcache.json) went with the originals: they count events the old way, and DSH rebuilds them.",
       )
     expect(released.stdout).toMatch(
       /\nThe originals are in .*loop-release-backup\/[0-9T-]+Z; delete it once the upgraded DSH has opened these sessions\.\n$/,

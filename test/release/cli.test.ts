@@ -1,10 +1,13 @@
 /** The `dsh-plugin-loop` command: its arguments, its report and its exit codes (SPEC.md §13 "Leaving loop"). */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, vi } from 'vitest'
-import { USAGE, formatReport, parseArguments, runCli, type CliProcess } from '../../src/release/cli.ts'
+import { USAGE, formatRefusal, formatReport, parseArguments, runCli, type CliProcess } from '../../src/release/cli.ts'
+import type { DshProcess } from '../../src/release/dsh-processes.ts'
 import type { HomeRelease } from '../../src/release/home.ts'
 import { nodeRefusal } from '../../src/release/node-version.ts'
+import { NO_DSH } from '../support/release-home.ts'
 import { tempDir } from '../support/temp-dir.ts'
 
 describe('parseArguments', () => {
@@ -16,10 +19,28 @@ describe('parseArguments', () => {
       session: undefined,
       dryRun: false,
       json: false,
+      dshStopped: false,
     })
     expect(
-      parseArguments(['release', '--for-upgrade', '--home', '/h', '--session', 'session-1', '--dry-run', '--json']),
-    ).toEqual({ kind: 'release', forUpgrade: true, home: '/h', session: 'session-1', dryRun: true, json: true })
+      parseArguments([
+        'release',
+        '--for-upgrade',
+        '--home',
+        '/h',
+        '--session=session-1',
+        '--dry-run',
+        '--json',
+        '--dsh-stopped',
+      ]),
+    ).toEqual({
+      kind: 'release',
+      forUpgrade: true,
+      home: '/h',
+      session: 'session-1',
+      dryRun: true,
+      json: true,
+      dshStopped: true,
+    })
   })
 
   it('answers help, and names what it cannot take', () => {
@@ -32,14 +53,13 @@ describe('parseArguments', () => {
       kind: 'usage-error',
       message: '--session needs a value',
     })
-    expect(parseArguments(['release', '--json', '--json'])).toEqual({
+    expect(parseArguments(['release', '--home='])).toEqual({ kind: 'usage-error', message: '--home needs a value' })
+    expect(parseArguments(['release', '--json=yes'])).toEqual({ kind: 'usage-error', message: '--json takes no value' })
+    expect(parseArguments(['release', 'now'])).toEqual({
       kind: 'usage-error',
-      message: 'unknown or repeated option "--json"',
+      message: 'unknown command "release now"',
     })
-    expect(parseArguments(['release', '--force'])).toEqual({
-      kind: 'usage-error',
-      message: 'unknown or repeated option "--force"',
-    })
+    expect(parseArguments(['release', '--force'])).toEqual({ kind: 'usage-error', message: 'unknown option "--force"' })
   })
 })
 
@@ -52,11 +72,14 @@ const tally = (counts: Partial<{ rows: number; marked: number; alreadyMarked: nu
 })
 
 describe('formatReport', () => {
-  it('says per log what was done and totals it', () => {
+  it('says per log what was done and totals only what was written', () => {
     const release: HomeRelease = {
+      kind: 'done',
       home: '/h',
       mode: 'removal',
       dryRun: false,
+      leftovers: ['/h/sessions/p/a/session.jsonl.zstd.loop-release-7-0a0b0c0d.tmp'],
+      tookOverFrom: { pid: 7, host: 'box', startedAt: '2026-12-01T10:00:00.000Z', mode: 'removal' },
       files: [
         { path: '/h/sessions/p/a/session.jsonl.zstd', sessionId: 'a', status: 'released', tally: tally({ marked: 3 }) },
         {
@@ -72,23 +95,28 @@ describe('formatReport', () => {
           tally: tally({ alreadyMarked: 5 }),
         },
         { path: '/h/sessions/p/d/session.jsonl', sessionId: 'd', status: 'no-loops', tally: tally({}) },
+        { path: '/h/sessions/p/f/session.jsonl', sessionId: undefined, status: 'no-loops', tally: tally({ rows: 0 }) },
+        { path: '/h/sessions/p/g/session.jsonl', sessionId: 'g', status: 'later-format', tally: tally({ rows: 0 }) },
         {
           path: '/h/sessions/p/e/session.jsonl',
           sessionId: undefined,
           status: 'left',
-          tally: tally({ rows: 0 }),
           reason: 'the first line is not a session header',
         },
       ],
     }
     expect(formatReport(release)).toBe(
       [
+        'An earlier release (pid 7, since 2026-12-01T10:00:00.000Z) stopped before it finished; this run takes over.',
+        'removed  sessions/p/a/session.jsonl.zstd.loop-release-7-0a0b0c0d.tmp: a temp file an interrupted release left',
         'released  a  sessions/p/a/session.jsonl.zstd: 3 loop/change rows marked ignorable',
         'released  b  sessions/p/b/session.jsonl.zstd: 2 loop/change rows marked ignorable (4 already were)',
         'already   c  sessions/p/c/session.jsonl: all 5 loop/change rows already marked; nothing written',
         'no loops  d  sessions/p/d/session.jsonl: no loop/change rows; nothing written',
-        'LEFT      (unreadable header)  sessions/p/e/session.jsonl: the first line is not a session header; the file is as it was',
-        '5 session logs: 2 released (5 loop/change rows), 1 already released, 1 without loops, 1 left unreleased.',
+        'no loops  (no header)  sessions/p/f/session.jsonl: no loop/change rows; nothing written',
+        'later     g  sessions/p/g/session.jsonl: already migrated by a later DSH; nothing to do',
+        'LEFT      (no header)  sessions/p/e/session.jsonl: the first line is not a session header; the file is as it was',
+        '7 session logs: 2 released (5 loop/change rows), 1 already released, 2 without loops, 1 already migrated, 1 left unreleased.',
         'Fix what each LEFT line says, then run the release again: released logs are not touched twice.',
       ].join('\n'),
     )
@@ -103,30 +131,101 @@ describe('formatReport', () => {
     }
     expect(
       formatReport({
+        kind: 'done',
         home: '/h',
         mode: 'upgrade',
         dryRun: false,
-        files: [{ ...file, backup: '/h/loop-release-backup/t/sessions/p/a/session.jsonl.zstd' }],
+        leftovers: [],
+        files: [
+          { ...file, backup: { path: '/h/loop-release-backup/t/sessions/p/a/session.jsonl.zstd', kind: 'link' } },
+          {
+            ...file,
+            path: '/h/sessions/p/b/session.jsonl',
+            backup: { path: '/h/loop-release-backup/t/sessions/p/b/session.jsonl', kind: 'copy' },
+          },
+        ],
         backupFolder: '/h/loop-release-backup/t',
+        projectionCache: '/h/loop-release-backup/t/storages/session_projcache.json',
       }),
     ).toBe(
       [
         'released  a  sessions/p/a/session.jsonl.zstd: 4 loop/change rows removed, 6 rows kept; the original is loop-release-backup/t/sessions/p/a/session.jsonl.zstd',
-        '1 session logs: 1 released (4 loop/change rows), 0 already released, 0 without loops, 0 left unreleased.',
+        'released  a  sessions/p/b/session.jsonl: 4 loop/change rows removed, 6 rows kept; the original is loop-release-backup/t/sessions/p/b/session.jsonl (a copy: no hard link could be made there)',
+        '2 session logs: 2 released (8 loop/change rows), 0 already released, 0 without loops, 0 already migrated, 0 left unreleased.',
+        "DSH's projection checkpoints (storages/session_projcache.json) went with the originals: they count events the old way, and DSH rebuilds them.",
         'The originals are in /h/loop-release-backup/t; delete it once the upgraded DSH has opened these sessions.',
       ].join('\n'),
     )
-    expect(formatReport({ home: '/h', mode: 'upgrade', dryRun: true, files: [file] })).toBe(
+    expect(
+      formatReport({
+        kind: 'done',
+        home: '/h',
+        mode: 'upgrade',
+        dryRun: true,
+        files: [
+          { ...file, removedLoops: [{ id: 'loop_1', time_in_seconds: 90, prompt: 'check' }] },
+          { ...file, sessionId: 'b', unreadableLoops: 'corrupt loop/change record: invalid id' },
+          { ...file, sessionId: 'c', removedLoops: [] },
+        ],
+        leftovers: ['/h/sessions/p/a/session.jsonl.zstd.loop-release.tmp'],
+      }),
+    ).toBe(
       [
+        'would remove  sessions/p/a/session.jsonl.zstd.loop-release.tmp: a temp file an interrupted release left',
         'released  a  sessions/p/a/session.jsonl.zstd: 4 loop/change rows would be removed, 6 rows kept',
-        'Dry run, nothing written: 1 session logs: 1 released (4 loop/change rows), 0 already released, 0 without loops, 0 left unreleased.',
+        '          1 active loops would be removed; to recreate them in this session after the upgrade:',
+        '            /loop 90 check',
+        'released  b  sessions/p/a/session.jsonl.zstd: 4 loop/change rows would be removed, 6 rows kept',
+        '          its loops could not be read to name them (corrupt loop/change record: invalid id)',
+        'released  c  sessions/p/a/session.jsonl.zstd: 4 loop/change rows would be removed, 6 rows kept',
+        'Dry run, nothing written: 3 session logs: 3 released (12 loop/change rows), 0 already released, 0 without loops, 0 already migrated, 0 left unreleased.',
       ].join('\n'),
     )
   })
 })
 
-/** A process whose output the test reads. */
-function captured(env: Record<string, string | undefined> = {}): CliProcess & { out: string; err: string } {
+describe('formatRefusal', () => {
+  it('names the run that holds the home, the DSH that runs on it, or why it could not look', () => {
+    expect(
+      formatRefusal({
+        kind: 'locked',
+        lock: '/h/loop-release.lock',
+        holder: { pid: 7, host: 'box', startedAt: '2026-12-01T10:00:00.000Z', mode: 'upgrade' },
+      }),
+    ).toBe(
+      'another release runs on this home (pid 7 on box, upgrade, since 2026-12-01T10:00:00.000Z): wait for it to finish. ' +
+        'If it no longer runs, delete /h/loop-release.lock. Nothing was written.',
+    )
+    expect(formatRefusal({ kind: 'locked', lock: '/h/loop-release.lock' })).toBe(
+      'another release holds /h/loop-release.lock, which cannot be read; if no release runs, delete that file and run the release again. Nothing was written.',
+    )
+    expect(
+      formatRefusal({
+        kind: 'dsh-running',
+        running: [
+          { pid: 40, command: 'node /x/@deepseek-ai/dsh/lib/bin.js web', home: '/h' },
+          { pid: 41, command: 'dsh --profile headless' },
+        ],
+      }),
+    ).toBe(
+      [
+        'DSH is running on this home: stop it, then run the release again. Nothing was written.',
+        '  pid 40: node /x/@deepseek-ai/dsh/lib/bin.js web',
+        '  pid 41: dsh --profile headless (its home could not be read)',
+      ].join('\n'),
+    )
+    expect(formatRefusal({ kind: 'cannot-look', why: 'the release cannot list the processes of win32' })).toBe(
+      'the release cannot list the processes of win32, so it cannot tell whether DSH is running on this home. ' +
+        'Stop DSH, then run the release again with --dsh-stopped. Nothing was written.',
+    )
+  })
+})
+
+/** A process whose output the test reads: no DSH runs, and no other pid. */
+function captured(
+  env: Record<string, string | undefined> = {},
+  process: Partial<CliProcess> = {},
+): CliProcess & { out: string; err: string } {
   const io = {
     out: '',
     err: '',
@@ -137,7 +236,12 @@ function captured(env: Record<string, string | undefined> = {}): CliProcess & { 
       io.err += text
     },
     env,
+    cwd: '/',
     now: () => new Date(0),
+    pid: 1,
+    isAlive: () => false,
+    lookForDsh: NO_DSH,
+    ...process,
   }
   return io
 }
@@ -149,20 +253,25 @@ describe('runCli', () => {
     expect(help.out).toBe(`${USAGE}\n`)
     const wrong = captured()
     expect(await runCli(['release', '--force'], wrong)).toBe(2)
-    expect(wrong.err).toBe(`dsh-plugin-loop: unknown or repeated option "--force"\n${USAGE}\n`)
+    expect(wrong.err).toBe(`dsh-plugin-loop: unknown option "--force"\n${USAGE}\n`)
   })
 
-  it('exits 2 without a home, and names the home from DSH_HOME', async () => {
+  it('exits 2 without a home, and names the home as DSH does: DSH_HOME, ~ expanded, relative to the folder', async () => {
     const io = captured({ DSH_HOME: '/nonexistent/dsh-home' })
     expect(await runCli(['release'], io)).toBe(2)
     expect(io.err).toBe(
       'dsh-plugin-loop: no DSH home at /nonexistent/dsh-home: it has no sessions folder (name the home with --home DIR or DSH_HOME)\n',
     )
-    const defaultHome = captured()
-    vi.stubEnv('HOME', '/nonexistent/user')
-    expect(await runCli(['release'], defaultHome)).toBe(2)
-    vi.unstubAllEnvs()
-    expect(defaultHome.err).toContain('no DSH home at /nonexistent/user/.dsh:')
+    for (const [env, home] of [
+      [{ HOME: '/nonexistent/user' }, '/nonexistent/user/.dsh'],
+      [{ HOME: '/nonexistent/user', DSH_HOME: '  ' }, '/nonexistent/user/.dsh'],
+      [{ HOME: '/nonexistent/user', DSH_HOME: '~/h' }, '/nonexistent/user/h'],
+      [{ DSH_HOME: 'rel/h' }, '/rel/h'],
+    ] as const) {
+      const named = captured(env)
+      expect(await runCli(['release'], named)).toBe(2)
+      expect(named.err).toContain(`no DSH home at ${home}:`)
+    }
   })
 
   it('exits 2 for a session the home does not hold', async () => {
@@ -171,45 +280,96 @@ describe('runCli', () => {
     const io = captured()
     expect(await runCli(['release', '--home', home, '--session', 'session-x'], io)).toBe(2)
     expect(io.err).toBe(`dsh-plugin-loop: no session session-x in ${home}\n`)
+    expect(readdirSync(home)).toEqual(['sessions'])
   })
 
   it('exits 1 when a log was left, and prints JSON on request', async () => {
     const home = tempDir('loop-cli-')
     const folder = join(home, 'sessions', '--p--', 'session-a')
     mkdirSync(folder, { recursive: true })
-    writeFileSync(join(folder, 'session.jsonl'), '{"type":"session","version":2,"id":"session-a"}\n')
+    writeFileSync(join(folder, 'session.jsonl'), '{"type":"session","version":-2,"id":"session-a"}\n')
     const io = captured()
     expect(await runCli(['release', '--home', home, '--json'], io)).toBe(1)
     expect(JSON.parse(io.out)).toEqual({
+      kind: 'done',
       home,
       mode: 'removal',
       dryRun: false,
+      leftovers: [],
       files: [
         {
           path: join(folder, 'session.jsonl'),
           status: 'left',
-          tally: { rows: 0, marked: 0, alreadyMarked: 0, removed: 0 },
-          reason: 'the log is session format 2, not 0 (DSH 0.1.0-rc.8): a later DSH wrote or migrated it',
+          reason: "the log's session format is -2, which no DSH writes (DSH 0.1.0-rc.8 writes 0)",
         },
       ],
     })
+    // The lock went with the run.
+    expect(readdirSync(home)).toEqual(['sessions'])
   })
 
-  it('exits 0 when every log is released or has nothing to release', async () => {
+  it('exits 0 when every log is released, has nothing to release, or a later DSH migrated it', async () => {
     const home = tempDir('loop-cli-')
-    const folder = join(home, 'sessions', '--p--', 'session-a')
-    mkdirSync(folder, { recursive: true })
-    writeFileSync(join(folder, 'session.jsonl'), '{"type":"session","version":0,"id":"session-a"}\n')
-    const io = captured()
-    expect(await runCli(['release', '--home', home, '--session', 'session-a'], io)).toBe(0)
-    expect(io.out).toBe(
-      'no loops  session-a  sessions/--p--/session-a/session.jsonl: no loop/change rows; nothing written\n' +
-        '1 session logs: 0 released (0 loop/change rows), 0 already released, 1 without loops, 0 left unreleased.\n',
+    for (const [id, version] of [
+      ['session-a', 0],
+      ['session-b', 1],
+    ] as const) {
+      mkdirSync(join(home, 'sessions', '--p--', id), { recursive: true })
+      writeFileSync(
+        join(home, 'sessions', '--p--', id, 'session.jsonl'),
+        `{"type":"session","version":${version},"id":"${id}"}\n`,
+      )
+    }
+    for (const mode of [[], ['--for-upgrade']]) {
+      const io = captured()
+      expect(await runCli(['release', '--home', home, ...mode], io)).toBe(0)
+      expect(io.out).toBe(
+        'no loops  session-a  sessions/--p--/session-a/session.jsonl: no loop/change rows; nothing written\n' +
+          'later     session-b  sessions/--p--/session-b/session.jsonl: already migrated by a later DSH; nothing to do\n' +
+          '1 session logs: 0 released (0 loop/change rows), 0 already released, 1 without loops, 1 already migrated, 0 left unreleased.\n'.replace(
+            '1 session logs',
+            '2 session logs',
+          ),
+      )
+    }
+  })
+
+  it('exits 3 while another release holds the home, and 4 while DSH runs on it, writing nothing', async () => {
+    const { home, log } = homeWithLoopRow()
+    const original = readFileSync(log)
+    writeFileSync(
+      join(home, 'loop-release.lock'),
+      JSON.stringify({ pid: 7, host: hostname(), startedAt: '2026-12-01T10:00:00.000Z', mode: 'removal' }),
     )
+    const locked = captured({}, { isAlive: (pid) => pid === 7 })
+    expect(await runCli(['release', '--home', home], locked)).toBe(3)
+    expect(locked.err).toBe(
+      `dsh-plugin-loop: another release runs on this home (pid 7 on ${hostname()}, removal, since 2026-12-01T10:00:00.000Z): ` +
+        `wait for it to finish. If it no longer runs, delete ${join(home, 'loop-release.lock')}. Nothing was written.\n`,
+    )
+    rmSync(join(home, 'loop-release.lock'))
+    const dsh: DshProcess = { pid: 40, command: 'node /x/@deepseek-ai/dsh/lib/bin.js web', home }
+    for (const json of [[], ['--json']]) {
+      const running = captured({}, { lookForDsh: async () => ({ kind: 'looked', running: [dsh] }) })
+      expect(await runCli(['release', '--for-upgrade', '--home', home, ...json], running)).toBe(4)
+      expect(running.err).toBe(`dsh-plugin-loop: ${formatRefusal({ kind: 'dsh-running', running: [dsh] })}\n`)
+      expect(running.out).toBe(
+        json.length === 0 ? '' : `${JSON.stringify({ kind: 'dsh-running', running: [dsh] }, null, 2)}\n`,
+      )
+    }
+    // Where the system gives no way to look, the user's word goes.
+    const blind = () => captured({}, { lookForDsh: async () => ({ kind: 'cannot-look', why: 'no way' }) })
+    const refused = blind()
+    expect(await runCli(['release', '--home', home], refused)).toBe(4)
+    expect(readdirSync(home)).toEqual(['sessions'])
+    expect(readFileSync(log).equals(original)).toBe(true)
+    const confirmed = blind()
+    expect(await runCli(['release', '--home', home, '--dsh-stopped'], confirmed)).toBe(0)
+    expect(confirmed.out).toContain('1 released (1 loop/change rows)')
   })
 })
 
-/** A home holding one plain-text log with a loop row, and DSH's projection checkpoints. */
+/** A home holding one plain-text log with a loop row. */
 function homeWithLoopRow(): { home: string; log: string } {
   const home = tempDir('loop-cli-')
   const folder = join(home, 'sessions', '--p--', 'session-a')
@@ -219,7 +379,7 @@ function homeWithLoopRow(): { home: string; log: string } {
     log,
     [
       '{"type":"session","version":0,"id":"session-a","createdAt":1,"delegationDepth":0}',
-      '{"type":"loop/change","seq":0,"time":1,"data":{"version":1,"operation":"delete","id":"loop_1"}}',
+      '{"type":"loop/change","seq":0,"time":1,"data":{"version":1,"operation":"create","loop":{"id":"loop_1","prompt":"check the build\\nand say so","time_in_seconds":30,"next_at":30001}}}',
       '{"type":"command/run","seq":1,"time":2,"data":{"commandId":"c","name":"loop","args":" list","source":{"kind":"user"}}}',
       '',
     ].join('\n'),
@@ -236,7 +396,9 @@ describe('runCli for an upgrade', () => {
     expect(io.out).toBe(
       'released  session-a  sessions/--p--/session-a/session.jsonl: 1 loop/change rows removed, 1 rows kept; ' +
         'the original is loop-release-backup/1970-01-01T00-00-00-000Z/sessions/--p--/session-a/session.jsonl\n' +
-        '1 session logs: 1 released (1 loop/change rows), 0 already released, 0 without loops, 0 left unreleased.\n' +
+        '          1 active loops were removed; to recreate them in this session after the upgrade:\n' +
+        '            /loop 30 check the build\nand say so\n' +
+        '1 session logs: 1 released (1 loop/change rows), 0 already released, 0 without loops, 0 already migrated, 0 left unreleased.\n' +
         `The originals are in ${backup}; delete it once the upgraded DSH has opened these sessions.\n`,
     )
     expect(readFileSync(log, 'utf8')).toBe(
@@ -245,38 +407,35 @@ describe('runCli for an upgrade', () => {
     )
   })
 
-  it('exits 1 when the projection checkpoints cannot be set aside, and says to delete them', async () => {
-    const { home } = homeWithLoopRow()
-    mkdirSync(join(home, 'storages'))
-    writeFileSync(join(home, 'storages', 'session_projcache.json'), '{}')
-    // Where the checkpoints would go is taken by a file.
-    mkdirSync(join(home, 'loop-release-backup', '1970-01-01T00-00-00-000Z'), { recursive: true })
-    writeFileSync(join(home, 'loop-release-backup', '1970-01-01T00-00-00-000Z', 'storages'), '')
-    const io = captured()
-    expect(await runCli(['release', '--for-upgrade', '--home', home], io)).toBe(1)
-    expect(io.out).toMatch(
-      /\nCould not set aside DSH's projection checkpoints \(storages\/session_projcache\.json\): EEXIST: [^\n]+\. Delete that file before starting DSH: it counts events the old way\.\n/,
-    )
-    expect(readFileSync(join(home, 'storages', 'session_projcache.json'), 'utf8')).toBe('{}')
-  })
-
-  it('sets them aside with the originals, and says so', () => {
-    expect(
-      formatReport({
-        home: '/h',
-        mode: 'upgrade',
-        dryRun: false,
-        files: [],
-        backupFolder: '/h/b',
-        projectionCache: { movedTo: '/h/b/storages/session_projcache.json' },
-      }),
-    ).toBe(
+  it('leaves the log when the projection checkpoints cannot be set aside first, and exits 1', async () => {
+    const backup = join('loop-release-backup', '1970-01-01T00-00-00-000Z')
+    // Where the checkpoints would go is taken: by a file where their folder goes, or by a folder of that name.
+    for (const [taken, reason] of [
+      [(home: string) => writeFileSync(join(home, backup, 'storages'), ''), 'EEXIST'],
       [
-        '0 session logs: 0 released (0 loop/change rows), 0 already released, 0 without loops, 0 left unreleased.',
-        "DSH's projection checkpoints (storages/session_projcache.json) went with them: they count events the old way, and DSH rebuilds them.",
-        'The originals are in /h/b; delete it once the upgraded DSH has opened these sessions.',
-      ].join('\n'),
-    )
+        (home: string) => {
+          mkdirSync(join(home, backup, 'storages', 'session_projcache.json'), { recursive: true })
+          writeFileSync(join(home, backup, 'storages', 'session_projcache.json', 'x'), '')
+        },
+        'EISDIR',
+      ],
+    ] as const) {
+      const { home, log } = homeWithLoopRow()
+      const original = readFileSync(log)
+      mkdirSync(join(home, 'storages'))
+      writeFileSync(join(home, 'storages', 'session_projcache.json'), '{}')
+      mkdirSync(join(home, backup), { recursive: true })
+      taken(home)
+      const io = captured()
+      expect(await runCli(['release', '--for-upgrade', '--home', home], io)).toBe(1)
+      expect(io.out).toMatch(
+        new RegExp(
+          `^LEFT {6}session-a {2}sessions/--p--/session-a/session\\.jsonl: ${reason}: [^\\n]+; the file is as it was\\n`,
+        ),
+      )
+      expect(readFileSync(join(home, 'storages', 'session_projcache.json'), 'utf8')).toBe('{}')
+      expect(readFileSync(log).equals(original)).toBe(true)
+    }
   })
 })
 
@@ -309,6 +468,23 @@ describe('the executable', () => {
       expect(err).toHaveBeenCalledWith(
         'dsh-plugin-loop: no DSH home at /nonexistent/dsh-home: it has no sessions folder (name the home with --home DIR or DSH_HOME)\n',
       )
+      // Its pid check: a lock whose process runs keeps it out; one whose process is gone is taken over.
+      const home = tempDir('loop-bin-')
+      mkdirSync(join(home, 'sessions'))
+      for (const [pid, code] of [
+        [process.pid, 3],
+        [2 ** 22 + 5, 0],
+      ] as const) {
+        writeFileSync(
+          join(home, 'loop-release.lock'),
+          JSON.stringify({ pid, host: hostname(), startedAt: 'then', mode: 'removal' }),
+        )
+        vi.resetModules()
+        process.argv = ['node', 'dsh-plugin-loop', 'release', '--home', home]
+        await import('../../src/release/bin.ts')
+        expect(process.exitCode).toBe(code)
+      }
+      expect(readdirSync(home)).toEqual(['sessions'])
       // On an older Node it says so, without loading the command.
       vi.resetModules()
       Object.defineProperty(process.versions, 'node', { value: '20.20.2' })

@@ -3,14 +3,26 @@
  * replacement, a failing write, no permission, a corrupt or torn log among good ones, a log
  * that grows while the release runs. Each leaves every file either as it was or released whole.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, truncateSync, writeFileSync, appendFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs'
 import * as fsPromises from 'node:fs/promises'
-import { dirname, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { releaseFile, tempPathOf, type ReleaseFs } from '../../src/release/release-file.ts'
-import { releaseHome } from '../../src/release/home.ts'
+import { isReleaseTemp, releaseFile } from '../../src/release/release-file.ts'
+import type { ReleaseFs } from '../../src/release/release-fs.ts'
+import { LOCK_FILE } from '../../src/release/home-lock.ts'
+import { PROJECTION_CACHE, releaseHome } from '../../src/release/home.ts'
+import type { ReleaseMode } from '../../src/release/rewrite.ts'
 import { useHosts } from '../support/host.ts'
-import { logOf, writeHome } from '../support/release-home.ts'
+import { logOf, releaseDone, releaseOptions, writeHome } from '../support/release-home.ts'
 import { tempDir } from '../support/temp-dir.ts'
 
 /** Runs before each file-system call a release makes, named `fs.open`, `handle.write`, …; may throw or never settle. */
@@ -22,45 +34,45 @@ type Gate = (step: string) => void | Promise<void>
  * @param opened - collects every handle opened, for a test that plays a kill to close as the OS would.
  */
 function gatedFs(gate: Gate, opened: fsPromises.FileHandle[] = []): ReleaseFs {
-  const wrapHandle = (handle: fsPromises.FileHandle): fsPromises.FileHandle =>
-    new Proxy(handle, {
-      get(target, key) {
-        const value = Reflect.get(target, key) as unknown
-        if (typeof value !== 'function') return value
-        return async (...args: unknown[]) => {
-          if (['read', 'write', 'sync', 'close'].includes(String(key))) await gate(`handle.${String(key)}`)
-          return (value as (...a: unknown[]) => unknown).apply(target, args)
-        }
-      },
+  const gated =
+    <T extends object>(target: T, prefix: string, wrap: (value: unknown) => unknown) =>
+    (key: string) =>
+    async (...args: unknown[]) => {
+      await gate(`${prefix}.${key}`)
+      return wrap(await (Reflect.get(target, key) as (...a: unknown[]) => unknown).apply(target, args))
+    }
+  const wrapHandle = (handle: fsPromises.FileHandle): fsPromises.FileHandle => {
+    opened.push(handle)
+    const call = gated(handle, 'handle', (value) => value)
+    return new Proxy(handle, {
+      get: (target, key) =>
+        typeof key === 'string' && typeof Reflect.get(target, key) === 'function'
+          ? call(key)
+          : Reflect.get(target, key),
     })
-  return {
-    open: (async (...args: Parameters<typeof fsPromises.open>) => {
-      await gate('fs.open')
-      const handle = await fsPromises.open(...args)
-      opened.push(handle)
-      return wrapHandle(handle)
-    }) as typeof fsPromises.open,
-    stat: (async (...args: Parameters<typeof fsPromises.stat>) => {
-      await gate('fs.stat')
-      return fsPromises.stat(...args)
-    }) as typeof fsPromises.stat,
-    rename: async (...args) => {
-      await gate('fs.rename')
-      return fsPromises.rename(...args)
-    },
-    link: async (...args) => {
-      await gate('fs.link')
-      return fsPromises.link(...args)
-    },
-    mkdir: (async (...args: Parameters<typeof fsPromises.mkdir>) => {
-      await gate('fs.mkdir')
-      return fsPromises.mkdir(...args)
-    }) as typeof fsPromises.mkdir,
-    rm: async (...args) => {
-      await gate('fs.rm')
-      return fsPromises.rm(...args)
-    },
   }
+  const call = gated(fsPromises, 'fs', (value) =>
+    value instanceof Object && 'fd' in value ? wrapHandle(value as fsPromises.FileHandle) : value,
+  )
+  const names = [
+    'open',
+    'stat',
+    'lstat',
+    'readdir',
+    'readFile',
+    'realpath',
+    'rename',
+    'link',
+    'copyFile',
+    'mkdir',
+    'rm',
+  ] as const
+  return Object.fromEntries(names.map((name) => [name, call(name)])) as unknown as ReleaseFs
+}
+
+/** The release temp files beside a log. */
+function tempsBeside(log: string): string[] {
+  return readdirSync(dirname(log)).filter((name) => isReleaseTemp(name))
 }
 
 const hosts = useHosts()
@@ -84,50 +96,88 @@ function copyOfLog(): { home: string; log: string } {
 
 const error = (code: string): NodeJS.ErrnoException => Object.assign(new Error(`${code}: simulated`), { code })
 
-describe('a kill at each step of the replacement', () => {
-  it('leaves the log as it was or released whole, and the next run finishes the job', async () => {
-    const reference = copyOfLog()
-    const steps: string[] = []
-    const done = await releaseFile(reference.log, {
-      mode: 'removal',
-      fs: gatedFs((step) => void steps.push(step)),
-      dryRun: false,
-    })
-    expect(done.status).toBe('released')
-    const released = readFileSync(reference.log)
-    expect(released.equals(original)).toBe(false)
-    expect(steps).toEqual(expect.arrayContaining(['fs.stat', 'handle.write', 'handle.sync', 'fs.rename']))
+/** A pid no process of the test has: the killed run's, whose lock the rerun finds. */
+const KILLED_PID = 2 ** 22 + 17
 
-    for (let kill = 0; kill < steps.length; kill += 1) {
-      const { log } = copyOfLog()
-      let calls = 0
-      let killed: () => void = () => {}
-      const reached = new Promise<void>((resolve) => {
-        killed = resolve
-      })
-      // The process dies at this call: nothing after it runs, no clean-up included.
-      const opened: fsPromises.FileHandle[] = []
-      void releaseFile(log, {
-        mode: 'removal',
-        dryRun: false,
-        fs: gatedFs(() => {
-          if (calls++ < kill) return
-          killed()
-          return new Promise<void>(() => {})
-        }, opened),
-      })
-      await reached
-      // What the OS does for a killed process: its descriptors close.
-      await Promise.all(opened.map((handle) => handle.close().catch(() => {})))
-      const left = readFileSync(log)
-      expect(left.equals(original) || left.equals(released), `kill at step ${kill} (${steps[kill]})`).toBe(true)
-      const rerun = await releaseFile(log, { mode: 'removal', fs: fsPromises, dryRun: false })
-      expect(rerun.status).toBe(left.equals(original) ? 'released' : 'already-released')
-      expect(readFileSync(log).equals(released)).toBe(true)
-      expect(existsSync(tempPathOf(log))).toBe(false)
-    }
+/**
+ * Start a release of a home that dies at its `kill`-th file system call: nothing after it runs,
+ * no clean-up included, and its descriptors close as the OS closes a dead process's.
+ */
+async function killedRelease(home: string, mode: ReleaseMode, kill: number): Promise<void> {
+  let calls = 0
+  let killed: () => void = () => {}
+  const reached = new Promise<void>((resolve) => {
+    killed = resolve
   })
+  const opened: fsPromises.FileHandle[] = []
+  const run = releaseHome(
+    releaseOptions(home, {
+      mode,
+      pid: KILLED_PID,
+      fs: gatedFs(() => {
+        if (calls++ < kill) return
+        killed()
+        return new Promise<void>(() => {})
+      }, opened),
+    }),
+  )
+  await Promise.race([reached, run])
+  await Promise.all(opened.map((handle) => handle.close().catch(() => {})))
+}
+
+describe('a kill at each step of a release', () => {
+  it.each(['removal', 'upgrade'] as const)(
+    '%s: leaves each file as it was or whole, and the next run finishes the job and says so',
+    async (mode) => {
+      const reference = copyOfLog()
+      writeCheckpoints(reference.home)
+      const steps: string[] = []
+      await releaseDone(reference.home, { mode, fs: gatedFs((step) => void steps.push(step)) })
+      const released = readFileSync(reference.log)
+      expect(released.equals(original)).toBe(false)
+      expect(steps).toEqual(expect.arrayContaining(['fs.stat', 'handle.write', 'handle.sync', 'fs.rename']))
+
+      for (let kill = 0; kill < steps.length; kill += 1) {
+        const { home, log } = copyOfLog()
+        writeCheckpoints(home)
+        await killedRelease(home, mode, kill)
+        const at = `kill at step ${kill} (${steps[kill]})`
+        const left = readFileSync(log)
+        expect(left.equals(original) || left.equals(released), at).toBe(true)
+        // No renumbered log ever sits beside checkpoints of the old numbering.
+        if (mode === 'upgrade' && left.equals(released))
+          expect(existsSync(join(home, PROJECTION_CACHE)), at).toBe(false)
+        const lockLeft = existsSync(join(home, LOCK_FILE))
+        const tempsLeft = tempsBeside(log)
+
+        const rerun = await releaseDone(home, { mode, startedAt: new Date(1) })
+        expect(
+          rerun.files.map((file) => file.status),
+          at,
+        ).toEqual([left.equals(original) ? 'released' : mode === 'removal' ? 'already-released' : 'no-loops'])
+        expect(rerun.tookOverFrom !== undefined, at).toBe(lockLeft)
+        expect(
+          rerun.leftovers.map((path) => basename(path)),
+          at,
+        ).toEqual(tempsLeft)
+        expect(readFileSync(log).equals(released), at).toBe(true)
+        expect(tempsBeside(log), at).toEqual([])
+        // No lock, and no draft of one: a killed run's went with it.
+        expect(
+          readdirSync(home).filter((name) => name.startsWith(LOCK_FILE)),
+          at,
+        ).toEqual([])
+        if (mode === 'upgrade') expect(existsSync(join(home, PROJECTION_CACHE)), at).toBe(false)
+      }
+    },
+  )
 })
+
+/** DSH's projection checkpoints in a home. */
+function writeCheckpoints(home: string): void {
+  mkdirSync(join(home, 'storages'), { recursive: true })
+  writeFileSync(join(home, PROJECTION_CACHE), '{"checkpoints":"of the old numbering"}')
+}
 
 describe('a failing call', () => {
   it.each([
@@ -145,7 +195,7 @@ describe('a failing call', () => {
     })
     expect(outcome).toMatchObject({ status: 'left', reason: expect.stringMatching(reason) })
     expect(readFileSync(log).equals(original)).toBe(true)
-    expect(existsSync(tempPathOf(log))).toBe(false)
+    expect(tempsBeside(log)).toEqual([])
   })
 
   it('keeps the first failure as the reason when the clean-up fails too', async () => {
@@ -179,7 +229,7 @@ describe('a log that changes while the release runs', () => {
       status: 'left',
       reason: 'the log changed while the release ran: stop DSH, then run the release again',
     })
-    expect(existsSync(tempPathOf(log))).toBe(false)
+    expect(tempsBeside(log)).toEqual([])
   })
 })
 
@@ -218,10 +268,11 @@ describe('bad logs among good ones', () => {
     const empty = place('session-empty', 'session.jsonl.zstd', '')
     const snapshot = [torn, notJson, later, plainTorn, notZstd].map((path) => readFileSync(path))
 
-    const release = await releaseHome({ home, mode: 'removal', dryRun: false, fs: fsPromises, startedAt: new Date(0) })
+    const release = await releaseDone(home)
+    // An empty log holds no loop/change row, in either mode.
     expect(await releaseFile(empty, { mode: 'upgrade', dryRun: false, fs: fsPromises })).toMatchObject({
-      status: 'left',
-      reason: 'the log is empty',
+      status: 'no-loops',
+      sessionId: undefined,
     })
     const byPath = new Map(release.files.map((file) => [file.path, file]))
     expect(byPath.get(good)).toMatchObject({ status: 'released' })
@@ -230,10 +281,7 @@ describe('bad logs among good ones', () => {
       reason: expect.stringMatching(/^its last write was cut short/),
     })
     expect(byPath.get(notJson)).toMatchObject({ status: 'left', reason: 'row 1 does not end as a JSON object does' })
-    expect(byPath.get(later)).toMatchObject({
-      status: 'left',
-      reason: 'the log is session format 4, not 0 (DSH 0.1.0-rc.8): a later DSH wrote or migrated it',
-    })
+    expect(byPath.get(later)).toMatchObject({ status: 'later-format', sessionId: 'session-later' })
     expect(byPath.get(plainTorn)).toMatchObject({
       status: 'left',
       reason: expect.stringMatching(/^its last write was cut short/),

@@ -1,5 +1,6 @@
 /** Where a home keeps its session logs (SPEC.md §13 "Leaving loop"). */
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import * as fsPromises from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { findSessionLogs, sessionFolderName } from '../../src/release/home.ts'
@@ -26,17 +27,39 @@ describe('findSessionLogs', () => {
       writeFileSync(join(home, 'sessions', project, id, name), '')
     }
     mkdirSync(join(home, 'sessions', '--a--', 'no-log'))
-    expect(await findSessionLogs(home)).toEqual([
-      join(home, 'sessions', '--a--', 'a~002Fb', 'session.jsonl'),
-      join(home, 'sessions', '--a--', 'session-1', 'session.jsonl'),
-      join(home, 'sessions', '--b--', 'session-2', 'session.jsonl.zstd'),
-    ])
-    expect(await findSessionLogs(home, 'a/b')).toEqual([join(home, 'sessions', '--a--', 'a~002Fb', 'session.jsonl')])
+    // An interrupted run's temp files, under this build's names and the earlier build's.
+    writeFileSync(join(home, 'sessions', '--a--', 'session-1', 'session.jsonl.loop-release.tmp'), '')
+    writeFileSync(join(home, 'sessions', '--b--', 'session-2', 'session.jsonl.zstd.loop-release-12-0a1b2c3d.tmp'), '')
+    writeFileSync(join(home, 'sessions', '--b--', 'session-2', 'session.jsonl.zstd.other.tmp'), '')
+    expect(await findSessionLogs(home, fsPromises)).toEqual({
+      logs: [
+        join(home, 'sessions', '--a--', 'a~002Fb', 'session.jsonl'),
+        join(home, 'sessions', '--a--', 'session-1', 'session.jsonl'),
+        join(home, 'sessions', '--b--', 'session-2', 'session.jsonl.zstd'),
+      ],
+      temps: [
+        join(home, 'sessions', '--a--', 'session-1', 'session.jsonl.loop-release.tmp'),
+        join(home, 'sessions', '--b--', 'session-2', 'session.jsonl.zstd.loop-release-12-0a1b2c3d.tmp'),
+      ],
+    })
+    expect(await findSessionLogs(home, fsPromises, 'a/b')).toEqual({
+      logs: [join(home, 'sessions', '--a--', 'a~002Fb', 'session.jsonl')],
+      temps: [],
+    })
   })
 
-  it('refuses a home whose sessions entry is not a folder', async () => {
+  it('finds the logs of a project or session folder that is a link, and none behind a dangling link', async () => {
     const home = tempDir('loop-home-')
-    writeFileSync(join(home, 'sessions'), '')
-    await expect(findSessionLogs(home)).rejects.toThrow(`no DSH home at ${home}: it has no sessions folder`)
+    const elsewhere = tempDir('loop-elsewhere-')
+    mkdirSync(join(elsewhere, 'session-1'), { recursive: true })
+    writeFileSync(join(elsewhere, 'session-1', 'session.jsonl'), '')
+    mkdirSync(join(home, 'sessions', '--a--'), { recursive: true })
+    symlinkSync(join(elsewhere, 'session-1'), join(home, 'sessions', '--a--', 'session-1'))
+    symlinkSync(join(elsewhere, 'gone'), join(home, 'sessions', '--a--', 'session-2'))
+    symlinkSync(elsewhere, join(home, 'sessions', '--b--'))
+    expect((await findSessionLogs(home, fsPromises)).logs).toEqual([
+      join(home, 'sessions', '--a--', 'session-1', 'session.jsonl'),
+      join(home, 'sessions', '--b--', 'session-1', 'session.jsonl'),
+    ])
   })
 })

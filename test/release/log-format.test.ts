@@ -1,6 +1,7 @@
 /** The release's pure row stages, with plain values: the header, marking, renumbering (SPEC.md §13 "Leaving loop"). */
 import { describe, expect, it } from 'vitest'
 import {
+  LaterFormat,
   LogRefusal,
   Renumbering,
   SEQ_REFERENCES,
@@ -30,9 +31,12 @@ describe('readHeader', () => {
   })
 
   it('refuses another format, naming it, and anything that is not a header', () => {
-    expect(refusal(() => readHeader('{"type":"session","version":4,"id":"s"}'))).toBe(
-      'the log is session format 4, not 0 (DSH 0.1.0-rc.8): a later DSH wrote or migrated it',
-    )
+    // A later DSH's format is no refusal: there is nothing to release.
+    expect(() => readHeader('{"type":"session","version":4,"id":"s"}')).toThrow(new LaterFormat('s', 4))
+    for (const version of ['-1', '0.5', '"1"', 'null'])
+      expect(refusal(() => readHeader(`{"type":"session","version":${version},"id":"s"}`))).toBe(
+        `the log's session format is ${version}, which no DSH writes (DSH 0.1.0-rc.8 writes 0)`,
+      )
     expect(refusal(() => readHeader('{"type":"user/message","seq":0}'))).toBe('the first line is not a session header')
     expect(refusal(() => readHeader('{"type":"session","version":0,"id":"s","seedLength":-1}'))).toBe(
       'the header seedLength is not a count',

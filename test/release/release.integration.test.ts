@@ -4,15 +4,13 @@
  * "Leaving loop").
  */
 import { readFileSync } from 'node:fs'
-import * as fsPromises from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { zstdDecompressSync } from 'node:zlib'
 import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it } from 'vitest'
-import { releaseHome, type HomeRelease } from '../../src/release/home.ts'
 import { zstdFrameEnd } from '../../src/release/zstd-frames.ts'
 import { advance, listedOf, resumeFakeAgent, runTool, useHosts } from '../support/host.ts'
-import { digests, logOf, writeHome } from '../support/release-home.ts'
+import { digests, logOf, releaseDone, tallyOf, writeHome } from '../support/release-home.ts'
 
 const catalog = KNOWN_SESSION_EVENT_TYPES as Set<string>
 afterEach(() => {
@@ -32,8 +30,7 @@ function frames(log: Buffer): Buffer[] {
   return found
 }
 
-const release = (home: string, options: Partial<Parameters<typeof releaseHome>[0]> = {}): Promise<HomeRelease> =>
-  releaseHome({ home, mode: 'removal', dryRun: false, fs: fsPromises, startedAt: new Date(0), ...options })
+const release = releaseDone
 
 describe('release for removal', () => {
   it('marks every loop/change row, touches no other file, and the host opens each session without loop', async () => {
@@ -68,8 +65,8 @@ describe('release for removal', () => {
     ])
 
     const done = await release(home)
-    expect(done.files.map((file) => [file.sessionId, file.status, file.tally.marked])).toEqual(
-      dry.files.map((file) => [file.sessionId, file.status, file.tally.marked]),
+    expect(done.files.map((file) => [file.sessionId, file.status, tallyOf(file).marked])).toEqual(
+      dry.files.map((file) => [file.sessionId, file.status, tallyOf(file).marked]),
     )
     // Frame for frame: a frame without loop rows keeps its bytes; one with them differs only by the markers.
     const releasedFrames = frames(readFileSync(logOf(home, 'session-looped')))
@@ -128,7 +125,12 @@ describe('release for removal', () => {
     // New records are written unmarked: a run after that marks just them.
     const third = await release(home)
     expect(
-      third.files.map((file) => [file.sessionId, file.status, file.tally.marked > 0, file.tally.alreadyMarked > 0]),
+      third.files.map((file) => [
+        file.sessionId,
+        file.status,
+        tallyOf(file).marked > 0,
+        tallyOf(file).alreadyMarked > 0,
+      ]),
     ).toEqual([
       ['session-fork', 'already-released', false, true],
       ['session-looped', 'released', true, true],

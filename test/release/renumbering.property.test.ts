@@ -14,6 +14,7 @@ import { beforeAll, describe, expect, it, vi } from 'vitest'
 import { releaseFile } from '../../src/release/release-file.ts'
 import { migrateFormat0 } from '../support/format-migration.ts'
 import { bootHost, createRealAgent, sendTask, until, useMockModel, type Host } from '../support/host.ts'
+import { tallyOf } from '../support/release-home.ts'
 import { tempDir } from '../support/temp-dir.ts'
 
 /** What one replayed row is: a recorded event, or a row of the script that names earlier ones by index. */
@@ -252,7 +253,7 @@ describe('the upgrade release renumbering', () => {
               const log = join(withLoops, (await fsPromises.readdir(withLoops))[0]!, id, 'session.jsonl.zstd')
               const outcome = await releaseFile(log, { mode: 'upgrade', fs: fsPromises, dryRun: false })
               // As written, DSH's migration refuses exactly the logs that held loop rows.
-              if (outcome.tally.removed > 0) {
+              if (tallyOf(outcome).removed > 0) {
                 expect(outcome.status).toBe('released')
                 expect(() => migrateFormat0(raw!.content)).toThrow(/unknown historical event type "loop\/change"/)
               } else {

@@ -81,4 +81,25 @@ describe('createRewrite', () => {
       new LogRefusal('a batch of the log does not end with a whole row'),
     )
   })
+
+  it("upgrade: folds the session's own loop records to name what it loses, not a fork's inherited ones", () => {
+    const loop = (id: string, prompt: string) => ({ id, prompt, time_in_seconds: 60, next_at: 60_000 })
+    const fork = createRewrite('upgrade')
+    fork.batch(
+      batch(
+        '{"type":"session","version":0,"id":"f","createdAt":1,"delegationDepth":0,"seedLength":2}',
+        row('loop/change', 0, { version: 1, operation: 'create', loop: loop('loop_parent', 'inherited') }),
+        row('user/message', 1),
+        row('loop/change', 2, { version: 1, operation: 'create', loop: loop('loop_own', 'mine') }),
+      ),
+    )
+    expect(fork.loops).toEqual({ loops: [loop('loop_own', 'mine')], lastIdNumber: 0 })
+    const unreadable = createRewrite('upgrade')
+    unreadable.batch(batch(header, '{"type":"loop/change","seq":0,"data":{'))
+    expect(unreadable.loops).toEqual({
+      loops: [],
+      lastIdNumber: 0,
+      corrupt: 'corrupt loop/change record: payload is not an object',
+    })
+  })
 })

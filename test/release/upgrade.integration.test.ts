@@ -5,14 +5,13 @@
  * "Leaving loop").
  */
 import { existsSync, readFileSync } from 'node:fs'
-import * as fsPromises from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it } from 'vitest'
-import { BACKUP_FOLDER, PROJECTION_CACHE, releaseHome, type HomeRelease } from '../../src/release/home.ts'
+import { BACKUP_FOLDER, PROJECTION_CACHE, type HomeRelease } from '../../src/release/home.ts'
 import { migrateFormat0 } from '../support/format-migration.ts'
 import { useHosts, type Host } from '../support/host.ts'
-import { HOME_SESSIONS, digests, logOf, writeHome } from '../support/release-home.ts'
+import { HOME_SESSIONS, digests, logOf, releaseDone, writeHome } from '../support/release-home.ts'
 import { mkdirSync, writeFileSync } from 'node:fs'
 
 const catalog = KNOWN_SESSION_EVENT_TYPES as Set<string>
@@ -23,7 +22,7 @@ afterEach(() => {
 const hosts = useHosts()
 
 const upgrade = (home: string, dryRun = false): Promise<HomeRelease> =>
-  releaseHome({ home, mode: 'upgrade', dryRun, fs: fsPromises, startedAt: new Date(Date.UTC(2026, 11, 4, 12)) })
+  releaseDone(home, { mode: 'upgrade', dryRun, startedAt: new Date(Date.UTC(2026, 11, 4, 12)) })
 
 /** A log's text as DSH's own raw reader returns it (every frame, in order). */
 async function rawLog(host: Host, id: string): Promise<string> {
@@ -41,7 +40,7 @@ interface StoredEvent {
 
 describe('release for upgrade', () => {
   it('turns each log DSH migration refuses into the log of a host that never had loop, keeping the original', async () => {
-    const { home } = await writeHome(hosts)
+    const { home, loopId } = await writeHome(hosts)
     const reader = await hosts.bootKeepingTimers({ root: join(home, 'sessions') })
     const written = Object.fromEntries(
       await Promise.all(HOME_SESSIONS.map(async (id) => [id, await rawLog(reader, id)] as const)),
@@ -70,17 +69,27 @@ describe('release for upgrade', () => {
     const release = await upgrade(home)
     const backupFolder = join(home, BACKUP_FOLDER, '2026-12-04T12-00-00-000Z')
     expect(release.backupFolder).toBe(backupFolder)
-    expect(release.projectionCache).toEqual({ movedTo: join(backupFolder, PROJECTION_CACHE) })
+    expect(release.projectionCache).toBe(join(backupFolder, PROJECTION_CACHE))
     expect(existsSync(join(home, PROJECTION_CACHE))).toBe(false)
-    expect(release.files.map((file) => [file.sessionId, file.status, file.tally.removed])).toEqual([
+    expect(
+      release.files.map((file) => [file.sessionId, file.status, file.status !== 'left' && file.tally.removed]),
+    ).toEqual([
       ['session-fork', 'released', 8],
       ['session-looped', 'released', 8],
       ['session-plain', 'no-loops', 0],
     ])
+    // What each session loses is named as /loop recreates it: the active loop, not the deleted one, nor
+    // in the fork the loops it inherited and never ran.
+    expect(release.files.map((file) => file.status !== 'left' && file.removedLoops)).toEqual([
+      [],
+      [{ id: loopId, time_in_seconds: 2, prompt: 'check the build' }],
+      undefined,
+    ])
     // The originals are kept, byte for byte, where the report says.
-    for (const file of release.files.filter((file) => file.status === 'released')) {
-      expect(file.backup).toBe(join(backupFolder, relative(home, file.path)))
-      expect(digests(home)[relative(home, file.backup!)]).toBe(digestsBefore[relative(home, file.path)])
+    for (const file of release.files) {
+      if (file.status !== 'released') continue
+      expect(file.backup).toEqual({ path: join(backupFolder, relative(home, file.path)), kind: 'link' })
+      expect(digests(home)[relative(home, file.backup!.path)]).toBe(digestsBefore[relative(home, file.path)])
     }
     expect(
       readFileSync(logOf(home, 'session-plain')).equals(

@@ -23,16 +23,19 @@ export const event = (data: unknown) => ({ type: 'loop/change', data })
 /** The fold of the given change payloads, in order. */
 export const foldOf = (...changes: unknown[]) => foldLoopEvents(changes.map(event))
 
-/** The error a call throws, asserted to be a LoopError. */
-export function caught(fn: () => unknown): LoopError {
+/** The error a call throws, asserted to be of the given class. */
+export function caughtAs<E extends Error>(kind: new (...args: never[]) => E, fn: () => unknown): E {
   try {
     fn()
   } catch (error) {
-    expect(error).toBeInstanceOf(LoopError)
-    return error as LoopError
+    expect(error).toBeInstanceOf(kind)
+    return error as E
   }
-  throw new Error('expected a LoopError')
+  throw new Error(`expected a ${kind.name}`)
 }
+
+/** The error a call throws, asserted to be a LoopError. */
+export const caught = (fn: () => unknown): LoopError => caughtAs(LoopError, fn)
 
 /**
  * A heartbeat message of one loop, as the runtime sends it.

@@ -4,8 +4,13 @@
  */
 import { createHash } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
+import * as fsPromises from 'node:fs/promises'
+import { hostname } from 'node:os'
 import { join, relative } from 'node:path'
 import { expect } from 'vitest'
+import { releaseHome, type HomeRelease, type HomeReleaseOptions } from '../../src/release/home.ts'
+import type { FileOutcome } from '../../src/release/release-file.ts'
+import type { Tally } from '../../src/release/rewrite.ts'
 import {
   advance,
   createFakeAgent,
@@ -66,4 +71,51 @@ export function logOf(home: string, id: string): string {
   const sessions = join(home, 'sessions')
   const [project] = readdirSync(sessions)
   return join(sessions, project!, id, 'session.jsonl.zstd')
+}
+
+/** No DSH on the home: what the release's process check finds in these tests, unless a test says otherwise. */
+export const NO_DSH: HomeReleaseOptions['lookForDsh'] = async () => ({ kind: 'looked', running: [] })
+
+/**
+ * A release's options for a test: removal, this process, no DSH running, every other pid gone.
+ * @param home - the home.
+ * @param overrides - what the test sets.
+ * @returns the options.
+ */
+export function releaseOptions(home: string, overrides: Partial<HomeReleaseOptions> = {}): HomeReleaseOptions {
+  return {
+    home,
+    mode: 'removal',
+    dryRun: false,
+    fs: fsPromises,
+    startedAt: new Date(0),
+    pid: process.pid,
+    host: hostname(),
+    isAlive: (pid) => pid === process.pid,
+    lookForDsh: NO_DSH,
+    dshStopped: false,
+    ...overrides,
+  }
+}
+
+/**
+ * Release a home, expecting the release to run.
+ * @param home - the home.
+ * @param overrides - what the test sets.
+ * @returns what it did.
+ */
+export async function releaseDone(home: string, overrides: Partial<HomeReleaseOptions> = {}): Promise<HomeRelease> {
+  const release = await releaseHome(releaseOptions(home, overrides))
+  expect(release.kind).toBe('done')
+  return release as HomeRelease
+}
+
+/**
+ * What a release wrote to a log, failing the test on a log it left.
+ * @param file - the log's outcome.
+ * @returns its counts.
+ */
+export function tallyOf(file: FileOutcome): Readonly<Tally> {
+  if (file.status === 'left') throw new Error(`${file.path} was left: ${file.reason}`)
+  return file.tally
 }

@@ -1,0 +1,323 @@
+/**
+ * One release per home at a time (SPEC.md §13 "Leaving loop"): a second run, started at
+ * any step of the first's replacement, refuses and writes nothing; a removal and an upgrade at
+ * once are one run and one refusal; a run that died leaves a lock the next run takes over.
+ */
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import * as fsPromises from 'node:fs/promises'
+import { hostname } from 'node:os'
+import { dirname, join } from 'node:path'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { LOCK_FILE, lockDecision, takeHomeLock, type LockHolder } from '../../src/release/home-lock.ts'
+import { releaseHome, type HomeRefusal } from '../../src/release/home.ts'
+import type { ReleaseFs } from '../../src/release/release-fs.ts'
+import { isReleaseTemp } from '../../src/release/release-file.ts'
+import { useHosts } from '../support/host.ts'
+import { digests, logOf, releaseDone, releaseOptions, writeHome } from '../support/release-home.ts'
+import { tempDir } from '../support/temp-dir.ts'
+
+const hosts = useHosts()
+let written: Buffer
+
+beforeAll(async () => {
+  written = readFileSync(logOf((await writeHome(hosts)).home, 'session-looped'))
+})
+
+/** A home holding one copy of the real log with loops. */
+function homeWithLog(): { home: string; log: string } {
+  const home = tempDir('loop-one-run-')
+  const log = join(home, 'sessions', '--project--', 'session-looped', 'session.jsonl.zstd')
+  mkdirSync(dirname(log), { recursive: true })
+  copyFileSync(logPath(), log)
+  return { home, log }
+}
+
+let source: string | undefined
+/** The real log, written once to a file of its own to copy from. */
+function logPath(): string {
+  if (source === undefined) {
+    source = join(tempDir('loop-one-run-source-'), 'session.jsonl.zstd')
+    writeFileSync(source, written)
+  }
+  return source
+}
+
+/** The real file system, paused before the `pauseAt`-th call until `resume` is called. */
+function pausingFs(pauseAt: number): { fs: ReleaseFs; paused: Promise<string>; resume: () => void; steps: string[] } {
+  const steps: string[] = []
+  let resume: () => void = () => {}
+  let reached: (step: string) => void = () => {}
+  const paused = new Promise<string>((resolve) => {
+    reached = resolve
+  })
+  const gate = async (step: string) => {
+    steps.push(step)
+    if (steps.length - 1 !== pauseAt) return
+    reached(step)
+    await new Promise<void>((resolve) => {
+      resume = resolve
+    })
+  }
+  const wrap = <T extends object>(target: T, prefix: string): T =>
+    new Proxy(target, {
+      get(object, key) {
+        const value = Reflect.get(object, key) as unknown
+        if (typeof value !== 'function' || typeof key !== 'string') return value
+        return async (...args: unknown[]) => {
+          await gate(`${prefix}.${key}`)
+          const result = (await (value as (...a: unknown[]) => unknown).apply(object, args)) as unknown
+          return result instanceof Object && 'fd' in result ? wrap(result, 'handle') : result
+        }
+      },
+    })
+  return { fs: wrap(fsPromises, 'fs') as ReleaseFs, paused, resume: () => resume(), steps }
+}
+
+describe('two runs on one home', () => {
+  it('refuses the second at every step of the first, writing nothing, and the first finishes', async () => {
+    const reference = homeWithLog()
+    const counted = pausingFs(Number.POSITIVE_INFINITY)
+    await releaseDone(reference.home, { fs: counted.fs })
+    const released = readFileSync(reference.log)
+
+    for (let step = 0; step < counted.steps.length; step += 1) {
+      const { home, log } = homeWithLog()
+      const first = pausingFs(step)
+      const running = releaseHome(releaseOptions(home, { fs: first.fs }))
+      const at = `second run while the first is at step ${step} (${counted.steps[step]})`
+      const pausedAt = await Promise.race([first.paused, running.then(() => undefined)])
+      expect(pausedAt, at).toBe(counted.steps[step])
+      const before = digests(home)
+      const second = await releaseHome(releaseOptions(home, { mode: step % 2 === 0 ? 'removal' : 'upgrade' }))
+      // Before the first run's lock is in place the second run may be the one that holds it.
+      if (second.kind === 'done') {
+        expect(step, at).toBeLessThan(counted.steps.indexOf('fs.link') + 1)
+        // …and has finished and let it go by the time the first goes on, which then finds nothing to do.
+        const afterSecond = digests(join(home, 'sessions'))
+        first.resume()
+        expect(await running, at).toMatchObject({
+          kind: 'done',
+          files: [{ status: step % 2 === 0 ? 'already-released' : 'no-loops' }],
+        })
+        expect(digests(join(home, 'sessions')), at).toEqual(afterSecond)
+        expect(
+          readdirSync(home).filter((name) => name.startsWith(LOCK_FILE)),
+          at,
+        ).toEqual([])
+        continue
+      }
+      expect(second, at).toEqual({
+        kind: 'locked',
+        lock: join(home, LOCK_FILE),
+        holder: { pid: process.pid, host: hostname(), startedAt: new Date(0).toISOString(), mode: 'removal' },
+      } satisfies HomeRefusal)
+      expect(digests(home), at).toEqual(before)
+      first.resume()
+      expect((await running).kind, at).toBe('done')
+      expect(readFileSync(log).equals(released), at).toBe(true)
+      expect(readdirSync(dirname(log)).filter(isReleaseTemp), at).toEqual([])
+      expect(readdirSync(home), at).toEqual(['sessions'])
+    }
+  })
+
+  it('keeps a second run that dies right after its first open from touching the first run', async () => {
+    const reference = homeWithLog()
+    const counted = pausingFs(Number.POSITIVE_INFINITY)
+    await releaseDone(reference.home, { fs: counted.fs })
+    const { home, log } = homeWithLog()
+    // The first run pauses with its temp file open and half written.
+    const first = pausingFs(counted.steps.indexOf('handle.write') + 1)
+    const running = releaseHome(releaseOptions(home, { fs: first.fs }))
+    await first.paused
+    // The second run opens its draft lock and dies right there.
+    const dying = pausingFs(2)
+    void releaseHome(releaseOptions(home, { fs: dying.fs, pid: 4_000_000 }))
+    expect(await dying.paused).toBe('handle.writeFile')
+    first.resume()
+    expect((await running).kind).toBe('done')
+    expect(readFileSync(log).equals(readFileSync(reference.log))).toBe(true)
+    expect(readdirSync(dirname(log)).filter(isReleaseTemp)).toEqual([])
+    // Its draft is litter of a dead process, which the next run clears.
+    expect(readdirSync(home).filter((name) => name !== 'sessions')).toEqual([
+      expect.stringMatching(/^loop-release\.lock\.4000000-[0-9a-f]{8}\.tmp$/),
+    ])
+    expect((await releaseDone(home)).files.map((file) => file.status)).toEqual(['already-released'])
+    expect(readdirSync(home)).toEqual(['sessions'])
+  })
+
+  it('takes over the lock of a run whose process is gone, and says so', async () => {
+    const { home } = homeWithLog()
+    const dead: LockHolder = {
+      pid: 4_000_001,
+      host: hostname(),
+      startedAt: '2026-12-01T10:00:00.000Z',
+      mode: 'upgrade',
+    }
+    writeFileSync(join(home, LOCK_FILE), JSON.stringify(dead))
+    const release = await releaseDone(home)
+    expect(release.tookOverFrom).toEqual(dead)
+    expect(release.files.map((file) => file.status)).toEqual(['released'])
+    expect(readdirSync(home)).toEqual(['sessions'])
+  })
+
+  it('refuses beside a lock it cannot read or one of another machine, which it cannot judge', async () => {
+    const { home } = homeWithLog()
+    writeFileSync(join(home, LOCK_FILE), 'not a lock')
+    expect(await releaseHome(releaseOptions(home))).toEqual({ kind: 'locked', lock: join(home, LOCK_FILE) })
+    const elsewhere: LockHolder = {
+      pid: 1,
+      host: 'another-box',
+      startedAt: '2026-12-01T10:00:00.000Z',
+      mode: 'removal',
+    }
+    writeFileSync(join(home, LOCK_FILE), JSON.stringify(elsewhere))
+    expect(await releaseHome(releaseOptions(home, { isAlive: () => false }))).toEqual({
+      kind: 'locked',
+      lock: join(home, LOCK_FILE),
+      holder: elsewhere,
+    })
+  })
+
+  it('gives a taken-over lock back when another run took it over first', async () => {
+    const home = tempDir('loop-lock-')
+    const stale: LockHolder = { pid: 4_000_002, host: hostname(), startedAt: 'then', mode: 'removal' }
+    const live: LockHolder = { pid: 4_000_003, host: hostname(), startedAt: 'now', mode: 'upgrade' }
+    writeFileSync(join(home, LOCK_FILE), JSON.stringify(stale))
+    // Between this run's judging the lock stale and moving it aside, another run replaces it with its own.
+    let swapped = false
+    const fs = new Proxy(fsPromises, {
+      get(target, key) {
+        const value = Reflect.get(target, key) as (...args: unknown[]) => unknown
+        if (key !== 'rename' || swapped) return value
+        return async (...args: unknown[]) => {
+          swapped = true
+          writeFileSync(join(home, LOCK_FILE), JSON.stringify(live))
+          return value.apply(target, args)
+        }
+      },
+    }) as ReleaseFs
+    const attempt = await takeHomeLock(
+      home,
+      { pid: 5, host: hostname(), startedAt: 'x', mode: 'removal' },
+      fs,
+      (pid) => pid === live.pid,
+    )
+    expect(attempt).toEqual({ kind: 'held', holder: live })
+    expect(JSON.parse(readFileSync(join(home, LOCK_FILE), 'utf8'))).toEqual(live)
+    expect(readdirSync(home)).toEqual([LOCK_FILE])
+  })
+
+  it('gives a lock back that is not one of its own kind, and leaves one put in place meanwhile', async () => {
+    const home = tempDir('loop-lock-')
+    const stale: LockHolder = { pid: 4_000_002, host: hostname(), startedAt: 'then', mode: 'removal' }
+    writeFileSync(join(home, LOCK_FILE), JSON.stringify(stale))
+    let renamed = false
+    let linked = 0
+    const fs = new Proxy(fsPromises, {
+      get(target, key) {
+        if (key === 'rename')
+          return async (from: string, to: string) => {
+            // Another tool's file takes the lock's place right before it is moved aside…
+            if (!renamed) writeFileSync(join(home, LOCK_FILE), 'not a lock')
+            renamed = true
+            return target.rename(from, to)
+          }
+        if (key === 'link')
+          return async (from: string, to: string) => {
+            // …and a third run's lock is in place by the time it would go back.
+            if ((linked += 1) === 2) {
+              writeFileSync(join(home, LOCK_FILE), JSON.stringify({ ...stale, pid: 7 }))
+              throw Object.assign(new Error('EEXIST: simulated'), { code: 'EEXIST' })
+            }
+            return target.link(from, to)
+          }
+        return Reflect.get(target, key)
+      },
+    }) as ReleaseFs
+    const attempt = await takeHomeLock(
+      home,
+      { pid: 5, host: hostname(), startedAt: 'x', mode: 'removal' },
+      fs,
+      () => false,
+    )
+    expect(attempt).toEqual({ kind: 'held' })
+    expect(JSON.parse(readFileSync(join(home, LOCK_FILE), 'utf8'))).toEqual({ ...stale, pid: 7 })
+    expect(readdirSync(home)).toEqual([LOCK_FILE])
+  })
+})
+
+describe('lockDecision', () => {
+  it('keeps a run out while the lock is live, unreadable or another machine’s, and not once its process is gone', () => {
+    const holder: LockHolder = { pid: 9, host: 'box', startedAt: 't', mode: 'removal' }
+    expect(lockDecision(holder, 'box', () => true)).toBe('held')
+    expect(lockDecision(holder, 'box', () => false)).toBe('stale')
+    expect(lockDecision(holder, 'other', () => false)).toBe('held')
+    expect(lockDecision(undefined, 'box', () => false)).toBe('held')
+  })
+})
+
+/** The real file system with one call replaced. */
+function withCall(
+  name: keyof ReleaseFs,
+  replacement: (real: (...args: never[]) => unknown) => (...args: never[]) => unknown,
+): ReleaseFs {
+  return new Proxy(fsPromises, {
+    get: (target, key) =>
+      key === name
+        ? replacement((Reflect.get(target, key) as (...args: never[]) => unknown).bind(target))
+        : Reflect.get(target, key),
+  }) as ReleaseFs
+}
+
+const fault = (code: string) => Object.assign(new Error(`${code}: simulated`), { code })
+
+describe('taking the lock when the file system moves under it', () => {
+  const self: LockHolder = { pid: 5, host: hostname(), startedAt: 'now', mode: 'removal' }
+  const stale: LockHolder = { pid: 4_000_004, host: hostname(), startedAt: 'then', mode: 'removal' }
+  const alive = (pid: number) => pid === self.pid
+
+  it('takes a lock that went between its link and its read, or between its read and its move', async () => {
+    for (const call of ['readFile', 'rename'] as const) {
+      const home = tempDir('loop-lock-')
+      writeFileSync(join(home, LOCK_FILE), JSON.stringify(stale))
+      let once = false
+      const fs = withCall(call, (real) => async (...args: never[]) => {
+        // Another run finishes and removes the lock right before this call.
+        if (!once) rmSync(join(home, LOCK_FILE), { force: true })
+        once = true
+        return real(...args)
+      })
+      const attempt = await takeHomeLock(home, self, fs, alive)
+      expect(attempt).toMatchObject({ kind: 'taken' })
+      expect(JSON.parse(readFileSync(join(home, LOCK_FILE), 'utf8'))).toEqual(self)
+      if (attempt.kind === 'taken') await attempt.release()
+      expect(readdirSync(home)).toEqual([])
+    }
+  })
+
+  it('fails, leaving no draft, when the lock cannot be linked, read or moved', async () => {
+    for (const call of ['link', 'readFile', 'rename'] as const) {
+      const home = tempDir('loop-lock-')
+      writeFileSync(join(home, LOCK_FILE), JSON.stringify(stale))
+      const fs = withCall(call, () => async () => {
+        throw fault('EACCES')
+      })
+      await expect(takeHomeLock(home, self, fs, alive)).rejects.toThrow('EACCES: simulated')
+      expect(readdirSync(home)).toEqual([LOCK_FILE])
+    }
+  })
+
+  it('gives back only its own lock', async () => {
+    const home = tempDir('loop-lock-')
+    const attempt = await takeHomeLock(home, self, fsPromises, alive)
+    expect(attempt.kind).toBe('taken')
+    // Someone deleted it and another run took the home meanwhile.
+    writeFileSync(join(home, LOCK_FILE), JSON.stringify({ ...self, pid: 6 }))
+    if (attempt.kind === 'taken') await attempt.release()
+    expect(JSON.parse(readFileSync(join(home, LOCK_FILE), 'utf8'))).toEqual({ ...self, pid: 6 })
+    // A lock someone deleted is nothing to give back.
+    rmSync(join(home, LOCK_FILE))
+    if (attempt.kind === 'taken') await attempt.release()
+    expect(readdirSync(home)).toEqual([])
+  })
+})
