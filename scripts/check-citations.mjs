@@ -2,7 +2,8 @@
 // restated, and names the section it restates). In src/, test/ and scripts/ a section sign is
 // `SPEC.md` or `ui.md`, the section's number and its name in quotes, as that file's
 // `## N. Name` heading has them (or a standard's own, RFC or XML); every SPEC.md or ui.md section
-// the docs cite exists; only SPEC.md names the specification's sections.
+// the docs cite exists; only SPEC.md names the specification's sections; code points at no
+// document the repository does not hold.
 //
 //   node scripts/check-citations.mjs      (part of pnpm run check)
 import { readFileSync, readdirSync } from 'node:fs'
@@ -30,6 +31,7 @@ const code = [
   ...files('src', /\.(ts|tsx|css)$/),
   ...files('test', /\.(ts|tsx)$/),
   ...files('scripts', /\.(ts|mjs|sh|yml)$/),
+  ...files('harness', /\.ts$/),
 ]
 // The section sign, spelled so that this file cites nothing.
 const SIGN = '\u00a7'
@@ -54,6 +56,21 @@ for (const file of code) {
       )
   }
 }
+// A pointer to a document the repository does not hold (the user's specification and test plan,
+// the developers' notes on the host, their guide) resolves nowhere: say it, or cite SPEC.md.
+const OUTSIDE =
+  /\b(host notes|dsh-host-notes|DEVELOPERS\.md|the guide\b|the test plan\b|the specification (?:allows|says|asks|requires|forbids))/i
+for (const file of code) {
+  if (file === 'scripts/check-citations.mjs') continue
+  readFileSync(join(root, file), 'utf8')
+    .split('\n')
+    .forEach((line, index) => {
+      const pointer = OUTSIDE.exec(line)?.[1]
+      if (pointer !== undefined && !line.includes(`SPEC.md ${SIGN}`))
+        problems.push(`${file}:${index + 1}: "${pointer}" points outside the repository: ${line.trim()}`)
+    })
+}
+
 const docs = ['README.md', 'README.zh.md', 'ui.md', 'BENCHMARKS.md', ...files('docs', /\.md$/)]
 for (const file of docs)
   readFileSync(join(root, file), 'utf8')

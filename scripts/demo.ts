@@ -29,7 +29,7 @@ import {
   type DshWeb,
   type HistoryEvent,
   type ModelEndpoint,
-} from './dsh-stack.ts'
+} from '../harness/dsh-stack.ts'
 
 const PLUGIN = 'dsh-plugin-loop'
 const PROFILE = 'web'

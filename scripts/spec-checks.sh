@@ -18,6 +18,6 @@ git diff --check
 node --input-type=module -e \
   "process.argv[1] = process.cwd() + '/lib/index.js'; import('./lib/index.js').then(m => { if (m.name !== 'loop' || typeof m.apply !== 'function') process.exit(1) })"
 
-# The test plan's form of the same check, without process.argv[1].
+# The same check without process.argv[1], as a bare import of the entry runs it.
 node --input-type=module -e "import('./lib/index.js').then(m => { if (m.name !== 'loop' || typeof m.apply !== 'function') process.exit(1) })"
 echo "spec-checks: every verification command passed"

@@ -8,7 +8,7 @@
  * real `dsh web`) with the embedded mock model, whatever DEEPSEEK_API_KEY says, and passes its output
  * through. On PASS it checks the loop id is the one this build gives that session (`nextLoopId` in
  * src/fold.ts), reads the session's durable log back from `.dsh/` with the real JSONL backend
- * (`readDurableLog` in scripts/dsh-stack.ts), and rewrites only the fenced blocks of the two docs
+ * (`readDurableLog` in harness/dsh-stack.ts), and rewrites only the fenced blocks of the two docs
  * (and the seq numbers the log's prose names); the prose around them stays. Session ids, times
  * and timings are that run's. Nothing is written when the run or a check fails.
  */
@@ -16,7 +16,7 @@ import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { EMPTY_LOOP_FOLD, nextLoopId } from '../src/fold.ts'
-import { NODE22, PROJECT, readDurableLog, type DurableRecord } from './dsh-stack.ts'
+import { NODE22, PROJECT, readDurableLog, type DurableRecord } from '../harness/dsh-stack.ts'
 
 /** The home `scripts/demo.ts` installs into and runs `dsh web` with. */
 const HOME = join(PROJECT, '.dsh')

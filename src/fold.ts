@@ -6,7 +6,7 @@
  * @module dsh-plugin-loop/fold
  */
 import { createHash } from 'node:crypto'
-import { isRecord } from './shared/guards.ts'
+import { isCount, isRecord } from './shared/guards.ts'
 import type {
   LoopCreateChange,
   LoopDeleteChange,
@@ -98,11 +98,6 @@ function corrupt(detail: string): never {
   throw new CorruptLoopRecord(`corrupt loop/change record: ${detail}`)
 }
 
-/** Whether a value is a whole number of epoch milliseconds a log may hold. */
-function isStoredInstant(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
-}
-
 /** Require exactly these keys on an object, naming the first that differs. */
 function assertKeys(value: Record<string, unknown>, keys: readonly string[], where: string): void {
   const unexpected = Object.keys(value).find((key) => !keys.includes(key))
@@ -127,7 +122,7 @@ function decodeRecord(value: unknown): LoopRecord {
   if (!storedPrompt) corrupt(`invalid prompt for ${id}`)
   if (typeof seconds !== 'number' || !Number.isSafeInteger(seconds) || seconds < 1)
     corrupt(`invalid time_in_seconds for ${id}`)
-  if (!isStoredInstant(nextAt)) corrupt(`invalid next_at for ${id}`)
+  if (!isCount(nextAt)) corrupt(`invalid next_at for ${id}`)
   if (title !== undefined && typeof title !== 'string') corrupt(`invalid legacy title for ${id}`)
   if (allowSteer !== undefined && typeof allowSteer !== 'boolean') corrupt(`invalid legacy allow_steer for ${id}`)
   return { id, prompt, time_in_seconds: seconds, next_at: nextAt }
@@ -153,7 +148,7 @@ export function decodeLoopChange(data: unknown): StoredLoopChange {
     case 'dispatch':
       assertKeys(data, ['version', 'operation', 'id', 'next_at'], operation)
       if (!isLoopId(data.id)) corrupt('invalid id')
-      if (!isStoredInstant(data.next_at)) corrupt('invalid dispatch next_at')
+      if (!isCount(data.next_at)) corrupt('invalid dispatch next_at')
       return { version: 1, operation, id: data.id, next_at: data.next_at }
     case 'fork': {
       assertKeys(data, ['version', 'operation', 'ids'], operation)

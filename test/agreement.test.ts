@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { LOOP_PROJECTION_KEY } from '../src/shared/projection-key.ts'
 import type { LoopRecord } from '../src/types.ts'
 import { bootHost, createFakeAgent, failureOf, outcomeOf, resumeFakeAgent, runTool, type Host } from './support/host.ts'
-import { tempDir } from './support/temp-dir.ts'
+import { tempDir } from '../harness/temp-dir.ts'
 
 const RUNS = 60
 const HOUR_MS = 3_600_000

@@ -24,7 +24,7 @@ import type { SettingsScopeLike, SettingsScopeSnapshot } from '../src/ui/setting
 import type { LoopDockInjected, LoopDockProps } from '../src/ui/slot-props.ts'
 import type { ToolCallRowInjected, ToolCallRowProps } from '../src/ui/ToolCallRow.tsx'
 import { heartbeatText } from './support/heartbeat-xml.ts'
-import { tempDir } from './support/temp-dir.ts'
+import { tempDir } from '../harness/temp-dir.ts'
 
 const ROOT = resolve(import.meta.dirname, '..')
 const SEED: Record<string, unknown> = {

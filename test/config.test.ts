@@ -26,7 +26,7 @@ import {
   type Host,
 } from './support/host.ts'
 import { heartbeatText } from './support/heartbeat-xml.ts'
-import { tempDir } from './support/temp-dir.ts'
+import { tempDir } from '../harness/temp-dir.ts'
 
 const hosts: Host[] = []
 afterEach(async () => {

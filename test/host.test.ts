@@ -20,7 +20,7 @@ import {
   useMockModel,
 } from './support/host.ts'
 import { hostWithVersions } from './support/later-dsh.ts'
-import { tempDir } from './support/temp-dir.ts'
+import { tempDir } from '../harness/temp-dir.ts'
 
 /** The facts of the real rc.8 host. */
 const RC8: HostFacts = {

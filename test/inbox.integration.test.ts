@@ -19,7 +19,7 @@ import {
   until,
   useMockModel,
 } from './support/host.ts'
-import { tempDir } from './support/temp-dir.ts'
+import { tempDir } from '../harness/temp-dir.ts'
 
 const model = useMockModel()
 

@@ -7,7 +7,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import { describe, expect, it, vi } from 'vitest'
 import * as loopPlugin from '../src/index.ts'
 import { OTHER_LOOP_PLUGIN_MESSAGE, isLoopCommandTaken } from '../src/host-support.ts'
-import type { PluginModule } from './support/compose-host.ts'
+import type { PluginModule } from '../harness/compose-host.ts'
 import { createFakeAgent, runCommand, useHosts } from './support/host.ts'
 import { hostWithVersions } from './support/later-dsh.ts'
 

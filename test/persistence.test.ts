@@ -6,7 +6,7 @@ import { KNOWN_SESSION_EVENT_TYPES } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it } from 'vitest'
 import { inspectHost } from '../src/host.ts'
 import { registerLoopEventType } from '../src/persistence.ts'
-import { tempDir } from './support/temp-dir.ts'
+import { tempDir } from '../harness/temp-dir.ts'
 
 afterEach(() => {
   ;(KNOWN_SESSION_EVENT_TYPES as Set<string>).add('loop/change')

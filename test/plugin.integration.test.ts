@@ -17,7 +17,7 @@ import {
   useHosts,
   type FakeAgent,
 } from './support/host.ts'
-import { tempDir } from './support/temp-dir.ts'
+import { tempDir } from '../harness/temp-dir.ts'
 import { NOW } from './support/epoch.ts'
 
 const hosts = useHosts()

@@ -19,7 +19,7 @@ import {
   prepareHome,
   startWeb,
   type DshWeb,
-} from '../dsh-stack.ts'
+} from '../../harness/dsh-stack.ts'
 import type { Snapshot } from './growth.ts'
 
 /** The host alone's only addition: `loop/change` in the host's event catalog, nothing else. */
@@ -30,8 +30,8 @@ const IDLE_WINDOW = 500
 const IDLE_CPU_MS = 20
 
 /**
- * Kept after the open's last reply, so the projection cache's write (5 s after the last event, host notes) lands
- * inside the window on both sides, whichever process answers first.
+ * Kept after the open's last reply, so the projection cache's write (5 s after the last event, SPEC.md §8 "Host
+ * behaviours `loop` depends on (rc.8)") lands inside the window on both sides, whichever process answers first.
  */
 const AFTER_OPEN = 6_000
 

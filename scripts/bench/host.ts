@@ -1,5 +1,5 @@
 /**
- * A real in-process DSH host for the bench: the tests' composition (test/support/compose-host.ts: Cordis context,
+ * A real in-process DSH host for the bench: the tests' composition (harness/compose-host.ts: Cordis context,
  * session store, JSONL persistence, agent registry and loop, tool and command runtimes, projection registry), without
  * vitest. Only the model boundary is fake: `agent.send` records and returns.
  * @module scripts/bench/host
@@ -11,8 +11,8 @@ import type { Agent } from '@deepseek-ai/dsh-agent'
 import { CallId } from '@deepseek-ai/dsh-llm'
 import { KNOWN_SESSION_EVENT_TYPES } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'
-import { composeHost, createRootAgent, resumeRootAgent } from '../../test/support/compose-host.ts'
-import { tempDir } from '../../test/support/temp-dir.ts'
+import { composeHost, createRootAgent, resumeRootAgent } from '../../harness/compose-host.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 export interface Host {
   readonly ctx: Context

@@ -8,7 +8,7 @@ import * as fsPromises from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { lookForDsh } from '../../src/release/dsh-processes.ts'
 import { releaseHome } from '../../src/release/home.ts'
-import { decodeFrame, encodeFrame, zstdFrameEnd } from '../../src/release/zstd-frames.ts'
+import { decodeFrame, encodeFrame, readFrames } from '../../src/release/zstd-frames.ts'
 
 /**
  * The floor of any tool that rewrites a Zstandard log: read it a chunk at a time, decompress each frame and compress it
@@ -17,19 +17,7 @@ import { decodeFrame, encodeFrame, zstdFrameEnd } from '../../src/release/zstd-f
 async function recompress(path: string): Promise<void> {
   const input = await fsPromises.open(path, 'r')
   const output = await fsPromises.open(`${path}.floor.tmp`, 'w')
-  let pending = Buffer.alloc(0)
-  for (let position = 0; ;) {
-    const { buffer, bytesRead } = await input.read({ buffer: Buffer.alloc(1 << 20), position })
-    position += bytesRead
-    pending = Buffer.concat([pending, buffer.subarray(0, bytesRead)])
-    let start = 0
-    for (let end = zstdFrameEnd(pending, start); end !== undefined; end = zstdFrameEnd(pending, start)) {
-      await output.write(encodeFrame(decodeFrame(pending.subarray(start, end))))
-      start = end
-    }
-    pending = pending.subarray(start)
-    if (bytesRead === 0) break
-  }
+  for await (const { frame } of readFrames(input)) await output.write(encodeFrame(decodeFrame(frame)))
   await output.sync()
   await Promise.all([input.close(), output.close()])
   await fsPromises.rename(`${path}.floor.tmp`, path)

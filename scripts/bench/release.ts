@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { bootHost, createAgent } from './host.ts'
 import { LogWriter } from './log.ts'
-import { tempDir } from '../../test/support/temp-dir.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 /** The three ways to rewrite a log this row compares. */
 export type ReleaseSide = 'floor' | 'removal' | 'upgrade'

@@ -10,6 +10,7 @@ import { relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { dshHomeOf, type DshLook } from './dsh-processes.ts'
 import { PROJECTION_CACHE, releaseHome, type HomeRefusal, type HomeRelease } from './home.ts'
+import { RELEASE_MODES, type ReleaseMode } from './modes.ts'
 import type { FileOutcome } from './release-file.ts'
 
 /** What `dsh-plugin-loop --help` prints. */
@@ -38,7 +39,7 @@ export type CliArguments =
   | { readonly kind: 'usage-error'; readonly message: string }
   | {
       readonly kind: 'release'
-      readonly forUpgrade: boolean
+      readonly mode: ReleaseMode
       readonly home: string | undefined
       readonly session: string | undefined
       readonly dryRun: boolean
@@ -91,7 +92,7 @@ export function parseArguments(argv: readonly string[]): CliArguments {
     if (values[option] === '') return { kind: 'usage-error', message: `--${option} needs a value` }
   return {
     kind: 'release',
-    forUpgrade: values['for-upgrade'] === true,
+    mode: values['for-upgrade'] === true ? 'upgrade' : 'removal',
     home: values.home,
     session: values.session,
     dryRun: values['dry-run'] === true,
@@ -104,20 +105,19 @@ export function parseArguments(argv: readonly string[]): CliArguments {
 function describeFile(file: FileOutcome, release: HomeRelease): string {
   const where = relative(release.home, file.path)
   const session = file.sessionId ?? '(no header)'
-  if (file.status === 'left') return `LEFT      ${session}  ${where}: ${file.reason}; the file is as it was`
-  const { tally } = file
-  const will = release.dryRun ? 'would be ' : ''
   switch (file.status) {
-    case 'released':
-      return release.mode === 'removal'
-        ? `released  ${session}  ${where}: ${tally.marked} loop/change rows ${will}marked ignorable` +
-            (tally.alreadyMarked > 0 ? ` (${tally.alreadyMarked} already were)` : '')
-        : `released  ${session}  ${where}: ${tally.removed} loop/change rows ${will}removed, ${tally.rows - tally.removed} rows kept` +
-            (file.backup === undefined
-              ? ''
-              : `; the original is ${relative(release.home, file.backup.path)}${file.backup.kind === 'copy' ? ' (a copy: no hard link could be made there)' : ''}`)
+    case 'left':
+      return `LEFT      ${session}  ${where}: ${file.reason}; the file is as it was`
+    case 'released': {
+      const { backup } = file
+      const kept =
+        backup === undefined
+          ? ''
+          : `; the original is ${relative(release.home, backup.path)}${backup.kind === 'copy' ? ' (a copy: no hard link could be made there)' : ''}`
+      return `released  ${session}  ${where}: ${RELEASE_MODES[release.mode].describe(file.tally, release.dryRun)}${kept}`
+    }
     case 'already-released':
-      return `already   ${session}  ${where}: all ${tally.alreadyMarked} loop/change rows already marked; nothing written`
+      return `already   ${session}  ${where}: all ${file.tally.alreadyMarked} loop/change rows already marked; nothing written`
     case 'no-loops':
       return `no loops  ${session}  ${where}: no loop/change rows; nothing written`
     case 'later-format':
@@ -147,7 +147,7 @@ export function formatReport(release: HomeRelease): string {
   const count = (status: FileOutcome['status']) => release.files.filter((file) => file.status === status).length
   let rows = 0
   for (const file of release.files)
-    if (file.status === 'released') rows += release.mode === 'removal' ? file.tally.marked : file.tally.removed
+    if (file.status === 'released') rows += RELEASE_MODES[release.mode].written(file.tally)
   const lines: string[] = []
   if (release.tookOverFrom !== undefined)
     lines.push(
@@ -235,7 +235,7 @@ export async function runCli(argv: readonly string[], io: CliProcess): Promise<n
   try {
     release = await releaseHome({
       home,
-      mode: parsed.forUpgrade ? 'upgrade' : 'removal',
+      mode: parsed.mode,
       ...(parsed.session === undefined ? {} : { session: parsed.session }),
       dryRun: parsed.dryRun,
       fs: fsPromises,

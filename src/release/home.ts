@@ -9,7 +9,7 @@ import type { DshLook, DshProcess } from './dsh-processes.ts'
 import { LOCK_FILE, takeHomeLock, type LockHolder } from './home-lock.ts'
 import { isReleaseTemp, releaseFile, type FileOutcome } from './release-file.ts'
 import type { ReleaseFs } from './release-fs.ts'
-import type { ReleaseMode } from './rewrite.ts'
+import { RELEASE_MODES, type ReleaseMode } from './modes.ts'
 
 /** The file names a session log has in rc.8: plain, or Zstandard frames. */
 const LOG_NAMES = ['session.jsonl', 'session.jsonl.zstd']
@@ -169,10 +169,11 @@ export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRele
 /** The release proper, under the lock. */
 async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
   const { home, mode, dryRun, fs } = options
+  const stages = RELEASE_MODES[mode]
   const { logs, temps } = await findSessionLogs(home, fs, options.session)
   // This run holds the home: a temp file beside a log is an interrupted run's.
   if (!dryRun) for (const temp of temps) await fs.rm(temp, { force: true })
-  const backupFolder = mode === 'upgrade' ? join(home, BACKUP_FOLDER, stampOf(options.startedAt)) : undefined
+  const backupFolder = stages.keepsOriginals ? join(home, BACKUP_FOLDER, stampOf(options.startedAt)) : undefined
   let projectionCache: string | undefined
   // Projection checkpoints name seqs of the old numbering: set aside before the first log is
   // renumbered, so that no kill leaves a renumbered log beside them. DSH rebuilds them.
@@ -191,7 +192,7 @@ async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
   for (const log of logs)
     files.push(
       await releaseFile(log, {
-        mode,
+        stages,
         fs,
         dryRun,
         ...(backupFolder === undefined

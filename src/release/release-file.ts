@@ -8,13 +8,11 @@ import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
-import { LaterFormat, LogRefusal } from './log-format.ts'
+import { LaterFormat, LogRefusal, cutShort, type LogHeader } from './log-format.ts'
+import type { ReleaseModeStages, Tally } from './modes.ts'
 import type { ReleaseFs } from './release-fs.ts'
-import { changed, createRewrite, type LogRewrite, type ReleaseMode, type Tally } from './rewrite.ts'
-import { decodeFrame, encodeFrame, zstdFrameEnd } from './zstd-frames.ts'
-
-/** How much of a log is read at a time. */
-const READ_CHUNK_BYTES = 1 << 20
+import { changed, createRewrite, type LogRewrite } from './rewrite.ts'
+import { READ_CHUNK_BYTES, decodeFrame, encodeFrame, readFrames } from './zstd-frames.ts'
 
 /** What became of one log. */
 export type FileStatus =
@@ -58,7 +56,7 @@ export interface RemovedLoop {
 
 /** How to release one log. */
 export interface ReleaseFileOptions {
-  readonly mode: ReleaseMode
+  readonly stages: ReleaseModeStages
   readonly fs: ReleaseFs
   /** Read and check everything, write nothing. */
   readonly dryRun: boolean
@@ -90,34 +88,28 @@ interface Batch {
  * @param compressed - whether it is `session.jsonl.zstd`.
  */
 async function* readBatches(handle: FileHandle, compressed: boolean): AsyncGenerator<Batch> {
+  if (compressed) {
+    for await (const { start, frame } of readFrames(handle))
+      yield { start, stored: frame, plaintext: decodeFrame(frame) }
+    return
+  }
   let pending = Buffer.alloc(0)
-  let pendingStart = 0
-  let position = 0
-  for (;;) {
+  for (let position = 0; ;) {
     const { buffer, bytesRead } = await handle.read({ buffer: Buffer.alloc(READ_CHUNK_BYTES), position })
-    position += bytesRead
     pending =
       pending.length === 0 ? buffer.subarray(0, bytesRead) : Buffer.concat([pending, buffer.subarray(0, bytesRead)])
-    let start = 0
-    if (compressed) {
-      for (let end = zstdFrameEnd(pending, start); end !== undefined; end = zstdFrameEnd(pending, start)) {
-        const stored = pending.subarray(start, end)
-        yield { start: pendingStart + start, stored, plaintext: decodeFrame(stored) }
-        start = end
+    const end = pending.lastIndexOf(0x0a) + 1
+    if (end > 0)
+      yield {
+        start: position - (pending.length - bytesRead),
+        stored: pending.subarray(0, end),
+        plaintext: pending.subarray(0, end),
       }
-    } else {
-      const end = pending.lastIndexOf(0x0a) + 1
-      if (end > 0) yield { start: pendingStart, stored: pending.subarray(0, end), plaintext: pending.subarray(0, end) }
-      start = end
-    }
-    pending = pending.subarray(start)
-    pendingStart += start
+    pending = pending.subarray(end)
+    position += bytesRead
     if (bytesRead === 0) break
   }
-  if (pending.length > 0)
-    throw new LogRefusal(
-      "its last write was cut short (DSH stopped while saving): open the session once in DSH with loop installed, which repairs the log's end, then run the release again",
-    )
+  if (pending.length > 0) throw cutShort()
 }
 
 /** Copy the first `length` bytes of a file into another. */
@@ -131,20 +123,20 @@ async function copyPrefix(from: FileHandle, to: FileHandle, length: number): Pro
 }
 
 /**
- * Read a log through a rewrite. With `openTemp`, the first changed batch opens the temp file,
- * which gets the bytes before it copied and every batch after it: a log with nothing to
- * change is not written.
+ * Read a log through a rewrite. The first changed batch asks `writeTo` (its header known by then)
+ * for a temp file, which gets the bytes before it copied and every batch after it: a log with
+ * nothing to change is not written, and a pass that must not write (a count, a dry run) gets none.
  * @param path - the log.
  * @param rewrite - the rewrite.
  * @param fs - the file system.
- * @param openTemp - opens the temp file (none: a counting pass).
- * @returns the temp file, open and written, or `undefined` when nothing changed.
+ * @param writeTo - given the header, opens the temp file, or `undefined` for a pass that writes nothing.
+ * @returns the temp file, open and written, or `undefined` when nothing was written.
  */
 async function pass(
   path: string,
   rewrite: LogRewrite,
   fs: ReleaseFs,
-  openTemp: (() => Promise<FileHandle>) | undefined,
+  writeTo: (header: LogHeader) => (() => Promise<FileHandle>) | undefined,
 ): Promise<FileHandle | undefined> {
   const compressed = path.endsWith('.zstd')
   const handle = await fs.open(path, 'r')
@@ -152,9 +144,10 @@ async function pass(
   try {
     for await (const { start, stored, plaintext } of readBatches(handle, compressed)) {
       const out = rewrite.batch(plaintext)
-      if (openTemp === undefined || (temp === undefined && out === undefined)) continue
       if (temp === undefined) {
-        temp = await openTemp()
+        const open = out === undefined ? undefined : writeTo(rewrite.header!)
+        if (open === undefined) continue
+        temp = await open()
         await copyPrefix(handle, temp, start)
       }
       if (out === undefined) await temp.write(stored)
@@ -202,17 +195,17 @@ async function keepOriginal(fs: ReleaseFs, path: string, backup: string): Promis
 }
 
 /**
- * Release one log: rewrite it in one pass into a temp file beside it (an upgrade of a fork
- * counts the rows that go from its seed in a pass before), keep its mode and owner, fsync,
- * check the log did not change meanwhile, keep the original (upgrade), rename over it and
- * fsync the folder. A log that is a link is released through it. Any failure leaves it as it was.
+ * Release one log: rewrite it in one pass into a temp file beside it (a log its mode counts
+ * first, a fork's upgrade, in a second), keep its mode and owner, fsync, check the log did not
+ * change meanwhile, keep the original (upgrade), rename over it and fsync the folder. A log
+ * that is a link is released through it. Any failure leaves it as it was.
  * @param path - the log.
- * @param options - mode, file system, dry run, backup place, what runs before the replacement.
+ * @param options - the release, file system, dry run, backup place, what runs before the replacement.
  * @returns what became of it.
  */
 export async function releaseFile(path: string, options: ReleaseFileOptions): Promise<FileOutcome> {
-  const { fs, mode } = options
-  let rewrite = createRewrite(mode)
+  const { fs, stages } = options
+  let rewrite = createRewrite(stages)
   let temp: string | undefined
   try {
     // A link is released through it: the file it points to is replaced, the link stays.
@@ -222,17 +215,18 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
       throw error
     })
     const before = await fs.stat(real, { bigint: true })
-    if (options.dryRun || (mode === 'upgrade' && (await isFork(real, fs)))) {
-      // A fork's header counts its inherited events, some of which may go: count them first.
-      // A dry run stops there.
-      await pass(real, rewrite, fs, undefined)
-      if (options.dryRun || !changed(rewrite.tally)) return settled(path, rewrite)
-      rewrite = createRewrite(mode, rewrite.renumbering)
-    }
-    const out = await pass(real, rewrite, fs, async () => {
+    const openTemp = () => {
       temp = tempPathOf(real)
       return fs.open(temp, 'wx', Number(before.mode) & 0o7777)
-    })
+    }
+    // A dry run only reads; a log its mode counts first is written in a second pass.
+    const countsFirst = (header: LogHeader) => options.dryRun || stages.countsFirst(header)
+    let out = await pass(real, rewrite, fs, (header) => (countsFirst(header) ? undefined : openTemp))
+    const { header } = rewrite
+    if (!options.dryRun && header !== undefined && stages.countsFirst(header) && changed(rewrite.tally)) {
+      rewrite = createRewrite(stages, { header, renumbering: rewrite.renumbering })
+      out = await pass(real, rewrite, fs, () => openTemp)
+    }
     if (out === undefined) return settled(path, rewrite)
     try {
       // The new file keeps the log's mode (not the umask's) and owner.
@@ -265,21 +259,6 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
     if (error instanceof LaterFormat)
       return { path, sessionId: error.sessionId, status: 'later-format', tally: rewrite.tally }
     return { path, sessionId: rewrite.header?.id, status: 'left', reason: reasonOf(error) }
-  }
-}
-
-/** Whether a log's header names the fork boundary (`seedLength`), read from its first batch alone. */
-async function isFork(path: string, fs: ReleaseFs): Promise<boolean> {
-  const rewrite = createRewrite('upgrade')
-  const handle = await fs.open(path, 'r')
-  try {
-    for await (const { plaintext } of readBatches(handle, path.endsWith('.zstd'))) {
-      rewrite.header ?? rewrite.batch(plaintext.subarray(0, plaintext.indexOf(0x0a) + 1))
-      return rewrite.header!.seedLength !== undefined
-    }
-    return false
-  } finally {
-    await handle.close()
   }
 }
 

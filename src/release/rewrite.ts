@@ -1,42 +1,13 @@
 /**
- * How a release rewrites one log, batch by batch: each row's edit decided by the row stages of
- * `log-format.ts`, then made in one new batch. Pure: it sits between reading a file and writing
+ * How a release rewrites one log, batch by batch: each row's edit decided by its mode's stages
+ * (`modes.ts`), then made in one new batch. Pure: it sits between reading a file and writing
  * its replacement (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/rewrite
  */
-import {
-  LOOP_CHANGE_TYPE,
-  LogRefusal,
-  Renumbering,
-  markRow,
-  parseRow,
-  readHeader,
-  readRowHead,
-  renumberRow,
-  textOf,
-  type LogHeader,
-  type RowEdit,
-} from './log-format.ts'
-import { EMPTY_LOOP_FOLD, foldLoopChange, type LoopFold } from '../fold.ts'
-
-/**
- * Which release: `removal` marks every `loop/change` row ignorable (rc.8 then opens the
- * session without `loop`); `upgrade` removes them and renumbers the log (DSH's format-0
- * migration refuses the type even when ignorable).
- */
-export type ReleaseMode = 'removal' | 'upgrade'
-
-/** What a rewrite found and did. */
-export interface Tally {
-  /** Rows read after the header (a packed chunk run counts once). */
-  rows: number
-  /** `loop/change` rows marked ignorable now. */
-  marked: number
-  /** `loop/change` rows an earlier run had marked. */
-  alreadyMarked: number
-  /** `loop/change` rows removed. */
-  removed: number
-}
+import { EMPTY_LOOP_FOLD, type LoopFold } from '../fold.ts'
+import { LogRefusal, readHeader, type LogHeader, type RowEdit } from './log-format.ts'
+import type { ReleaseModeStages, RowContext, Tally } from './modes.ts'
+import { Renumbering } from './renumbering.ts'
 
 /** One log's rewrite, fed its batches in order. */
 export interface LogRewrite {
@@ -59,52 +30,26 @@ export interface LogRewrite {
 
 /**
  * Start one log's rewrite.
- * @param mode - which release.
- * @param seed - upgrade of a fork only: a first pass's renumbering, which fixes the header's `seedLength`.
+ * @param stages - the release.
+ * @param counted - a counting pass's header and renumbering: the header is not read again, and a fork's `seedLength` is renumbered.
  * @returns the rewrite.
  */
-export function createRewrite(mode: ReleaseMode, seed?: Renumbering): LogRewrite {
+export function createRewrite(
+  stages: ReleaseModeStages,
+  counted?: { readonly header: LogHeader; readonly renumbering: Renumbering },
+): LogRewrite {
   const tally: Tally = { rows: 0, marked: 0, alreadyMarked: 0, removed: 0 }
   const renumbering = new Renumbering()
-  let header: LogHeader | undefined
-  let loops = EMPTY_LOOP_FOLD
+  let context: RowContext | undefined
 
-  const rewriteHeader = (row: Buffer): RowEdit => {
-    const line = textOf(row, 'the header line')
-    header = readHeader(line)
-    if (mode === 'removal' || seed === undefined || header.seedLength === undefined) return undefined
-    const parsed = parseRow(line, 'the header line')
-    return { kind: 'replace', text: JSON.stringify({ ...parsed, seedLength: seed.count(header.seedLength) }) }
-  }
-
-  /** One row's edit. */
   const rewriteRow = (row: Buffer): RowEdit => {
-    const number = (tally.rows += 1)
-    if (mode === 'removal') {
-      // Only a row that begins as a loop/change row is one; every other row is kept unread.
-      if (!isLoopRow(row)) return undefined
-      const edit = markRow(row, `row ${number}`)
-      if (edit === undefined) tally.alreadyMarked += 1
-      else tally.marked += 1
-      return edit
+    if (context === undefined) {
+      const header = counted?.header ?? readHeader(row)
+      context = { header, tally, renumbering, loops: EMPTY_LOOP_FOLD }
+      return stages.header(header, counted?.renumbering)
     }
-    // Before the first removed row every row keeps its seq: only a loop row is read.
-    if (renumbering.removedCount === 0 && !isLoopRow(row)) return undefined
-    const head = readRowHead(row, number)
-    if (head.type !== LOOP_CHANGE_TYPE) return renumberRow(row, head, renumbering, number)
-    renumbering.remove(head.seq)
-    tally.removed += 1
-    // The session's own records (a fork's inherited ones are its parent's) say which loops it loses.
-    if (header!.seedLength === undefined || head.seq >= header!.seedLength) {
-      let data: unknown
-      try {
-        data = parseRow(textOf(row, `row ${number}`), `row ${number}`)['data']
-      } catch {
-        // left undefined: the fold names the record unreadable
-      }
-      loops = foldLoopChange(loops, data)
-    }
-    return { kind: 'drop' }
+    tally.rows += 1
+    return stages.row(row, context)
   }
 
   return {
@@ -115,18 +60,17 @@ export function createRewrite(mode: ReleaseMode, seed?: Renumbering): LogRewrite
         const newline = bytes.indexOf(NEWLINE, start)
         // A row ending in CRLF is read without its CR, which stays where it is in both modes.
         const end = newline > start && bytes[newline - 1] === CARRIAGE_RETURN ? newline - 1 : newline
-        const row = bytes.subarray(start, end)
-        const edit = header === undefined ? rewriteHeader(row) : rewriteRow(row)
+        const edit = rewriteRow(bytes.subarray(start, end))
         if (edit !== undefined) edits.push({ start, end, next: newline + 1, edit })
         start = newline + 1
       }
       return edits.length === 0 ? undefined : applyEdits(bytes, edits)
     },
     get header() {
-      return header
+      return context?.header
     },
     get loops() {
-      return loops
+      return context?.loops ?? EMPTY_LOOP_FOLD
     },
     renumbering,
     tally,
@@ -180,14 +124,6 @@ interface PlacedEdit {
   readonly end: number
   readonly next: number
   readonly edit: NonNullable<RowEdit>
-}
-
-/** How a `loop/change` row begins, as DSH writes it: nothing else begins so. */
-const LOOP_ROW_HEAD = Buffer.from(`{"type":"${LOOP_CHANGE_TYPE}",`)
-
-/** Whether a row is a `loop/change` row, from its first bytes. */
-function isLoopRow(row: Buffer): boolean {
-  return row.subarray(0, LOOP_ROW_HEAD.length).equals(LOOP_ROW_HEAD)
 }
 
 /**

@@ -5,8 +5,9 @@
  * each one as one frame.
  * @module dsh-plugin-loop/release/zstd-frames
  */
+import type { FileHandle } from 'node:fs/promises'
 import { constants, zstdCompressSync, zstdDecompressSync } from 'node:zlib'
-import { LogRefusal } from './log-format.ts'
+import { LogRefusal, cutShort } from './log-format.ts'
 
 const ZSTD_MAGIC = 0xfd2fb528
 
@@ -41,6 +42,37 @@ export function zstdFrameEnd(buffer: Buffer, start: number): number | undefined 
   }
   offset += checksum ? 4 : 0
   return offset <= buffer.length ? offset : undefined
+}
+
+/** How much of a log is read at a time. */
+export const READ_CHUNK_BYTES = 1 << 20
+
+/**
+ * The one walk over a Zstandard log's frames: the file read a chunk at a time, each whole frame
+ * handed on with where it starts, without decompressing it.
+ * @param handle - the log, open for reading.
+ * @throws LogRefusal when the file ends inside a frame (DSH stopped while saving) or holds no frame where one must begin.
+ */
+export async function* readFrames(
+  handle: FileHandle,
+): AsyncGenerator<{ readonly start: number; readonly frame: Buffer }> {
+  let pending = Buffer.alloc(0)
+  let pendingStart = 0
+  for (let position = 0; ;) {
+    const { buffer, bytesRead } = await handle.read({ buffer: Buffer.alloc(READ_CHUNK_BYTES), position })
+    position += bytesRead
+    pending =
+      pending.length === 0 ? buffer.subarray(0, bytesRead) : Buffer.concat([pending, buffer.subarray(0, bytesRead)])
+    let start = 0
+    for (let end = zstdFrameEnd(pending, start); end !== undefined; end = zstdFrameEnd(pending, start)) {
+      yield { start: pendingStart + start, frame: pending.subarray(start, end) }
+      start = end
+    }
+    pending = pending.subarray(start)
+    pendingStart += start
+    if (bytesRead === 0) break
+  }
+  if (pending.length > 0) throw cutShort()
 }
 
 /**

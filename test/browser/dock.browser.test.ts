@@ -40,8 +40,8 @@ import {
   waitFor,
   type DshWeb,
   type HistoryEvent,
-} from '../../scripts/dsh-stack.ts'
-import { tempDir } from '../support/temp-dir.ts'
+} from '../../harness/dsh-stack.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium'
 const CHROMIUM_FLAGS = [

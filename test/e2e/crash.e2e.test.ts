@@ -18,7 +18,7 @@ import {
   reopenSession,
   runCommand,
   type DurableRecord,
-} from '../../scripts/dsh-stack.ts'
+} from '../../harness/dsh-stack.ts'
 import { heartbeatLoopId, heartbeatText } from '../support/heartbeat-xml.ts'
 import { REPLY, createLoop, loopProjection, sleepUntil, test } from './rig.ts'
 
@@ -354,7 +354,8 @@ describe('crashes in a real process', () => {
             expect(runDispatches.length, `${loop.id} in run ${run.index}`).toBeGreaterThanOrEqual(1)
           // The model's view: how many of this loop's heartbeats the history of the run's last request held. More than the
           // durable log ever sent means the model saw a send that never became durable (nor its dispatch): the crash fell
-          // between send and the dispatch flush, the one duplicate the specification allows, and the resume sends it again.
+          // between send and the dispatch flush, the one repeat SPEC.md §9 "What `loop` promises" allows, and the resume
+          // sends it again.
           const seen = Math.max(
             0,
             ...runRequests.map((request) => userTexts(request.body).filter((message) => message === text).length),

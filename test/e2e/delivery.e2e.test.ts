@@ -12,7 +12,7 @@ import {
   runCommand,
   spliceTarget,
   waitFor,
-} from '../../scripts/dsh-stack.ts'
+} from '../../harness/dsh-stack.ts'
 import { heartbeatText } from '../support/heartbeat-xml.ts'
 import {
   createLoop,

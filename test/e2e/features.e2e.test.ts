@@ -16,7 +16,7 @@ import {
   runCommand,
   waitFor,
   type HistoryEvent,
-} from '../../scripts/dsh-stack.ts'
+} from '../../harness/dsh-stack.ts'
 import { startRoutedModel, type RoutedModel, type SideScript } from './model-router.ts'
 import { createLoop, events, loopProjection, settle, test } from './rig.ts'
 

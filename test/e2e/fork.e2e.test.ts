@@ -11,7 +11,7 @@
  * value the web client takes.
  */
 import { describe, expect } from 'vitest'
-import { call, createSession, openSession, prompt, runCommand, waitFor } from '../../scripts/dsh-stack.ts'
+import { call, createSession, openSession, prompt, runCommand, waitFor } from '../../harness/dsh-stack.ts'
 import { createLoop, dropStoredEvents, events, settle, test } from './rig.ts'
 
 const PARENT_PROMPT = 'check the parent build'

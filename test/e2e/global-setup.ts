@@ -5,7 +5,7 @@
 import { rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type { TestProject } from 'vitest/node'
-import { packPlugin } from '../../scripts/dsh-stack.ts'
+import { packPlugin } from '../../harness/dsh-stack.ts'
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -13,7 +13,7 @@ import {
   storedSessionIds,
   waitFor,
   type DurableRecord,
-} from '../../scripts/dsh-stack.ts'
+} from '../../harness/dsh-stack.ts'
 import { startRoutedModel } from './model-router.ts'
 import { heartbeatLoopId, heartbeatText } from '../support/heartbeat-xml.ts'
 import { dispatchesOf, heartbeatsOf, settle, test } from './rig.ts'

@@ -7,7 +7,7 @@
 import { cpSync, mkdirSync, readFileSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { describe, expect } from 'vitest'
-import { DSH_ENTRY, PROJECT, createSession, prompt, runCommand, waitFor } from '../../scripts/dsh-stack.ts'
+import { DSH_ENTRY, PROJECT, createSession, prompt, runCommand, waitFor } from '../../harness/dsh-stack.ts'
 import { REPLY, events, test, type Rig } from './rig.ts'
 
 /** What `loop` prints at load on that host. */

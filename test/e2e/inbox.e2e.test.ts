@@ -14,7 +14,7 @@ import {
   runCommand,
   waitFor,
   type HistoryEvent,
-} from '../../scripts/dsh-stack.ts'
+} from '../../harness/dsh-stack.ts'
 import { heartbeatLoopId, heartbeatText } from '../support/heartbeat-xml.ts'
 import { createLoop, dispatchesOf, events, heartbeatsOf, requestsEndingWith, settle, test } from './rig.ts'
 

@@ -8,7 +8,7 @@
 import { createServer, request as forward, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { startMockLlmServer, type MockLlmServer, type MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
-import { lastUserText } from '../../scripts/dsh-stack.ts'
+import { lastUserText } from '../../harness/dsh-stack.ts'
 import { heartbeatLoopId } from '../support/heartbeat-xml.ts'
 import type { ModelServer } from './rig.ts'
 

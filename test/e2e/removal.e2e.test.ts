@@ -22,10 +22,10 @@ import {
   waitFor,
   withStoredSessions,
   type HistoryEvent,
-} from '../../scripts/dsh-stack.ts'
+} from '../../harness/dsh-stack.ts'
 import { SEQ_REFERENCES } from '../../src/release/log-format.ts'
 import { migrateFormat0 } from '../support/format-migration.ts'
-import { tempDir } from '../support/temp-dir.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 import { routeOf, startRoutedModel } from './model-router.ts'
 import { createLoop, events, heartbeatsOf, settle, test, waitForHeartbeats, type Rig, type RigOptions } from './rig.ts'
 
@@ -335,5 +335,5 @@ describe('leaving loop', () => {
 
 /** An event whose data names no other event by its seq (SPEC.md §13 "Leaving loop" lists them). */
 function namesNoEvent(event: HistoryEvent): boolean {
-  return SEQ_REFERENCES[event.type] === undefined
+  return SEQ_REFERENCES.events[event.type]?.data === undefined
 }

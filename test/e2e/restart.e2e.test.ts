@@ -21,7 +21,7 @@ import {
   openSession,
   runCommand,
   waitFor,
-} from '../../scripts/dsh-stack.ts'
+} from '../../harness/dsh-stack.ts'
 import { heartbeatText } from '../support/heartbeat-xml.ts'
 import {
   createLoop,

@@ -27,7 +27,7 @@ import {
   type HeartbeatMessage,
   type HistoryEvent,
   type OneShotRun,
-} from '../../scripts/dsh-stack.ts'
+} from '../../harness/dsh-stack.ts'
 
 export const PLUGIN = 'dsh-plugin-loop'
 export const PROFILE = 'web'

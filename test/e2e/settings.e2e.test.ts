@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect } from 'vitest'
-import { call, createSession, runCommand, waitFor } from '../../scripts/dsh-stack.ts'
+import { call, createSession, runCommand, waitFor } from '../../harness/dsh-stack.ts'
 import { test } from './rig.ts'
 
 const TOO_MANY = (active: number, limit: number) =>

@@ -8,13 +8,13 @@ import type { DshProcess } from '../../src/release/dsh-processes.ts'
 import type { HomeRelease } from '../../src/release/home.ts'
 import { nodeRefusal } from '../../src/release/node-version.ts'
 import { NO_DSH } from '../support/release-home.ts'
-import { tempDir } from '../support/temp-dir.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 describe('parseArguments', () => {
   it('reads every option', () => {
     expect(parseArguments(['release'])).toEqual({
       kind: 'release',
-      forUpgrade: false,
+      mode: 'removal',
       home: undefined,
       session: undefined,
       dryRun: false,
@@ -34,7 +34,7 @@ describe('parseArguments', () => {
       ]),
     ).toEqual({
       kind: 'release',
-      forUpgrade: true,
+      mode: 'upgrade',
       home: '/h',
       session: 'session-1',
       dryRun: true,

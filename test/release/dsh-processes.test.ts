@@ -15,7 +15,7 @@ import {
   type ProcessEntry,
   type ProcessSource,
 } from '../../src/release/dsh-processes.ts'
-import { tempDir } from '../support/temp-dir.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 const BIN = '/usr/lib/node_modules/.pnpm/@deepseek-ai+dsh@0.1.0-rc.8/node_modules/@deepseek-ai/dsh/lib/bin.js'
 

@@ -20,10 +20,10 @@ import { isReleaseTemp, releaseFile } from '../../src/release/release-file.ts'
 import type { ReleaseFs } from '../../src/release/release-fs.ts'
 import { LOCK_FILE } from '../../src/release/home-lock.ts'
 import { PROJECTION_CACHE, releaseHome } from '../../src/release/home.ts'
-import type { ReleaseMode } from '../../src/release/rewrite.ts'
+import { RELEASE_MODES, type ReleaseMode } from '../../src/release/modes.ts'
 import { useHosts } from '../support/host.ts'
 import { logOf, releaseDone, releaseOptions, writeHome } from '../support/release-home.ts'
-import { tempDir } from '../support/temp-dir.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 /** Runs before each file-system call a release makes, named `fs.open`, `handle.write`, …; may throw or never settle. */
 type Gate = (step: string) => void | Promise<void>
@@ -187,7 +187,7 @@ describe('a failing call', () => {
   ])('%s failing with %s leaves the log as it was and no temp file', async (failing, code, reason) => {
     const { log } = copyOfLog()
     const outcome = await releaseFile(log, {
-      mode: 'removal',
+      stages: RELEASE_MODES.removal,
       dryRun: false,
       fs: gatedFs((step) => {
         if (step === failing) throw error(code)
@@ -201,7 +201,7 @@ describe('a failing call', () => {
   it('keeps the first failure as the reason when the clean-up fails too', async () => {
     const { log } = copyOfLog()
     const outcome = await releaseFile(log, {
-      mode: 'removal',
+      stages: RELEASE_MODES.removal,
       dryRun: false,
       fs: gatedFs((step) => {
         if (step === 'handle.write') throw error('ENOSPC')
@@ -218,7 +218,7 @@ describe('a log that changes while the release runs', () => {
     const { log } = copyOfLog()
     let closes = 0
     const outcome = await releaseFile(log, {
-      mode: 'removal',
+      stages: RELEASE_MODES.removal,
       dryRun: false,
       fs: gatedFs((step) => {
         // The first close is the reader's, at the end of the log: DSH appends a batch right then.
@@ -270,7 +270,7 @@ describe('bad logs among good ones', () => {
 
     const release = await releaseDone(home)
     // An empty log holds no loop/change row, in either mode.
-    expect(await releaseFile(empty, { mode: 'upgrade', dryRun: false, fs: fsPromises })).toMatchObject({
+    expect(await releaseFile(empty, { stages: RELEASE_MODES.upgrade, dryRun: false, fs: fsPromises })).toMatchObject({
       status: 'no-loops',
       sessionId: undefined,
     })
@@ -293,7 +293,7 @@ describe('bad logs among good ones', () => {
     expect(byPath.get(empty)).toMatchObject({ status: 'no-loops', sessionId: undefined })
     // The removal reads no row but the loop rows; the upgrade reads every row after one, as text where it must parse it.
     expect(byPath.get(badUtf8)).toMatchObject({ status: 'released' })
-    expect(await releaseFile(badUtf8, { mode: 'upgrade', dryRun: false, fs: fsPromises })).toMatchObject({
+    expect(await releaseFile(badUtf8, { stages: RELEASE_MODES.upgrade, dryRun: false, fs: fsPromises })).toMatchObject({
       status: 'left',
       reason: 'row 2 holds bytes that are not UTF-8',
     })

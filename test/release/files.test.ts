@@ -20,7 +20,7 @@ import { describe, expect, it } from 'vitest'
 import type { ReleaseFs } from '../../src/release/release-fs.ts'
 import { decodeFrame, encodeFrame } from '../../src/release/zstd-frames.ts'
 import { releaseDone } from '../support/release-home.ts'
-import { tempDir } from '../support/temp-dir.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 const HEADER = '{"type":"session","version":0,"id":"session-a","createdAt":1,"delegationDepth":0}'
 const LOOP_ROW = '{"type":"loop/change","seq":0,"time":1,"data":{"version":1,"operation":"delete","id":"loop_1"}}'

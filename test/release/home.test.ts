@@ -4,7 +4,7 @@ import * as fsPromises from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { findSessionLogs, sessionFolderName } from '../../src/release/home.ts'
-import { tempDir } from '../support/temp-dir.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 describe('sessionFolderName', () => {
   it('names a session folder as DSH JSONL backend does', () => {

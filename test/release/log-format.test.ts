@@ -1,14 +1,12 @@
-/** The release's pure row stages, with plain values: the header, marking, renumbering (SPEC.md §13 "Leaving loop"). */
+/** What a format-0 log is, as a release reads it, with plain values (SPEC.md §13 "Leaving loop"). */
 import { describe, expect, it } from 'vitest'
 import {
   LaterFormat,
   LogRefusal,
-  Renumbering,
   SEQ_REFERENCES,
-  markRow,
+  isLoopRow,
   readHeader,
   readRowHead,
-  renumberRow,
 } from '../../src/release/log-format.ts'
 
 const refusal = (fn: () => unknown): string => {
@@ -21,78 +19,36 @@ const refusal = (fn: () => unknown): string => {
   throw new Error('no refusal')
 }
 
+/** The header of a log whose first line is `line`. */
+const header = (line: string) => readHeader(Buffer.from(line))
+
 describe('readHeader', () => {
   it('reads a format-0 header and a fork boundary', () => {
-    expect(readHeader('{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}')).toEqual({
-      id: 's',
-      seedLength: undefined,
+    const plain = { type: 'session', version: 0, id: 's', createdAt: 1, delegationDepth: 0 }
+    expect(header(JSON.stringify(plain))).toEqual({ id: 's', seedLength: undefined, fields: plain })
+    expect(header('{"type":"session","version":0,"id":"f","seedLength":7}')).toEqual({
+      id: 'f',
+      seedLength: 7,
+      fields: { type: 'session', version: 0, id: 'f', seedLength: 7 },
     })
-    expect(readHeader('{"type":"session","version":0,"id":"f","seedLength":7}')).toEqual({ id: 'f', seedLength: 7 })
   })
 
   it('refuses another format, naming it, and anything that is not a header', () => {
     // A later DSH's format is no refusal: there is nothing to release.
-    expect(() => readHeader('{"type":"session","version":4,"id":"s"}')).toThrow(new LaterFormat('s', 4))
+    expect(() => header('{"type":"session","version":4,"id":"s"}')).toThrow(new LaterFormat('s', 4))
     for (const version of ['-1', '0.5', '"1"', 'null'])
-      expect(refusal(() => readHeader(`{"type":"session","version":${version},"id":"s"}`))).toBe(
+      expect(refusal(() => header(`{"type":"session","version":${version},"id":"s"}`))).toBe(
         `the log's session format is ${version}, which no DSH writes (DSH 0.1.0-rc.8 writes 0)`,
       )
-    expect(refusal(() => readHeader('{"type":"user/message","seq":0}'))).toBe('the first line is not a session header')
-    expect(refusal(() => readHeader('{"type":"session","version":0,"id":"s","seedLength":-1}'))).toBe(
+    expect(refusal(() => header('{"type":"user/message","seq":0}'))).toBe('the first line is not a session header')
+    expect(refusal(() => header('{"type":"session","version":0,"id":"s","seedLength":-1}'))).toBe(
       'the header seedLength is not a count',
     )
-    expect(refusal(() => readHeader('{"type":'))).toBe('the header line is not valid JSON')
-    expect(refusal(() => readHeader('[1]'))).toBe('the header line is not a JSON object')
-  })
-})
-
-describe('markRow', () => {
-  it('puts the marker before the closing brace of a loop/change row, every other byte kept', () => {
-    const row = '{"type":"loop/change","seq":4,"time":10,"data":{"version":1,"operation":"delete","id":"loop_1"}}'
-    expect(markRow(Buffer.from(row), 'row 5')).toEqual({
-      kind: 'splice',
-      at: row.length - 1,
-      length: 0,
-      insert: ',"ignorable":true',
-    })
-  })
-
-  it('leaves a row an earlier run marked, and refuses one that does not end as a JSON object', () => {
-    expect(
-      markRow(Buffer.from('{"type":"loop/change","seq":4,"time":10,"data":{},"ignorable":true}'), 'row 5'),
-    ).toBeUndefined()
-    // A marker inside the data is not the row's.
-    expect(markRow(Buffer.from('{"type":"loop/change","seq":4,"data":{"ignorable":true}}'), 'row 5')).toMatchObject({
-      kind: 'splice',
-    })
-    expect(refusal(() => markRow(Buffer.from('{"type":"loop/change","seq":4,"data":{'), 'row 3'))).toBe(
-      'row 3 does not end as a JSON object does',
+    expect(refusal(() => header('{"type":'))).toBe('the header line is not valid JSON')
+    expect(refusal(() => header('[1]'))).toBe('the header line is not a JSON object')
+    expect(refusal(() => readHeader(Buffer.from([0x7b, 0xff, 0x7d])))).toBe(
+      'the header line holds bytes that are not UTF-8',
     )
-  })
-})
-
-describe('Renumbering', () => {
-  it('maps a kept event past the removed rows before it, and refuses a reference to a removed one', () => {
-    const renumbering = new Renumbering()
-    renumbering.remove(2)
-    renumbering.remove(5)
-    expect(renumbering.removedCount).toBe(2)
-    expect([0, 1, 3, 4, 6, 9].map((seq) => renumbering.event(seq, 'x'))).toEqual([0, 1, 2, 3, 4, 7])
-    expect(refusal(() => renumbering.event(5, 'data.sourceEventSeq'))).toBe(
-      'data.sourceEventSeq names a loop/change row',
-    )
-    expect(refusal(() => renumbering.event(-1, 'seq'))).toBe('seq is not a seq')
-    expect(refusal(() => renumbering.event('3', 'seq'))).toBe('seq is not a seq')
-  })
-
-  it('maps "through" to the last kept event at or before it, and counts a prefix', () => {
-    const renumbering = new Renumbering()
-    renumbering.remove(0)
-    renumbering.remove(3)
-    expect([1, 2, 3, 4].map((seq) => renumbering.through(seq, 'x'))).toEqual([0, 1, 1, 2])
-    expect(refusal(() => renumbering.through(0, 'data.throughSeq'))).toBe('data.throughSeq names only loop/change rows')
-    expect(refusal(() => renumbering.through(null, 'data.throughSeq'))).toBe('data.throughSeq is not a seq')
-    expect([0, 1, 3, 4, 6].map((count) => renumbering.count(count))).toEqual([0, 0, 2, 2, 4])
   })
 })
 
@@ -124,131 +80,38 @@ describe('readRowHead', () => {
   })
 })
 
-describe('renumberRow', () => {
-  const removedAt = (...seqs: number[]): Renumbering => {
-    const renumbering = new Renumbering()
-    for (const seq of seqs) renumbering.remove(seq)
-    return renumbering
-  }
-  /** A row's bytes with an edit made. */
-  const edited = (line: string, renumbering: Renumbering): string => {
-    const row = Buffer.from(line)
-    const edit = renumberRow(row, readRowHead(row, 1), renumbering, 1)
-    if (edit?.kind === 'splice') return `${line.slice(0, edit.at)}${edit.insert}${line.slice(edit.at + edit.length)}`
-    if (edit?.kind === 'replace') return edit.text
-    throw new Error(`unexpected edit ${JSON.stringify(edit)}`)
-  }
-  const rewrite = (row: Record<string, unknown>, renumbering: Renumbering) =>
-    JSON.parse(edited(JSON.stringify(row), renumbering)) as unknown
-
-  it('rewrites only the seq of a row that names no other event, keeping every other byte', () => {
-    const line = '{"type":"assistant/chunk","seq":10,"time":2,"data":{"text":"\\u00e9 \\"seq\\":10"}}'
-    expect(renumberRow(Buffer.from(line), readRowHead(Buffer.from(line), 1), removedAt(3), 1)).toEqual({
-      kind: 'splice',
-      at: 32,
-      length: 2,
-      insert: '9',
-    })
-    expect(edited(line, removedAt(3))).toBe(
-      '{"type":"assistant/chunk","seq":9,"time":2,"data":{"text":"\\u00e9 \\"seq\\":10"}}',
-    )
-  })
-
-  it('renumbers the envelope: seq, a surface replacement and its sources', () => {
-    const row = {
-      type: 'user/message',
-      seq: 9,
-      time: 1,
-      data: { content: [] },
-      surfaceOp: { op: 'replace', start: 3, end: 7 },
-      sourceEventSeqs: [3, 4, 7],
-    }
-    expect(rewrite(row, removedAt(2, 5))).toEqual({
-      ...row,
-      seq: 7,
-      surfaceOp: { op: 'replace', start: 2, end: 5 },
-      sourceEventSeqs: [2, 3, 5],
-    })
-    expect(rewrite({ ...row, surfaceOp: 'append' }, removedAt(2))).toMatchObject({
-      seq: 8,
-      surfaceOp: 'append',
-      sourceEventSeqs: [2, 3, 6],
-    })
-  })
-
-  it('renumbers every data field of the table, and a packed run seq0', () => {
-    const renumbering = removedAt(1)
+describe('isLoopRow', () => {
+  it('knows a loop/change row by how DSH begins it, and nothing else', () => {
+    expect(isLoopRow(Buffer.from('{"type":"loop/change","seq":4,"data":{}}'))).toBe(true)
     expect(
-      rewrite(
-        { type: 'command/done', seq: 5, data: { commandId: 'c', kind: 'success', sourceEventSeq: 3 } },
-        renumbering,
-      ),
-    ).toEqual({
-      type: 'command/done',
-      seq: 4,
-      data: { commandId: 'c', kind: 'success', sourceEventSeq: 2 },
-    })
-    expect(
-      rewrite(
-        {
-          type: 'compaction/summary',
-          seq: 8,
-          data: { shadowedRange: { start: 2, end: 4 }, shadowedSeqs: [2, 3, 4], summary: 's' },
-        },
-        renumbering,
-      ),
-    ).toEqual({
-      type: 'compaction/summary',
-      seq: 7,
-      data: { shadowedRange: { start: 1, end: 3 }, shadowedSeqs: [1, 2, 3], summary: 's' },
-    })
-    expect(rewrite({ type: 'session/title', seq: 6, data: { title: 't', messageSeqs: [0, 2] } }, renumbering)).toEqual({
-      type: 'session/title',
-      seq: 5,
-      data: { title: 't', messageSeqs: [0, 1] },
-    })
-    expect(
-      rewrite(
-        { type: 'session-log-deepseek/delivery-accepted', seq: 6, data: { sessionId: 's', throughSeq: 1 } },
-        renumbering,
-      ),
-    ).toEqual({
-      type: 'session-log-deepseek/delivery-accepted',
-      seq: 5,
-      data: { sessionId: 's', throughSeq: 0 },
-    })
-    expect(rewrite({ type: 'command/done', seq: 5, data: { commandId: 'c', kind: 'error' } }, renumbering)).toEqual({
-      type: 'command/done',
-      seq: 4,
-      data: { commandId: 'c', kind: 'error' },
-    })
-    expect(rewrite({ type: 'text-chunks', seq0: 4, time0: 1, data: { texts: ['a', 'b', 'c'] } }, renumbering)).toEqual({
-      type: 'text-chunks',
-      seq0: 3,
-      time0: 1,
-      data: { texts: ['a', 'b', 'c'] },
-    })
+      isLoopRow(Buffer.from('{"type":"user/message","seq":4,"data":{"text":"{\\"type\\":\\"loop/change\\","}}')),
+    ).toBe(false)
+    expect(isLoopRow(Buffer.from('{"type":"loop/changes","seq":4}'))).toBe(false)
+    expect(isLoopRow(Buffer.from('{"seq":4,"type":"loop/change"}'))).toBe(false)
   })
+})
 
-  it('refuses a field of the wrong shape', () => {
-    const renumbering = removedAt(1)
-    expect(refusal(() => rewrite({ type: 'session/title', seq: 6, data: { messageSeqs: 2 } }, renumbering))).toBe(
-      'row 1 data.messageSeqs is not a list of seqs',
-    )
-    expect(
-      refusal(() => rewrite({ type: 'compaction/prune', seq: 6, data: { shadowedRange: [2, 3] } }, renumbering)),
-    ).toBe('row 1 data.shadowedRange is not a range')
-  })
-
-  it('names the fields of the format-0 migration that hold seqs', () => {
+describe('SEQ_REFERENCES', () => {
+  it('names, frozen, every field of a format-0 log that holds seqs: the header, the surface envelopes, the data of the migration', () => {
     expect(Object.isFrozen(SEQ_REFERENCES)).toBe(true)
-    expect(Object.keys(SEQ_REFERENCES).sort()).toEqual([
-      'command/done',
-      'compaction/prune',
-      'compaction/summary',
-      'session-log-deepseek/delivery-accepted',
-      'session/title',
-      'session/title-llm-request',
-    ])
+    expect(Object.isFrozen(SEQ_REFERENCES.events)).toBe(true)
+    expect(SEQ_REFERENCES.header).toEqual({ seedLength: 'count' })
+    for (const [type, fields] of Object.entries(SEQ_REFERENCES.events)) {
+      expect(Object.isFrozen(fields), type).toBe(true)
+      for (const part of Object.values(fields)) expect(Object.isFrozen(part), type).toBe(true)
+    }
+    expect(
+      Object.fromEntries(Object.entries(SEQ_REFERENCES.events).map(([type, fields]) => [type, Object.keys(fields)])),
+    ).toEqual({
+      'user/message': ['envelope'],
+      'assistant/message': ['envelope'],
+      'tool/result': ['envelope'],
+      'command/done': ['data'],
+      'compaction/prune': ['data'],
+      'compaction/summary': ['data'],
+      'session/title': ['data'],
+      'session/title-llm-request': ['data'],
+      'session-log-deepseek/delivery-accepted': ['data'],
+    })
   })
 })

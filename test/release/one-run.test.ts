@@ -14,7 +14,7 @@ import type { ReleaseFs } from '../../src/release/release-fs.ts'
 import { isReleaseTemp } from '../../src/release/release-file.ts'
 import { useHosts } from '../support/host.ts'
 import { digests, logOf, releaseDone, releaseOptions, writeHome } from '../support/release-home.ts'
-import { tempDir } from '../support/temp-dir.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 const hosts = useHosts()
 let written: Buffer

@@ -3,14 +3,12 @@
  * on disk, then opened by the real host without `loop` and again with it (SPEC.md §13
  * "Leaving loop").
  */
-import { readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { zstdDecompressSync } from 'node:zlib'
 import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it } from 'vitest'
-import { zstdFrameEnd } from '../../src/release/zstd-frames.ts'
 import { advance, listedOf, resumeFakeAgent, runTool, useHosts } from '../support/host.ts'
-import { digests, logOf, releaseDone, tallyOf, writeHome } from '../support/release-home.ts'
+import { digests, framesOf, logOf, releaseDone, tallyOf, writeHome } from '../support/release-home.ts'
 
 const catalog = KNOWN_SESSION_EVENT_TYPES as Set<string>
 afterEach(() => {
@@ -18,17 +16,6 @@ afterEach(() => {
 })
 
 const hosts = useHosts()
-
-/** A Zstandard log's frames, split where each ends (zlib's one-shot decompress reads only the first). */
-function frames(log: Buffer): Buffer[] {
-  const found: Buffer[] = []
-  for (let start = 0; start < log.length;) {
-    const end = zstdFrameEnd(log, start)!
-    found.push(log.subarray(start, end))
-    start = end
-  }
-  return found
-}
 
 const release = releaseDone
 
@@ -55,7 +42,7 @@ describe('release for removal', () => {
     )
     await hosts.dispose(reader)
 
-    const writtenFrames = frames(readFileSync(logOf(home, 'session-looped')))
+    const writtenFrames = (await framesOf(logOf(home, 'session-looped'))).map(({ frame }) => frame)
     const dry = await release(home, { dryRun: true })
     expect(digests(home)).toEqual(before)
     expect(dry.files.map((file) => [file.sessionId, file.status])).toEqual([
@@ -69,7 +56,7 @@ describe('release for removal', () => {
       dry.files.map((file) => [file.sessionId, file.status, tallyOf(file).marked]),
     )
     // Frame for frame: a frame without loop rows keeps its bytes; one with them differs only by the markers.
-    const releasedFrames = frames(readFileSync(logOf(home, 'session-looped')))
+    const releasedFrames = (await framesOf(logOf(home, 'session-looped'))).map(({ frame }) => frame)
     expect(releasedFrames).toHaveLength(writtenFrames.length)
     const rewrittenFrames = releasedFrames.filter((frame, index) => !frame.equals(writtenFrames[index]!))
     expect(rewrittenFrames.length).toBeGreaterThan(0)

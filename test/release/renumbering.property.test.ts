@@ -11,11 +11,12 @@ import { join } from 'node:path'
 import { KNOWN_SESSION_EVENT_TYPES, SessionId, type Session, type SessionEvent } from '@deepseek-ai/dsh-session'
 import fc from 'fast-check'
 import { beforeAll, describe, expect, it, vi } from 'vitest'
+import { RELEASE_MODES } from '../../src/release/modes.ts'
 import { releaseFile } from '../../src/release/release-file.ts'
 import { migrateFormat0 } from '../support/format-migration.ts'
 import { bootHost, createRealAgent, sendTask, until, useMockModel, type Host } from '../support/host.ts'
 import { tallyOf } from '../support/release-home.ts'
-import { tempDir } from '../support/temp-dir.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 /** What one replayed row is: a recorded event, or a row of the script that names earlier ones by index. */
 interface Step {
@@ -251,7 +252,7 @@ describe('the upgrade release renumbering', () => {
             for (const id of [SESSION, FORK]) {
               const raw = await released.ctx.sessionPersistence.readRaw(SessionId(id))
               const log = join(withLoops, (await fsPromises.readdir(withLoops))[0]!, id, 'session.jsonl.zstd')
-              const outcome = await releaseFile(log, { mode: 'upgrade', fs: fsPromises, dryRun: false })
+              const outcome = await releaseFile(log, { stages: RELEASE_MODES.upgrade, fs: fsPromises, dryRun: false })
               // As written, DSH's migration refuses exactly the logs that held loop rows.
               if (tallyOf(outcome).removed > 0) {
                 expect(outcome.status).toBe('released')

@@ -1,11 +1,23 @@
 /** Walking a Zstandard log frame by frame without decompressing (SPEC.md §13 "Leaving loop"). */
+import { randomBytes } from 'node:crypto'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { zstdCompressSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { LogRefusal } from '../../src/release/log-format.ts'
 import { decodeFrame, encodeFrame, zstdFrameEnd } from '../../src/release/zstd-frames.ts'
+import { framesOf } from '../support/release-home.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
+
+/** The frames of a log written to a file of its own. */
+function framesOfFile(log: Buffer): ReturnType<typeof framesOf> {
+  const path = join(tempDir('loop-frames-'), 'session.jsonl.zstd')
+  writeFileSync(path, log)
+  return framesOf(path)
+}
 
 describe('zstdFrameEnd', () => {
-  it('finds the end of each of several frames, as DSH writes them and as other encoders do', () => {
+  it('finds the end of each of several frames, as DSH writes them and as other encoders do, read a chunk at a time', async () => {
     const frames = [
       encodeFrame(Buffer.from('{"type":"session"}\n')),
       encodeFrame(Buffer.from('x'.repeat(300_000))), // content size in 4 bytes, RLE blocks
@@ -14,14 +26,18 @@ describe('zstdFrameEnd', () => {
       encodeFrame(
         Buffer.from(Array.from({ length: 200_000 }, (_, i) => String.fromCharCode(33 + ((i * 7919) % 90))).join('')),
       ),
+      // Larger than a read: it spans chunks.
+      encodeFrame(Buffer.from(randomBytes(1_200_000).toString('base64'))),
     ]
     const log = Buffer.concat(frames)
-    const ends: number[] = []
-    for (let start = 0, end = zstdFrameEnd(log, 0); end !== undefined; start = end, end = zstdFrameEnd(log, start))
-      ends.push(end)
+    // Read a chunk at a time: the large frame spans chunks.
+    const read = await framesOfFile(log)
     let offset = 0
-    expect(ends).toEqual(frames.map((frame) => (offset += frame.length)))
-    expect(decodeFrame(log.subarray(0, ends[0])).toString()).toBe('{"type":"session"}\n')
+    expect(read.map(({ start }) => start)).toEqual(frames.map((frame) => (offset += frame.length) - frame.length))
+    expect(read.map(({ frame }) => frame)).toEqual(frames)
+    expect(decodeFrame(read[0]!.frame).toString()).toBe('{"type":"session"}\n')
+    // A log whose last frame was cut short.
+    await expect(framesOfFile(log.subarray(0, -3))).rejects.toThrow(/^its last write was cut short/)
   })
 
   it('reads the header forms DSH does not write: a window descriptor, a dictionary id, a 2- and 8-byte content size', () => {

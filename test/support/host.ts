@@ -3,7 +3,7 @@
  * JSONL persistence, agent registry and loop, tool and command runtimes and
  * projection registry. The model boundary is the only fake: agents are real,
  * but `send`, `steer` and `followup` are spies and `status` is controllable.
- * The composition itself is test/support/compose-host.ts (shared with the bench).
+ * The composition itself is harness/compose-host.ts (shared with the bench).
  *
  * A file's set-up is one call: {@link useFakeHost} (a fresh fake-clock host and
  * agent per test, with `create`/`tool`/`command` on them), {@link useHosts} (hosts
@@ -18,9 +18,9 @@ import { startMockLlmServer, type MockLlmServer, type MockLlmServerOptions } fro
 import { afterEach, beforeEach, vi, type Mock } from 'vitest'
 import type { LoopClock } from '../../src/clock.ts'
 import { LoopRuntime } from '../../src/loop.ts'
-import { AGENT_OPTIONS, composeHost, createRootAgent, resumeRootAgent } from './compose-host.ts'
+import { AGENT_OPTIONS, composeHost, createRootAgent, resumeRootAgent } from '../../harness/compose-host.ts'
 import { NOW } from './epoch.ts'
-import { tempDir } from './temp-dir.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 export { AGENT_OPTIONS }
 

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
-import { tempDir } from './temp-dir.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 /**
  * A host entry in a fresh directory whose `node_modules` holds real DSH packages with their

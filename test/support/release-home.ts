@@ -10,7 +10,8 @@ import { join, relative } from 'node:path'
 import { expect } from 'vitest'
 import { releaseHome, type HomeRelease, type HomeReleaseOptions } from '../../src/release/home.ts'
 import type { FileOutcome } from '../../src/release/release-file.ts'
-import type { Tally } from '../../src/release/rewrite.ts'
+import type { Tally } from '../../src/release/modes.ts'
+import { readFrames } from '../../src/release/zstd-frames.ts'
 import {
   advance,
   createFakeAgent,
@@ -20,7 +21,7 @@ import {
   runTool,
   type Hosts,
 } from './host.ts'
-import { tempDir } from './temp-dir.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 
 /** sha256 of every file under a folder, by path relative to it. */
 export function digests(root: string): Record<string, string> {
@@ -118,4 +119,20 @@ export async function releaseDone(home: string, overrides: Partial<HomeReleaseOp
 export function tallyOf(file: FileOutcome): Readonly<Tally> {
   if (file.status === 'left') throw new Error(`${file.path} was left: ${file.reason}`)
   return file.tally
+}
+
+/**
+ * A Zstandard log's frames as the release walks them, each with where it starts.
+ * @param path - the log.
+ * @returns its frames, in order.
+ */
+export async function framesOf(path: string): Promise<{ readonly start: number; readonly frame: Buffer }[]> {
+  const handle = await fsPromises.open(path, 'r')
+  const frames: { readonly start: number; readonly frame: Buffer }[] = []
+  try {
+    for await (const frame of readFrames(handle)) frames.push(frame)
+    return frames
+  } finally {
+    await handle.close()
+  }
 }

@@ -4,7 +4,7 @@
  * a real Cordis context with DSH's own plugins in DSH's order, JSONL persistence
  * under a root, and the loop plugin last. Nothing here is faked; the model
  * boundary is installed by each caller's agent `setup`.
- * @module test/support/compose-host
+ * @module harness/compose-host
  */
 import { join } from 'node:path'
 import { Context } from '@deepseek-ai/cordis'
@@ -26,7 +26,7 @@ import * as storageJsonPlugin from '@deepseek-ai/dsh-storage-json'
 import * as systemPromptPlugin from '@deepseek-ai/dsh-system-prompt'
 import * as toolsPlugin from '@deepseek-ai/dsh-tools'
 import * as workspacePlugin from '@deepseek-ai/dsh-workspace'
-import * as loopPlugin from '../../src/index.ts'
+import * as loopPlugin from '../src/index.ts'
 
 /** A Cordis plugin module as `ctx.plugin` takes it. */
 export type PluginModule = Parameters<Context['plugin']>[0]

@@ -2,7 +2,7 @@
  * The one way a test, the benchmark or the browser run makes a scratch
  * directory: a fresh one under the OS temp dir. Free of vitest, so
  * scripts/bench/ and test/browser/ share it.
- * @module test/support/temp-dir
+ * @module harness/temp-dir
  */
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
