@@ -21,7 +21,7 @@ import type { LoopClientContext, LoopSettingsInjected } from '../src/ui/index.ts
 import { LOOP_DICTIONARIES, type LoopTranslate } from '../src/ui/locales.ts'
 import type { LoopSettingsCardProps } from '../src/ui/LoopSettingsCard.tsx'
 import type { SettingsScopeLike, SettingsScopeSnapshot } from '../src/ui/settings-form.ts'
-import type { LoopDockInjected, LoopDockProps } from '../src/ui/slot-props.ts'
+import type { LoopsViewInjected, LoopsViewProps } from '../src/ui/slot-props.ts'
 import type { ToolCallRowInjected, ToolCallRowProps } from '../src/ui/ToolCallRow.tsx'
 import { heartbeatText } from './support/heartbeat-xml.ts'
 import { tempDir } from '../harness/temp-dir.ts'
@@ -96,7 +96,7 @@ type DockOptions = {
   readonly id: string
   readonly order: number
   readonly locale: 'loop'
-  readonly inject: (sessionId: string) => LoopDockInjected
+  readonly inject: (sessionId: string) => LoopsViewInjected
 }
 type NodeOptions = {
   readonly name: 'conversation.chat.node'
@@ -217,7 +217,7 @@ function fakeContext() {
 }
 
 type Entry = { apply: (ctx: LoopClientContext) => void; inject: readonly string[] }
-type LoopDockComponent = React.FunctionComponent<LoopDockProps>
+type LoopsViewComponent = React.FunctionComponent<LoopsViewProps>
 type NodeComponent = React.FunctionComponent<HeartbeatRowProps>
 type ToolComponent = React.FunctionComponent<ToolCallRowProps>
 type CardComponent = React.FunctionComponent<LoopSettingsCardProps>
@@ -262,7 +262,7 @@ async function checkEntry(entry: Entry) {
   expect(declareSlot('conversation.chat.node')).toBe(dispose)
   expect(register).toHaveBeenCalledTimes(2)
   const [dock, node] = registered as [
-    { options: DockOptions; component: LoopDockComponent },
+    { options: DockOptions; component: LoopsViewComponent },
     { options: NodeOptions; component: NodeComponent },
   ]
 
@@ -353,7 +353,7 @@ async function checkEntry(entry: Entry) {
   })
 
   // inject(sessionId) binds the session: the dock's only way out is that session's command executor.
-  const injected: LoopDockInjected = dock.options.inject('session-1')
+  const injected: LoopsViewInjected = dock.options.inject('session-1')
   expect(Object.keys(injected)).toEqual(['executeCommand'])
   await expect(injected.executeCommand('/loop list')).resolves.toMatchObject({ ok: true })
   expect(execute).toHaveBeenLastCalledWith('session-1', '/loop list', [])
@@ -369,7 +369,7 @@ async function checkEntry(entry: Entry) {
   const useProjection = ((key: string, selector?: (value: unknown) => unknown) => {
     const value = key === 'loop' ? { loops } : undefined
     return selector === undefined ? value : selector(value)
-  }) as LoopDockProps['useProjection']
+  }) as LoopsViewProps['useProjection']
   const loops = [{ id: 'loop_a1b2', prompt: 'Check the build', time_in_seconds: 90, next_at: Date.now() + 5_000 }]
   const heartbeat = {
     content: [
@@ -474,7 +474,7 @@ describe('lib/client.js', () => {
     expect(styles.map((style) => [style.dataset.plugin, style.dataset.pluginCss])).toEqual([
       ['dsh-plugin-loop', 'dsh-plugin-loop/DisclosureRow.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/HeartbeatRow.module.css'],
-      ['dsh-plugin-loop', 'dsh-plugin-loop/LoopDock.module.css'],
+      ['dsh-plugin-loop', 'dsh-plugin-loop/LoopsView.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/LoopSettingsCard.module.css'],
       ['dsh-plugin-loop', 'dsh-plugin-loop/ToolCallRow.module.css'],
     ])
@@ -510,7 +510,7 @@ describe('lib/client.js', () => {
     const dockClass = root.className
     expect(dockClass).toMatch(/^[\w-]+_dock$/)
     expect(
-      document.querySelector('style[data-plugin-css="dsh-plugin-loop/LoopDock.module.css"]')!.textContent,
+      document.querySelector('style[data-plugin-css="dsh-plugin-loop/LoopsView.module.css"]')!.textContent,
     ).toContain(`.${dockClass}{`)
     // Each conversation row's text wears the shared disclosure sheet's code-block background and its own sheet's cap.
     const sheet = (file: string) =>

@@ -15,13 +15,14 @@
  * On a mismatch the assertion prints the expected text, so adding a setting or
  * a code means pasting one row into both READMEs.
  *
- * SPEC.md §10 "Departures from the specification", its table, is checked the same way: every row names, in
- * its last cell, test files that exist and test titles each file holds.
+ * SPEC.md §10 "Departures from the specification", its table, is checked the same way: every row names
+ * test files that exist, test titles each file holds, and edits to files that exist.
  */
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { readDepartures } from '../harness/departures.ts'
 import { Config } from '../src/config.ts'
 import { bootHost, createFakeAgent, type Host } from './support/host.ts'
 
@@ -217,22 +218,21 @@ describe('README reference blocks match the code', () => {
 })
 
 describe("SPEC.md's departures", () => {
-  const spec = readFileSync(`${root}SPEC.md`, 'utf8')
-  const table = spec.slice(spec.indexOf('## 10. Departures'), spec.indexOf('**Extensions**'))
-  const rows = tableRows(table)
+  const departures = readDepartures(readFileSync(`${root}SPEC.md`, 'utf8'))
 
-  it('each name the tests that show their defect, and every test named is there', () => {
-    expect(rows.length).toBeGreaterThan(10)
-    for (const row of rows) {
-      const cell = row.at(-1)!
-      if (cell === '—') continue
-      // A path, then the titles of its tests; a title ending in `…` is the start of one.
-      const mentions = [...cell.matchAll(/`(test\/[^`]+)`|"([^"]+)"/g)]
-      expect(mentions[0]?.[1], `the test cell of "${row[0]}" starts with a test file`).toBeDefined()
-      let source = ''
-      for (const [, path, title] of mentions) {
-        if (path !== undefined) source = readFileSync(`${root}${path}`, 'utf8')
-        else expect(source, `"${title}" in the test cell of "${row[0]}"`).toContain(title!.replace(/,? …$/, ''))
+  it('each name the tests that show their defect, every test named is there, and the edits that revert it', () => {
+    expect(departures.length).toBeGreaterThan(10)
+    for (const { sentence, tests, reverts } of departures) {
+      expect(tests.length, `the tests of "${sentence}"`).toBeGreaterThan(0)
+      for (const { file, title } of tests) {
+        const source = readFileSync(`${root}${file}`, 'utf8')
+        // A title with `%j` holds each part between the placeholders.
+        for (const part of title.split(/%[jsdio]/)) expect(source, `"${title}" in ${file}`).toContain(part)
+      }
+      expect(reverts.length, `the revert of "${sentence}"`).toBeGreaterThan(0)
+      for (const { file, perl } of reverts) {
+        expect(existsSync(`${root}${file}`), `${file}, reverted for "${sentence}"`).toBe(true)
+        expect(perl, `the edit of "${sentence}"`).toMatch(/^s\/.+\/.*\/m?$/s)
       }
     }
   })

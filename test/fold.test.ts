@@ -352,6 +352,14 @@ describe('the fold', () => {
     ).toStrictEqual([loopB, again])
   })
 
+  it('starts a new loop under an id deleted earlier, as any create of an inactive id', () => {
+    const again = { ...loopA, prompt: 'again', next_at: NOW + 9_000 }
+    expect(foldOf(createChange(loopA), deleteChange('loop_a'), createChange(again))).toStrictEqual({
+      loops: [again],
+      lastIdNumber: 0,
+    })
+  })
+
   it("keeps a fold the size of its active loops after a runaway's hundred thousand creates and deletes", () => {
     // The literal rule (no id twice, ever) would carry every id used in every fold, the dock's included.
     const counted = (number: number): LoopRecord => ({ ...loopA, id: `loop_${number.toString(16).padStart(8, '0')}` })

@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 /**
- * The loop dock (src/ui/LoopDock.tsx, its pure rules in test/ui/dock.test.ts) in
+ * The loop dock (src/ui/LoopsView.tsx, its pure rules in test/ui/dock.test.ts) in
  * jsdom: every state of the ui.md contract in English and Chinese, a live
  * language switch, the exact command lines it sends (once, however fast
  * Confirm is clicked), and proof that rendering and the countdown repaint
@@ -14,9 +14,9 @@ import { deferred, type Deferred } from './support/ui-deferred.ts'
 import { languageSource, type Language } from './support/ui-locale.ts'
 import { A, B, C, D, loop, projectionSource, runAtNow } from './support/ui-loops.ts'
 import type { LoopProjection, LoopRecord } from '../src/types.ts'
-import { LoopDock } from '../src/ui/LoopDock.tsx'
+import { LoopsView } from '../src/ui/LoopsView.tsx'
 import { REPAINT_MS } from '../src/ui/dock.ts'
-import type { LoopDockProps } from '../src/ui/slot-props.ts'
+import type { LoopsViewProps } from '../src/ui/slot-props.ts'
 
 const SUCCESS = { ok: true, value: { commandId: 'cmd-1', result: { kind: 'success', text: 'Deleted loop_aaaa1111.' } } }
 
@@ -44,7 +44,7 @@ function renderDock(
   }
   const props = { ...untouchable, useProjection: source.useProjection, executeCommand: execute }
   // The slot outlet re-renders its entries with a new `t` seat after a language switch.
-  const Outlet = () => createElement(LoopDock, { ...props, t: languages.useSeat() } as LoopDockProps)
+  const Outlet = () => createElement(LoopsView, { ...props, t: languages.useSeat() } as LoopsViewProps)
   const view = render(createElement(Outlet))
   const untouched = () => {
     for (const spy of [

@@ -1,5 +1,5 @@
 /**
- * Row 5: `LoopDock` from src/ui/, bundled with the project's own build pieces (tsdown, CSS modules; React external),
+ * Row 5: `LoopsView` from src/ui/, bundled with the project's own build pieces (tsdown, CSS modules; React external),
  * rendered in jsdom by React 18's production build (what DSH web ships). The repaint is the dock's own once-a-second
  * interval callback, captured and run inside `flushSync` with the clock one second later, so every countdown changes.
  * jsdom's DOM is slower than a browser's: the times are upper bounds. Every interval, timeout, animation frame and
@@ -25,13 +25,13 @@ export interface DockResult {
 const MOUNTS = 31
 const WARMUP = 5
 
-/** Bundle LoopDock.tsx to an ESM file inside the project (so `react` resolves), CSS modules included. */
+/** Bundle LoopsView.tsx to an ESM file inside the project (so `react` resolves), CSS modules included. */
 async function bundleDock(root: string): Promise<string> {
   const outDir = join(root, 'node_modules', '.cache', 'loop-bench-dock')
   mkdirSync(outDir, { recursive: true })
   await build({
     config: false,
-    entry: { dock: join(root, 'src/ui/LoopDock.tsx') },
+    entry: { dock: join(root, 'src/ui/LoopsView.tsx') },
     outDir,
     format: 'esm',
     platform: 'neutral',
@@ -130,7 +130,7 @@ export async function runDock(root: string, log: (line: string) => void): Promis
   const React = await import('react')
   const { createRoot } = await import('react-dom/client')
   const { flushSync } = await import('react-dom')
-  const { LoopDock } = (await import(pathToFileURL(file).href)) as { LoopDock: (props: object) => unknown }
+  const { LoopsView } = (await import(pathToFileURL(file).href)) as { LoopsView: (props: object) => unknown }
   // The production build has no `act`; flushSync commits synchronously, and React 18 runs the passive effects of a
   // synchronous render before returning, so the repaint interval is armed on return.
   const act = (body: () => void) => flushSync(body)
@@ -151,7 +151,7 @@ export async function runDock(root: string, log: (line: string) => void): Promis
       document.body.appendChild(container)
       tracking = true
       const reactRoot = createRoot(container)
-      act(() => reactRoot.render(React.createElement(LoopDock as never, props)))
+      act(() => reactRoot.render(React.createElement(LoopsView as never, props)))
       if (expand) act(() => container.querySelector('[data-loop-summary] button')!.click())
       const rows = container.querySelectorAll('[data-loop-row]').length
       if (rows !== (expand ? 100 : 0)) throw new Error(`${label}: ${rows} rows`)

@@ -361,7 +361,7 @@ Verdicts hold only on an otherwise idle machine (compare the load averages above
 - **Heap (4)**: \`heapUsed\` after full GCs. Two hosts, with the plugin and without, get the same \`loop/change\` events, then
   close and resume the session; the plugin's share is its host's growth minus the other's (the log itself). Per loop, the
   heap of a plain record object of the same shape is subtracted.
-- **Dock (5)**: \`LoopDock\`, bundled by the project's own build pieces, in jsdom with React 18's production build (jsdom is
+- **Dock (5)**: \`LoopsView\`, bundled by the project's own build pieces, in jsdom with React 18's production build (jsdom is
   slower than a browser: an upper bound). The repaint is the dock's own once-a-second interval callback inside \`flushSync\`
   with the clock one second on, so every countdown changes; the worse of the collapsed and expanded layouts is judged.
 - **Cold open (6)**, as a user meets it: pairs of real \`dsh web\` processes, one per side, each on its own

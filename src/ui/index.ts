@@ -15,14 +15,14 @@ import type { ComponentType } from 'react'
 import { shadowedContextRenderer, type ChatNodeEntry } from './context-renderer.ts'
 import { renderWhenPropsPresent } from './guard.tsx'
 import { ContextNode, type AnyTranslate, type HeartbeatRowInjected, type HeartbeatRowProps } from './HeartbeatRow.tsx'
-import { LoopDock } from './LoopDock.tsx'
+import { LoopsView } from './LoopsView.tsx'
 import { LoopSettingsCard, type LoopSettingsCardProps } from './LoopSettingsCard.tsx'
 import { ToolCallRow, type ToolCallRowInjected, type ToolCallRowProps } from './ToolCallRow.tsx'
 import { LOOP_TOOL_TITLES, type LoopToolName } from './tool-call.ts'
 import { LOCALE_NS, LOOP_DICTIONARIES, type LoopDictionary } from './locales.ts'
 import { LOOP_SETTINGS_NAMESPACE } from '../shared/limits.ts'
 import { LoopSettingsForm, type LoopSettingsActions, type SettingsScopeLike } from './settings-form.ts'
-import type { LoopDockInjected, LoopDockProps } from './slot-props.ts'
+import type { LoopsViewInjected, LoopsViewProps } from './slot-props.ts'
 
 /** Dock order: todo 0, goal 10, loop 15, queue 20. */
 const LOOP_DOCK_ORDER = 15
@@ -38,7 +38,7 @@ const HEARTBEAT_ROW_PRIORITY = -1
  * Each entry renders only with every prop it reads (./guard.tsx): on a DSH this build was not
  * made for, an entry whose props changed shows nothing instead of throwing in DSH's slot.
  */
-const GuardedDock = renderWhenPropsPresent(LoopDock, ['useProjection', 't', 'executeCommand'])
+const GuardedDock = renderWhenPropsPresent(LoopsView, ['useProjection', 't', 'executeCommand'])
 const GuardedContextNode = renderWhenPropsPresent(ContextNode, [
   'node',
   't',
@@ -92,9 +92,9 @@ export interface LoopClientContext {
         readonly id: string
         readonly order: number
         readonly locale: typeof LOCALE_NS
-        readonly inject: (sessionId: string) => LoopDockInjected
+        readonly inject: (sessionId: string) => LoopsViewInjected
       },
-      component: ComponentType<LoopDockProps>,
+      component: ComponentType<LoopsViewProps>,
     ): () => void
     register(
       options: {

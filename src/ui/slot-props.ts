@@ -25,7 +25,7 @@ export interface UseLoopProjection {
 }
 
 /** What this plugin's `inject(sessionId)` adds to the props: the session's command executor. */
-export interface LoopDockInjected {
+export interface LoopsViewInjected {
   /**
    * Run one slash-command line in this entry's session through
    * `ctx.remote.commands.execute(sessionId, line, [])`; resolves with the
@@ -35,7 +35,7 @@ export interface LoopDockInjected {
 }
 
 /** The props the dock uses. */
-export interface LoopDockProps extends LoopDockInjected {
+export interface LoopsViewProps extends LoopsViewInjected {
   readonly useProjection: UseLoopProjection
   /** The `loop` namespace's translate seat; a new function after every language switch. */
   readonly t: LoopTranslate

@@ -347,7 +347,7 @@ describe('loop dock in dsh web (Chromium)', () => {
     await expect.poll(() => loopIds()).toEqual([])
     expect(await dock().count()).toBe(0)
     // The plugin's bundle did load: its style is in the page.
-    expect(await page.locator('style[data-plugin-css="dsh-plugin-loop/LoopDock.module.css"]').count()).toBe(1)
+    expect(await page.locator('style[data-plugin-css="dsh-plugin-loop/LoopsView.module.css"]').count()).toBe(1)
     await shoot('0-no-loops')
   })
 

@@ -11,7 +11,8 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { LOCK_FILE, lockDecision, takeHomeLock, type LockHolder } from '../../src/release/home-lock.ts'
 import { releaseHome, type HomeRefusal } from '../../src/release/home.ts'
 import type { ReleaseFs } from '../../src/release/release-fs.ts'
-import { isReleaseTemp } from '../../src/release/release-file.ts'
+import { RELEASE_MODES } from '../../src/release/modes.ts'
+import { isReleaseTemp, releaseFile } from '../../src/release/release-file.ts'
 import { useHosts } from '../support/host.ts'
 import { digests, logOf, releaseDone, releaseOptions, writeHome } from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
@@ -143,6 +144,25 @@ describe('two runs on one home', () => {
     ])
     expect((await releaseDone(home)).files.map((file) => file.status)).toEqual(['already-released'])
     expect(readdirSync(home)).toEqual(['sessions'])
+  })
+
+  it("keeps each run's temp file its own: one that opens beside another's and dies leaves the other whole", async () => {
+    const reference = homeWithLog()
+    await releaseDone(reference.home)
+    const { log } = homeWithLog()
+    // Without the lock (as two runs of an earlier build met): the first has written its temp file whole…
+    const counted = pausingFs(Number.POSITIVE_INFINITY)
+    await releaseFile(homeWithLog().log, { stages: RELEASE_MODES.removal, fs: counted.fs, dryRun: false })
+    const first = pausingFs(counted.steps.indexOf('handle.sync') + 1)
+    const running = releaseFile(log, { stages: RELEASE_MODES.removal, fs: first.fs, dryRun: false })
+    await first.paused
+    // …when a second opens its own and dies there.
+    const second = pausingFs(counted.steps.indexOf('fs.open', counted.steps.indexOf('handle.read') + 1) + 1)
+    void releaseFile(log, { stages: RELEASE_MODES.removal, fs: second.fs, dryRun: false })
+    await second.paused
+    first.resume()
+    expect(await running).toMatchObject({ status: 'released' })
+    expect(readFileSync(log).equals(readFileSync(reference.log))).toBe(true)
   })
 
   it('takes over the lock of a run whose process is gone, and says so', async () => {

@@ -8,7 +8,7 @@ import { act, cleanup } from '@testing-library/react'
 import { useSyncExternalStore } from 'react'
 import { afterEach, beforeEach, vi } from 'vitest'
 import type { LoopProjection, LoopRecord } from '../../src/types.ts'
-import type { LoopDockProps } from '../../src/ui/slot-props.ts'
+import type { LoopsViewProps } from '../../src/ui/slot-props.ts'
 import { NOW } from './epoch.ts'
 
 /**
@@ -61,7 +61,7 @@ export function projectionSource(initial: LoopProjection | undefined) {
     keys.push(key)
     const current = useSyncExternalStore(subscribe, () => value)
     return selector === undefined ? current : selector(current)
-  }) as LoopDockProps['useProjection']
+  }) as LoopsViewProps['useProjection']
   return {
     keys,
     useProjection,

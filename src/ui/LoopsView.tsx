@@ -5,7 +5,7 @@
  * reply rules live in `./dock.ts`, words in `./locales.ts` (through the `t`
  * seat DSH injects, so a language switch repaints it); the contract is the
  * project's `ui.md`.
- * @module dsh-plugin-loop/ui/LoopDock
+ * @module dsh-plugin-loop/ui/LoopsView
  */
 import {
   createContext,
@@ -33,8 +33,8 @@ import {
   type DeleteFailure,
 } from './dock.ts'
 import { localDue, localInterval, type LoopTranslate } from './locales.ts'
-import styles from './LoopDock.module.css'
-import type { LoopDockProps } from './slot-props.ts'
+import styles from './LoopsView.module.css'
+import type { LoopsViewProps } from './slot-props.ts'
 
 /** Where one row's Delete stands; a row without an entry shows its plain `Delete` button. */
 type DeleteState =
@@ -62,7 +62,7 @@ const NowContext = createContext(0)
  * @param props - the projection reader, the `loop` translate seat and this session's command executor.
  * @returns the dock, or `null` when the session has no active loops.
  */
-export function LoopDock({ useProjection, executeCommand, t }: LoopDockProps) {
+export function LoopsView({ useProjection, executeCommand, t }: LoopsViewProps) {
   const loops = loopsOf(useProjection(LOOP_PROJECTION_KEY))
   const layout = dockLayout(loops.length)
   const [expanded, setExpanded] = useState(false)
