@@ -9,10 +9,10 @@ import { describe, expect, it } from 'vitest'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
 
-/** Every module specifier a source file imports, statically or dynamically (type-only imports aside). */
+/** Every module specifier a source file imports, for its names, its effects or dynamically (type-only imports aside). */
 function importsOf(file: string): string[] {
   const text = readFileSync(file, 'utf8')
-  return [...text.matchAll(/^import (?!type )[^'"]*?from '([^']+)'|import\('([^']+)'\)/gm)].map(
+  return [...text.matchAll(/^import (?!type )(?:[^'"]*?from )?'([^']+)'|import\('([^']+)'\)/gm)].map(
     ([, from, dynamic]) => (from ?? dynamic)!,
   )
 }
