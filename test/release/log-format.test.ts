@@ -1,23 +1,7 @@
 /** What a format-0 log is, as a release reads it, with plain values (SPEC.md §13 "Leaving loop"). */
 import { describe, expect, it } from 'vitest'
-import {
-  LaterFormat,
-  LogRefusal,
-  SEQ_REFERENCES,
-  isLoopRow,
-  readHeader,
-  readRowHead,
-} from '../../src/release/log-format.ts'
-
-const refusal = (fn: () => unknown): string => {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(LogRefusal)
-    return (error as Error).message
-  }
-  throw new Error('no refusal')
-}
+import { LaterFormat, SEQ_REFERENCES, isLoopRow, readHeader, readRowHead } from '../../src/release/log-format.ts'
+import { refusal } from '../support/release-home.ts'
 
 /** The header of a log whose first line is `line`. */
 const header = (line: string) => readHeader(Buffer.from(line))

@@ -1,17 +1,7 @@
 /** The two releases, each one object, with plain values (SPEC.md §13 "Leaving loop"). */
 import { describe, expect, it } from 'vitest'
-import { LogRefusal } from '../../src/release/log-format.ts'
 import { RELEASE_MODES, markRow } from '../../src/release/modes.ts'
-
-const refusal = (fn: () => unknown): string => {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(LogRefusal)
-    return (error as Error).message
-  }
-  throw new Error('no refusal')
-}
+import { refusal } from '../support/release-home.ts'
 
 describe('markRow', () => {
   it('puts the marker before the closing brace of a loop/change row, every other byte kept', () => {

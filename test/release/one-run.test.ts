@@ -205,17 +205,11 @@ describe('two runs on one home', () => {
     writeFileSync(join(home, LOCK_FILE), JSON.stringify(stale))
     // Between this run's judging the lock stale and moving it aside, another run replaces it with its own.
     let swapped = false
-    const fs = new Proxy(fsPromises, {
-      get(target, key) {
-        const value = Reflect.get(target, key) as (...args: unknown[]) => unknown
-        if (key !== 'rename' || swapped) return value
-        return async (...args: unknown[]) => {
-          swapped = true
-          writeFileSync(join(home, LOCK_FILE), JSON.stringify(live))
-          return value.apply(target, args)
-        }
-      },
-    }) as ReleaseFs
+    const fs = withCall('rename', (real) => async (...args: never[]) => {
+      if (!swapped) writeFileSync(join(home, LOCK_FILE), JSON.stringify(live))
+      swapped = true
+      return real(...args)
+    })
     const attempt = await takeHomeLock(
       home,
       { pid: 5, host: hostname(), startedAt: 'x', mode: 'removal' },

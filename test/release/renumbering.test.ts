@@ -1,17 +1,8 @@
 /** The upgrade's arithmetic, with plain values: the seq each kept event has, and every field that names one (SPEC.md §13 "Leaving loop"). */
 import { describe, expect, it } from 'vitest'
-import { LogRefusal, readRowHead } from '../../src/release/log-format.ts'
+import { readRowHead } from '../../src/release/log-format.ts'
 import { Renumbering, renumberHeader, renumberRow } from '../../src/release/renumbering.ts'
-
-const refusal = (fn: () => unknown): string => {
-  try {
-    fn()
-  } catch (error) {
-    expect(error).toBeInstanceOf(LogRefusal)
-    return (error as Error).message
-  }
-  throw new Error('no refusal')
-}
+import { refusal } from '../support/release-home.ts'
 
 describe('Renumbering', () => {
   it('maps a kept event past the removed rows before it, and refuses a reference to a removed one', () => {

@@ -9,6 +9,7 @@ import { hostname } from 'node:os'
 import { join, relative } from 'node:path'
 import { expect } from 'vitest'
 import { releaseHome, type HomeRelease, type HomeReleaseOptions } from '../../src/release/home.ts'
+import { LogRefusal } from '../../src/release/log-format.ts'
 import type { FileOutcome } from '../../src/release/release-file.ts'
 import type { Tally } from '../../src/release/modes.ts'
 import { readFrames } from '../../src/release/zstd-frames.ts'
@@ -135,4 +136,19 @@ export async function framesOf(path: string): Promise<{ readonly start: number; 
   } finally {
     await handle.close()
   }
+}
+
+/**
+ * The refusal a call throws, asserted to be a {@link LogRefusal}.
+ * @param fn - the call.
+ * @returns its message.
+ */
+export function refusal(fn: () => unknown): string {
+  try {
+    fn()
+  } catch (error) {
+    expect(error).toBeInstanceOf(LogRefusal)
+    return (error as Error).message
+  }
+  throw new Error('no refusal')
 }
