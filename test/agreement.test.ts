@@ -50,8 +50,13 @@ const log = fc.record({
   fork: fc.option(fc.record({ cut: fc.nat(), own: fc.array(change, { maxLength: 5 }) }), { nil: undefined, freq: 2 }),
 })
 
-/** Give every record of a change a `next_at` an hour from now, so no loop falls due or looks skewed. */
+/**
+ * Give every record and every dispatch of a change a `next_at` an hour from now, so no loop falls
+ * due or looks skewed (a due loop would fire while the two reads are taken, and one of them would
+ * see the dispatch first).
+ */
 function stamped(data: Record<string, unknown>): Record<string, unknown> {
+  if (data.operation === 'dispatch') return { ...data, next_at: Date.now() + HOUR_MS }
   if (data.loop === undefined) return data
   return { ...data, loop: { ...(data.loop as object), next_at: Date.now() + HOUR_MS } }
 }
