@@ -14,7 +14,7 @@ import { RELEASE_MODES, type ReleaseMode } from './modes.ts'
 import type { FileOutcome } from './release-file.ts'
 
 /** What `dsh-plugin-loop --help` prints. */
-export const USAGE = `Usage: dsh-plugin-loop release [--for-upgrade] [--home DIR] [--session ID] [--dry-run] [--json]
+export const USAGE = `Usage: dsh-plugin-loop release [--for-upgrade] [--home DIR] [--session ID] [--dry-run] [--json] [--dsh-stopped]
 
 Run it with DSH stopped; it refuses while a DSH process runs on the home, or another release does.
   release                 mark every loop/change record ignorable, so DSH 0.1.0-rc.8 opens
