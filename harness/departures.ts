@@ -10,19 +10,19 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 /** A test a row names: its file and the start of its title (`…` marks a start, `%j` any value). */
-export interface NamedTest {
+interface NamedTest {
   readonly file: string
   readonly title: string
 }
 
 /** An edit that reverts a departure: a Perl substitution run over one source file. */
-export interface RevertEdit {
+interface RevertEdit {
   readonly file: string
   readonly perl: string
 }
 
 /** One row of the table. */
-export interface Departure {
+interface Departure {
   readonly sentence: string
   readonly tests: readonly NamedTest[]
   readonly reverts: readonly RevertEdit[]
@@ -67,7 +67,7 @@ export function readDepartures(spec: string): Departure[] {
  * @param title - the start of a test's title.
  * @returns the pattern.
  */
-export function titlePattern(title: string): string {
+function titlePattern(title: string): string {
   return title
     .split(/%[jsdio]/)
     .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))

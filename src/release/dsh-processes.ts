@@ -180,7 +180,7 @@ export function psEnvironment(line: string): Record<string, string> {
 }
 
 /** Run a command and return its standard output. */
-export type RunCommand = (file: string, args: readonly string[]) => Promise<string>
+type RunCommand = (file: string, args: readonly string[]) => Promise<string>
 
 const runCommand: RunCommand = (file, args) =>
   new Promise((done, fail) =>

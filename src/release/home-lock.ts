@@ -24,7 +24,7 @@ export interface LockHolder {
 }
 
 /** What taking the lock found. */
-export type LockAttempt =
+type LockAttempt =
   | {
       readonly kind: 'taken'
       /** An earlier run's lock whose process is gone, taken over. */

@@ -120,10 +120,11 @@ const upgrade: ReleaseModeStages = Object.freeze({
   row(row: Buffer, context: RowContext): RowEdit {
     const { header, tally, renumbering } = context
     const number = tally.rows
+    const loopRow = isLoopRow(row)
     // Before the first removed row every row keeps its seq: only a loop row is read.
-    if (renumbering.removedCount === 0 && !isLoopRow(row)) return undefined
+    if (renumbering.removedCount === 0 && !loopRow) return undefined
     const head = readRowHead(row, number)
-    if (!isLoopRow(row)) return renumberRow(row, head, renumbering, number)
+    if (!loopRow) return renumberRow(row, head, renumbering, number)
     renumbering.remove(head.seq)
     tally.removed += 1
     // The session's own records (a fork's inherited ones are its parent's) say which loops it loses.

@@ -48,7 +48,7 @@ export type FileOutcome = {
 )
 
 /** An active loop an upgrade removed: what `/loop <time_in_seconds> <prompt>` recreates. */
-export interface RemovedLoop {
+interface RemovedLoop {
   readonly id: string
   readonly time_in_seconds: number
   readonly prompt: string
