@@ -6,7 +6,7 @@
  */
 import * as fsPromises from 'node:fs/promises'
 import { hostname } from 'node:os'
-import { lookForDsh } from '../../src/release/dsh-processes.ts'
+import { createDshLookout } from '../../src/release/dsh-processes.ts'
 import { releaseHome } from '../../src/release/home.ts'
 import { decodeFrame, encodeFrame, readFrames } from '../../src/release/zstd-frames.ts'
 
@@ -38,7 +38,7 @@ else {
     pid: process.pid,
     host: hostname(),
     isAlive: () => true,
-    lookForDsh: (home) => lookForDsh(home),
+    lookForDsh: createDshLookout(),
     dshStopped: false,
   })
   const outcome = release.kind === 'done' ? release.files[0] : undefined

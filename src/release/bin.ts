@@ -5,6 +5,7 @@
  * @module dsh-plugin-loop/release/bin
  */
 import { nodeRefusal } from './node-version.ts'
+import { errorCode } from './release-fs.ts'
 
 const refusal = nodeRefusal(process.versions.node)
 if (refusal !== undefined) {
@@ -13,7 +14,7 @@ if (refusal !== undefined) {
 } else {
   // Loaded only now: on an older Node its imports would fail before the line above could say why.
   const { runCli } = await import('./cli.ts')
-  const { lookForDsh } = await import('./dsh-processes.ts')
+  const { createDshLookout } = await import('./dsh-processes.ts')
   process.exitCode = await runCli(process.argv.slice(2), {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
@@ -22,7 +23,7 @@ if (refusal !== undefined) {
     now: () => new Date(),
     pid: process.pid,
     isAlive,
-    lookForDsh: (home) => lookForDsh(home),
+    lookForDsh: createDshLookout(),
   })
 }
 
@@ -32,6 +33,6 @@ function isAlive(pid: number): boolean {
     process.kill(pid, 0)
     return true
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
+    return errorCode(error) === 'EPERM'
   }
 }

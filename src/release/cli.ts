@@ -8,10 +8,11 @@ import * as fsPromises from 'node:fs/promises'
 import { homedir, hostname } from 'node:os'
 import { relative } from 'node:path'
 import { parseArgs } from 'node:util'
-import { dshHomeOf, type DshLook } from './dsh-processes.ts'
+import { dshHomeOf, type DshLookout } from './dsh-processes.ts'
 import { PROJECTION_CACHE, releaseHome, type HomeRefusal, type HomeRelease } from './home.ts'
 import { RELEASE_MODES, type ReleaseMode } from './modes.ts'
 import type { FileOutcome } from './release-file.ts'
+import { errorCode } from './release-fs.ts'
 
 /** What `dsh-plugin-loop --help` prints. */
 export const USAGE = `Usage: dsh-plugin-loop release [--for-upgrade] [--home DIR] [--session ID] [--dry-run] [--json] [--dsh-stopped]
@@ -25,7 +26,8 @@ Run it with DSH stopped; it refuses while a DSH process runs on the home, or ano
   --session ID            only this session's log
   --dry-run               read and check everything, write nothing
   --json                  print the report as one JSON document
-  --dsh-stopped           where the system gives no way to look for DSH processes: DSH is stopped
+  --dsh-stopped           DSH is stopped on this home: go on where the system gives no way to
+                          look, or shows a DSH (another user's) whose home it cannot read
 
 Exit codes: 0 done, 1 something was left (the report says what), 2 the command could not start,
 3 another release runs on the home, 4 a DSH runs on the home (or could not be looked for).`
@@ -71,7 +73,8 @@ export function parseArguments(argv: readonly string[]): CliArguments {
     })
   } catch (error) {
     // Node's messages run to three lines: name the option, and what is wrong with it.
-    const { code, message } = error as NodeJS.ErrnoException
+    const { message } = error as Error
+    const code = errorCode(error)
     // Each names the option first, in single quotes.
     const option = message.split("'")[1]!.split(' ')[0]
     return {
@@ -133,9 +136,26 @@ function lostLoops(file: FileOutcome, dryRun: boolean): string[] {
   if (file.removedLoops === undefined || file.removedLoops.length === 0) return []
   return [
     `          ${file.removedLoops.length} active loops ${dryRun ? 'would be' : 'were'} removed; to recreate them in this session after the upgrade:`,
-    // The prompt as it is: `/loop` takes the whole remainder, newlines included.
-    ...file.removedLoops.map((loop) => `            /loop ${loop.time_in_seconds} ${loop.prompt}`),
+    ...file.removedLoops.map((loop) => loopLine(`            /loop ${loop.time_in_seconds} `, loop.prompt)),
   ]
+}
+
+/**
+ * Characters that would change how a terminal shows the report: controls (the line breaks of a
+ * prompt aside) and the bidirectional marks, embeddings, overrides and isolates.
+ */
+const UNSHOWABLE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+
+/**
+ * A `/loop` line as the report prints it: the prompt's later lines indented under its first,
+ * every character that would change the terminal's display written as `\u{…}` (`--json` keeps the prompt exact).
+ * @param head - the line up to the prompt.
+ * @param prompt - the prompt.
+ * @returns the line, or lines.
+ */
+function loopLine(head: string, prompt: string): string {
+  const shown = prompt.replace(UNSHOWABLE, (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`)
+  return `${head}${shown.split('\n').join(`\n${' '.repeat(head.length)}`)}`
 }
 
 /**
@@ -185,17 +205,26 @@ export function formatReport(release: HomeRelease): string {
 export function formatRefusal(refusal: HomeRefusal): string {
   switch (refusal.kind) {
     case 'locked':
+      if (refusal.unlike !== undefined)
+        return `${refusal.lock} is in the way of the release's lock: it is ${refusal.unlike}, not a lock a release wrote. If no release runs, remove it and run the release again. Nothing was written.`
       return refusal.holder === undefined
         ? `another release holds ${refusal.lock}, which cannot be read; if no release runs, delete that file and run the release again. Nothing was written.`
         : `another release runs on this home (pid ${refusal.holder.pid} on ${refusal.holder.host}, ${refusal.holder.mode}, since ${refusal.holder.startedAt}): ` +
             `wait for it to finish. If it no longer runs, delete ${refusal.lock}. Nothing was written.`
-    case 'dsh-running':
+    case 'dsh-running': {
+      const unread = refusal.running.some((dsh) => dsh.home === undefined)
       return [
         'DSH is running on this home: stop it, then run the release again. Nothing was written.',
         ...refusal.running.map(
           (dsh) => `  pid ${dsh.pid}: ${dsh.command}${dsh.home === undefined ? ' (its home could not be read)' : ''}`,
         ),
+        ...(unread
+          ? [
+              "A DSH whose home could not be read (another user's) may run on another home: if every DSH on this home is stopped, run the release again with --dsh-stopped.",
+            ]
+          : []),
       ].join('\n')
+    }
     case 'cannot-look':
       return `${refusal.why}, so it cannot tell whether DSH is running on this home. Stop DSH, then run the release again with --dsh-stopped. Nothing was written.`
   }
@@ -210,7 +239,7 @@ export interface CliProcess {
   readonly now: () => Date
   readonly pid: number
   readonly isAlive: (pid: number) => boolean
-  readonly lookForDsh: (home: string) => Promise<DshLook>
+  readonly lookForDsh: DshLookout
 }
 
 /**

@@ -5,17 +5,31 @@
  * @module dsh-plugin-loop/release/dsh-processes
  */
 import { execFile } from 'node:child_process'
-import { readFile, readdir, readlink, realpath } from 'node:fs/promises'
+import { readFile, readdir, readlink, realpath, stat } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { basename, isAbsolute, join, resolve } from 'node:path'
 
-/** A process as the release reads it; `env` and `cwd` are absent when the system would not show them. */
+/** A process as the release reads it; `env`, `cwd` and its user are absent when the system would not show them. */
 export interface ProcessEntry {
   readonly pid: number
   readonly ppid: number
   readonly argv: readonly string[]
   readonly env?: Readonly<Record<string, string>>
   readonly cwd?: string
+  readonly user?: ProcessUser
+}
+
+/** Who a process runs as: its effective user, and its groups when the system shows them. */
+export interface ProcessUser {
+  readonly uid: number
+  readonly gids?: readonly number[]
+}
+
+/** A folder's owner and permission bits. */
+export interface FolderAccess {
+  readonly uid: number
+  readonly gid: number
+  readonly mode: number
 }
 
 /** A DSH process that may write the home: its home is absent when its environment could not be read. */
@@ -30,15 +44,77 @@ export type DshLook =
   | { readonly kind: 'looked'; readonly running: readonly DshProcess[] }
   | { readonly kind: 'cannot-look'; readonly why: string }
 
+/** Node options whose value is the next argument (`node -r ./preload.js bin.js`). */
+const NODE_OPTIONS_WITH_VALUE = new Set([
+  '-r',
+  '--require',
+  '--import',
+  '--loader',
+  '--experimental-loader',
+  '-C',
+  '--conditions',
+  '--title',
+  '--input-type',
+  '--inspect-port',
+  '--debug-port',
+  '--env-file',
+  '--env-file-if-exists',
+  '--cpu-prof-dir',
+  '--heap-prof-dir',
+  '--diagnostic-dir',
+  '--report-dir',
+  '--redirect-warnings',
+  '--secure-heap',
+  '--secure-heap-min',
+  '--disable-warning',
+  '--stack-trace-limit',
+])
+
+/** Node options after which no entry file runs: the program is given inline. */
+const NODE_INLINE_PROGRAM = new Set(['-e', '--eval', '-p', '--print'])
+
+/** A program that runs DSH: Node under any of its names, a shell running the `dsh` launcher script, or the launcher itself. */
+const DSH_PROGRAM = /^(?:node(?:js)?[\d.]*|sh|bash|dash|zsh|ksh|ash|dsh)$/
+
 /**
- * Whether a command line runs DSH: its entry `@deepseek-ai/dsh/lib/bin.js`, or the `dsh` launcher.
+ * The entry a Node (or shell) command line runs: the first argument after the program that is
+ * not an option, or not one at all when the program is given inline.
  * @param argv - the process's arguments, its program first.
- * @returns true for `dsh web`, the terminal UI, `dsh --profile headless` and `dsh plugin …` alike.
+ * @returns the entry, or `undefined`.
+ */
+function entryOf(argv: readonly string[]): string | undefined {
+  for (let index = 1; index < argv.length; index += 1) {
+    const arg = argv[index]!
+    if (arg === '--') return argv[index + 1]
+    if (NODE_INLINE_PROGRAM.has(arg)) return undefined
+    if (NODE_OPTIONS_WITH_VALUE.has(arg)) index += 1
+    else if (!arg.startsWith('-') || arg === '-') return arg
+  }
+  return undefined
+}
+
+/** Whether a path names DSH's entry or a `dsh` launcher. */
+function isDshEntry(path: string): boolean {
+  const slashed = path.replaceAll('\\', '/')
+  return slashed.endsWith('@deepseek-ai/dsh/lib/bin.js') || basename(slashed) === 'dsh'
+}
+
+/**
+ * Whether a command line runs DSH: Node (or a shell, for the launcher script) whose entry, the
+ * first argument that is not an option, is `@deepseek-ai/dsh/lib/bin.js` or the `dsh` launcher;
+ * or the launcher run as the program itself.
+ * @param argv - the process's arguments, its program first.
+ * @returns true for `dsh web`, `node --max-old-space-size=512 …/bin.js web`, the terminal UI,
+ *   `dsh --profile headless` and `dsh plugin …` alike; false for `tail dsh -f`.
  */
 export function isDshCommand(argv: readonly string[]): boolean {
-  const runs = (arg: string | undefined) =>
-    arg !== undefined && (arg.replaceAll('\\', '/').endsWith('@deepseek-ai/dsh/lib/bin.js') || basename(arg) === 'dsh')
-  return runs(argv[0]) || runs(argv[1])
+  const program = argv[0]
+  if (program === undefined) return false
+  const name = basename(program.replaceAll('\\', '/')).replace(/\.exe$/i, '')
+  if (!DSH_PROGRAM.test(name)) return false
+  if (name === 'dsh') return true
+  const entry = entryOf(argv)
+  return entry !== undefined && isDshEntry(entry)
 }
 
 /**
@@ -68,13 +144,27 @@ export function dshHomeOf(
 }
 
 /**
+ * Whether a user may write a folder, by its permission bits (root may write any).
+ * @param user - the process's user; groups unknown count as the folder's.
+ * @param folder - the folder's owner and mode.
+ * @returns true when the user could create or append a session there.
+ */
+export function mayWrite(user: ProcessUser, folder: FolderAccess): boolean {
+  if (user.uid === 0) return true
+  if (user.uid === folder.uid) return (folder.mode & 0o200) !== 0
+  if (user.gids === undefined || user.gids.includes(folder.gid)) return (folder.mode & 0o020) !== 0
+  return (folder.mode & 0o002) !== 0
+}
+
+/**
  * The DSH processes that may write a home: every DSH process but this one and its ancestors
- * (`dsh plugin exec` runs the release as its child and waits), whose home is this one or
- * cannot be read.
+ * (`dsh plugin exec` runs the release as its child and waits), whose home is this one, or
+ * cannot be read while its user may write the home's sessions folder.
  * @param home - the home, as a real path.
  * @param processes - every process of the system.
  * @param self - this process's pid.
  * @param realHomeOf - a DSH process's home as a real path, or `undefined` when it cannot be read.
+ * @param sessions - the home's sessions folder's owner and mode.
  * @returns the processes that keep the release out.
  */
 export function dshProcessesOn(
@@ -82,6 +172,7 @@ export function dshProcessesOn(
   processes: readonly ProcessEntry[],
   self: number,
   realHomeOf: (entry: ProcessEntry) => string | undefined,
+  sessions: FolderAccess,
 ): DshProcess[] {
   const byPid = new Map(processes.map((entry) => [entry.pid, entry]))
   const ancestors = new Set<number>()
@@ -92,8 +183,9 @@ export function dshProcessesOn(
     if (ancestors.has(entry.pid) || !isDshCommand(entry.argv)) continue
     const command = entry.argv.join(' ')
     const theirs = realHomeOf(entry)
-    if (theirs === undefined) running.push({ pid: entry.pid, command })
-    else if (theirs === home) running.push({ pid: entry.pid, command, home: theirs })
+    if (theirs === undefined) {
+      if (entry.user === undefined || mayWrite(entry.user, sessions)) running.push({ pid: entry.pid, command })
+    } else if (theirs === home) running.push({ pid: entry.pid, command, home: theirs })
   }
   return running
 }
@@ -120,11 +212,42 @@ function environmentOf(fields: readonly string[]): Record<string, string> {
   return env
 }
 
-/** Linux: every process of `/proc`; a DSH process's environment and folder where the system shows them. */
-async function linuxProcesses(proc: string): Promise<ProcessEntry[]> {
+/** A `/proc/<pid>/status` line's numbers: `Uid:` real, effective, …; `Groups:` every one. */
+function statusNumbers(status: string, field: string): number[] | undefined {
+  const line = status.split('\n').find((candidate) => candidate.startsWith(`${field}:`))
+  return line
+    ?.slice(field.length + 1)
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number)
+}
+
+/** A DSH process's user from `/proc/<pid>/status`: effective uid, and its groups. */
+function userOf(status: string): ProcessUser | undefined {
+  const uid = statusNumbers(status, 'Uid')?.[1]
+  const gid = statusNumbers(status, 'Gid')?.[1]
+  if (uid === undefined || gid === undefined) return undefined
+  return { uid, gids: [gid, ...(statusNumbers(status, 'Groups') ?? [])] }
+}
+
+/**
+ * Linux: every process of `/proc`; a DSH process's environment, folder and user where the
+ * system shows them. A process already read and found not to be DSH is not read again: a run
+ * looks before every log it replaces, and most processes outlive it.
+ */
+async function linuxProcesses(proc: string, notDsh: Map<number, ProcessEntry>): Promise<ProcessEntry[]> {
   const entries: ProcessEntry[] = []
+  const live = new Set<number>()
   for (const name of await readdir(proc)) {
     if (!/^\d+$/.test(name)) continue
+    const pid = Number(name)
+    live.add(pid)
+    const known = notDsh.get(pid)
+    if (known !== undefined) {
+      entries.push(known)
+      continue
+    }
     const folder = join(proc, name)
     try {
       const stat = await readFile(join(folder, 'stat'), 'latin1')
@@ -132,34 +255,48 @@ async function linuxProcesses(proc: string): Promise<ProcessEntry[]> {
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
       const argv = nulFields(await readFile(join(folder, 'cmdline')))
       if (!isDshCommand(argv)) {
-        entries.push({ pid: Number(name), ppid, argv })
+        const entry = { pid, ppid, argv }
+        notDsh.set(pid, entry)
+        entries.push(entry)
         continue
       }
       const env = await readFile(join(folder, 'environ'))
         .then(nulFields)
         .then(environmentOf, () => undefined)
       const cwd = await readlink(join(folder, 'cwd')).catch(() => undefined)
+      const user = await readFile(join(folder, 'status'), 'latin1').then(userOf, () => undefined)
       entries.push({
-        pid: Number(name),
+        pid,
         ppid,
         argv,
         ...(env === undefined ? {} : { env }),
         ...(cwd === undefined ? {} : { cwd }),
+        ...(user === undefined ? {} : { user }),
       })
     } catch {
       // The process ended while it was read.
     }
   }
+  for (const pid of notDsh.keys()) if (!live.has(pid)) notDsh.delete(pid)
   return entries
 }
 
-/** macOS: `ps` lists every process; `ps -E` shows a process's environment after its command line. */
+/**
+ * macOS: `ps -o pid=,ppid=,uid=,command=` lists every process (its groups it does not show).
+ * @param text - the listing.
+ * @returns each process with its parent, user and arguments (split at white space).
+ */
 export function parsePsList(text: string): ProcessEntry[] {
   const entries: ProcessEntry[] = []
   for (const line of text.split('\n')) {
-    const match = /^\s*(\d+)\s+(\d+)\s(.*)$/.exec(line)
+    const match = /^\s*(\d+)\s+(\d+)\s+(\d+)\s(.*)$/.exec(line)
     if (match !== null)
-      entries.push({ pid: Number(match[1]), ppid: Number(match[2]), argv: match[3]!.trim().split(/\s+/) })
+      entries.push({
+        pid: Number(match[1]),
+        ppid: Number(match[2]),
+        user: { uid: Number(match[3]) },
+        argv: match[4]!.trim().split(/\s+/),
+      })
   }
   return entries
 }
@@ -189,7 +326,7 @@ const runCommand: RunCommand = (file, args) =>
 
 /** macOS: every process from `ps`, and each DSH process's environment from `ps -E`. */
 async function macProcesses(run: RunCommand): Promise<ProcessEntry[]> {
-  const entries = parsePsList(await run('ps', ['-axww', '-o', 'pid=,ppid=,command=']))
+  const entries = parsePsList(await run('ps', ['-axww', '-o', 'pid=,ppid=,uid=,command=']))
   return Promise.all(
     entries.map(async (entry) => {
       if (!isDshCommand(entry.argv)) return entry
@@ -217,27 +354,38 @@ export const SYSTEM_PROCESSES: ProcessSource = {
   self: process.pid,
 }
 
+/** Looks for DSH processes on a home; each look after the first reads only the processes that are new. */
+export type DshLookout = (home: string) => Promise<DshLook>
+
 /**
- * Look for DSH processes on a home.
- * @param home - the home.
+ * Start looking for DSH processes: one lookout per run, which remembers the processes it read
+ * that are not DSH.
  * @param source - where to look.
- * @returns the DSH processes on it, or why there was no way to look.
+ * @returns the lookout.
  */
-export async function lookForDsh(home: string, source: ProcessSource = SYSTEM_PROCESSES): Promise<DshLook> {
-  let processes: ProcessEntry[]
-  try {
-    if (source.platform === 'linux') processes = await linuxProcesses(source.proc)
-    else if (source.platform === 'darwin') processes = await macProcesses(source.run)
-    else return { kind: 'cannot-look', why: `the release cannot list the processes of ${source.platform}` }
-  } catch (error) {
-    return { kind: 'cannot-look', why: `the process list could not be read (${(error as Error).message})` }
+export function createDshLookout(source: ProcessSource = SYSTEM_PROCESSES): DshLookout {
+  const notDsh = new Map<number, ProcessEntry>()
+  return async (home) => {
+    let processes: ProcessEntry[]
+    try {
+      if (source.platform === 'linux') processes = await linuxProcesses(source.proc, notDsh)
+      else if (source.platform === 'darwin') processes = await macProcesses(source.run)
+      else return { kind: 'cannot-look', why: `the release cannot list the processes of ${source.platform}` }
+    } catch (error) {
+      return { kind: 'cannot-look', why: `the process list could not be read (${(error as Error).message})` }
+    }
+    const realHome = await realPathOf(home)
+    const homes = new Map<number, string | undefined>()
+    for (const entry of processes) {
+      if (!isDshCommand(entry.argv) || entry.env === undefined) continue
+      const theirs = dshHomeOf(entry.env, entry.cwd, homedir())
+      homes.set(entry.pid, theirs === undefined ? undefined : await realPathOf(theirs))
+    }
+    // A home without a readable sessions folder is refused before a look matters; until then anyone may write it.
+    const sessions = await stat(join(realHome, 'sessions')).catch(() => ({ uid: -1, gid: -1, mode: 0o777 }))
+    return {
+      kind: 'looked',
+      running: dshProcessesOn(realHome, processes, source.self, (entry) => homes.get(entry.pid), sessions),
+    }
   }
-  const realHome = await realPathOf(home)
-  const homes = new Map<number, string | undefined>()
-  for (const entry of processes) {
-    if (!isDshCommand(entry.argv) || entry.env === undefined) continue
-    const theirs = dshHomeOf(entry.env, entry.cwd, homedir())
-    homes.set(entry.pid, theirs === undefined ? undefined : await realPathOf(theirs))
-  }
-  return { kind: 'looked', running: dshProcessesOn(realHome, processes, source.self, (entry) => homes.get(entry.pid)) }
 }

@@ -1,18 +1,27 @@
 /**
- * One release per home at a time: `<home>/loop-release.lock`, linked into place whole (so it
- * is never seen half-written) and holding the run's pid, host, start and mode. A lock whose
- * process is gone is taken over (SPEC.md §13 "Leaving loop").
+ * One release per home at a time: `<home>/loop-release.lock`, put in place whole (linked, or
+ * where the file system has no links, created exclusively) and holding the run's pid, host,
+ * start and mode. A lock whose process is gone is replaced, never removed, under
+ * `<home>/loop-release.lock.takeover`, so its path is never empty while a run holds the home
+ * (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/home-lock
  */
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
+import { errorCode, linkImpossible, syncedWrite } from './release-fs.ts'
 import type { ReleaseFs } from './release-fs.ts'
 
 /** The lock's file name under the home. */
 export const LOCK_FILE = 'loop-release.lock'
 
-/** A draft or set-aside lock of a run, by its pid. */
+/** Beside the lock while a run replaces a stale one: one takeover at a time. */
+export const TAKEOVER_FILE = `${LOCK_FILE}.takeover`
+
+/** A draft lock of a run (or, from earlier versions, a set-aside one), by its pid. */
 const LOCK_LITTER = /^loop-release\.lock\.(\d+)-[0-9a-f]+\.(?:tmp|stale)$/
+
+/** How often a lock that goes between finding it and reading it is looked for again before the run gives up. */
+const VANISHING_LOCK_TRIES = 100
 
 /** Who holds the lock. */
 export interface LockHolder {
@@ -23,6 +32,17 @@ export interface LockHolder {
   readonly mode: string
 }
 
+/**
+ * Why a run is kept out: `path` is the file in the way; `holder` names the run holding it when
+ * it reads as a lock; `unlike` says what the path is when it is no lock this command wrote.
+ */
+export interface LockHeld {
+  readonly kind: 'held'
+  readonly path: string
+  readonly holder?: LockHolder
+  readonly unlike?: string
+}
+
 /** What taking the lock found. */
 type LockAttempt =
   | {
@@ -30,10 +50,9 @@ type LockAttempt =
       /** An earlier run's lock whose process is gone, taken over. */
       readonly tookOverFrom?: LockHolder
       /** Give the lock back (only while it is still this run's). */
-      readonly release: () => Promise<void>
+      readonly giveBack: () => Promise<void>
     }
-  /** Another run holds it; `holder` is absent when the file cannot be read as a lock. */
-  | { readonly kind: 'held'; readonly holder?: LockHolder }
+  | LockHeld
 
 /**
  * Whether a lock keeps this run out.
@@ -68,9 +87,57 @@ function holderOf(text: string): LockHolder | undefined {
   return undefined
 }
 
-/** Whether an error is a file system error with this code. */
-function hasCode(error: unknown, code: string): boolean {
-  return (error as NodeJS.ErrnoException).code === code
+/** What is at a lock's path: a file's text, nothing, or something no run wrote. */
+type LockFound =
+  | { readonly kind: 'file'; readonly text: string; readonly holder?: LockHolder }
+  | { readonly kind: 'gone' }
+  | { readonly kind: 'unlike'; readonly unlike: string }
+
+/** Read what is at a lock's path. */
+async function readLock(fs: ReleaseFs, path: string): Promise<LockFound> {
+  try {
+    const text = await fs.readFile(path, 'utf8')
+    const holder = holderOf(text)
+    return holder === undefined ? { kind: 'file', text } : { kind: 'file', text, holder }
+  } catch (error) {
+    const code = errorCode(error)
+    if (code === 'EISDIR') return { kind: 'unlike', unlike: 'a folder' }
+    if (code === 'EACCES' || code === 'EPERM') return { kind: 'unlike', unlike: 'a file this user cannot read' }
+    if (code !== 'ENOENT') throw error
+  }
+  // A link to nothing reads as no file, and stays; anything else there now came back meanwhile.
+  const entry = await fs.lstat(path).catch(() => undefined)
+  return entry?.isSymbolicLink() === true ? { kind: 'unlike', unlike: 'a link to nothing' } : { kind: 'gone' }
+}
+
+/**
+ * Put a run's draft in place at a path unless something is there: a hard link of the draft, or
+ * where the file system makes none, the text written into a file created exclusively.
+ * @returns false when something is there.
+ */
+async function putExclusive(fs: ReleaseFs, draft: string, path: string, text: string): Promise<boolean> {
+  try {
+    await fs.link(draft, path)
+    return true
+  } catch (error) {
+    if (errorCode(error) === 'EEXIST') return false
+    if (!linkImpossible(error)) throw error
+  }
+  try {
+    await syncedWrite(fs, path, text, 'wx')
+    return true
+  } catch (error) {
+    if (errorCode(error) === 'EEXIST') return false
+    throw error
+  }
+}
+
+/** The refusal for what is at a path. */
+function heldBy(path: string, found: LockFound): LockHeld {
+  if (found.kind === 'unlike') return { kind: 'held', path, unlike: found.unlike }
+  return found.kind === 'file' && found.holder !== undefined
+    ? { kind: 'held', path, holder: found.holder }
+    : { kind: 'held', path }
 }
 
 /**
@@ -79,7 +146,7 @@ function hasCode(error: unknown, code: string): boolean {
  * @param self - this run.
  * @param fs - the file system.
  * @param isAlive - whether a pid of this machine runs.
- * @returns the lock, or who holds it.
+ * @returns the lock, or what keeps this run out.
  */
 export async function takeHomeLock(
   home: string,
@@ -88,56 +155,39 @@ export async function takeHomeLock(
   isAlive: (pid: number) => boolean,
 ): Promise<LockAttempt> {
   const lock = join(home, LOCK_FILE)
+  const takeover = join(home, TAKEOVER_FILE)
   const text = JSON.stringify(self)
-  // Written whole under a name of its own, then linked into place: link fails if the lock exists.
+  // Written whole under a name of its own, then put in place: never seen half-written where links exist.
   const draft = `${lock}.${self.pid}-${randomBytes(4).toString('hex')}.tmp`
-  const handle = await fs.open(draft, 'wx')
-  try {
-    await handle.writeFile(text)
-    await handle.sync()
-  } finally {
-    await handle.close()
-  }
+  await syncedWrite(fs, draft, text, 'wx')
   let tookOverFrom: LockHolder | undefined
   try {
-    for (;;) {
+    for (let tries = 0; !(await putExclusive(fs, draft, lock, text)); tries += 1) {
+      const found = await readLock(fs, lock)
+      if (found.kind === 'gone') {
+        // Another run gave it back meanwhile; a path that keeps coming and going is no lock to wait for.
+        if (tries < VANISHING_LOCK_TRIES) continue
+        return { kind: 'held', path: lock, unlike: 'a file that comes and goes' }
+      }
+      if (found.kind === 'unlike' || lockDecision(found.holder, self.host, isAlive) === 'held')
+        return heldBy(lock, found)
+      // Stale: replaced by a rename over it, one run at a time, checked under the takeover to be the one judged stale.
+      if (!(await putExclusive(fs, draft, takeover, text))) return heldBy(takeover, await readLock(fs, takeover))
       try {
-        await fs.link(draft, lock)
-        break
-      } catch (error) {
-        if (!hasCode(error, 'EEXIST')) throw error
+        const now = await readLock(fs, lock)
+        if (now.kind === 'file' && now.text === found.text) {
+          await fs.rename(draft, lock)
+          tookOverFrom = found.holder
+          break
+        }
+      } finally {
+        await fs.rm(takeover, { force: true })
       }
-      const found = await fs.readFile(lock, 'utf8').catch((error: unknown) => {
-        if (hasCode(error, 'ENOENT')) return undefined
-        throw error
-      })
-      if (found === undefined) continue
-      const holder = holderOf(found)
-      if (lockDecision(holder, self.host, isAlive) === 'held')
-        return holder === undefined ? { kind: 'held' } : { kind: 'held', holder }
-      // Stale: move it aside under a name of this run's, and check it is the one judged stale
-      // (another run may have taken it over meanwhile; then it goes back).
-      const aside = `${lock}.${self.pid}-${randomBytes(4).toString('hex')}.stale`
-      try {
-        await fs.rename(lock, aside)
-      } catch (error) {
-        if (hasCode(error, 'ENOENT')) continue
-        throw error
-      }
-      const moved = await fs.readFile(aside, 'utf8')
-      if (moved !== found) {
-        await fs.link(aside, lock).catch(() => {})
-        await fs.rm(aside, { force: true })
-        const other = holderOf(moved)
-        return other === undefined ? { kind: 'held' } : { kind: 'held', holder: other }
-      }
-      await fs.rm(aside, { force: true })
-      tookOverFrom = holder
     }
   } finally {
     await fs.rm(draft, { force: true })
   }
-  // A run killed between writing its draft and linking it left the draft: gone with its process.
+  // A run killed between writing its draft and putting it in place left the draft: gone with its process.
   for (const name of await fs.readdir(home)) {
     const pid = LOCK_LITTER.exec(name)?.[1]
     if (pid !== undefined && !isAlive(Number(pid))) await fs.rm(join(home, name), { force: true })
@@ -145,7 +195,7 @@ export async function takeHomeLock(
   return {
     kind: 'taken',
     ...(tookOverFrom === undefined ? {} : { tookOverFrom }),
-    release: async () => {
+    giveBack: async () => {
       const found = await fs.readFile(lock, 'utf8').catch(() => undefined)
       if (found === text) await fs.rm(lock, { force: true })
     },

@@ -4,11 +4,11 @@
  * among them, with no DSH running on the home and one release at a time (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/home
  */
-import { dirname, join, relative } from 'node:path'
-import type { DshLook, DshProcess } from './dsh-processes.ts'
-import { LOCK_FILE, takeHomeLock, type LockHolder } from './home-lock.ts'
+import { basename, dirname, join, relative } from 'node:path'
+import type { DshLook, DshLookout, DshProcess } from './dsh-processes.ts'
+import { takeHomeLock, type LockHeld, type LockHolder } from './home-lock.ts'
 import { isReleaseTemp, releaseFile, type FileOutcome } from './release-file.ts'
-import type { ReleaseFs } from './release-fs.ts'
+import { errorCode, type ReleaseFs } from './release-fs.ts'
 import { RELEASE_MODES, type ReleaseMode } from './modes.ts'
 
 /** The file names a session log has in rc.8: plain, or Zstandard frames. */
@@ -36,8 +36,11 @@ export interface HomeReleaseOptions {
   /** Whether a pid of this machine runs. */
   readonly isAlive: (pid: number) => boolean
   /** The DSH processes on the home. */
-  readonly lookForDsh: (home: string) => Promise<DshLook>
-  /** The user says DSH is stopped: where the system gives no way to look, the release goes on. */
+  readonly lookForDsh: DshLookout
+  /**
+   * The user says DSH is stopped on this home: where the system gives no way to look, or shows
+   * a DSH process whose home it cannot read, the release goes on.
+   */
   readonly dshStopped: boolean
 }
 
@@ -60,9 +63,22 @@ export interface HomeRelease {
 
 /** Why a release did not start: nothing was written. */
 export type HomeRefusal =
-  | { readonly kind: 'locked'; readonly lock: string; readonly holder?: LockHolder }
+  | { readonly kind: 'locked'; readonly lock: string; readonly holder?: LockHolder; readonly unlike?: string }
   | { readonly kind: 'dsh-running'; readonly running: readonly DshProcess[] }
   | { readonly kind: 'cannot-look'; readonly why: string }
+
+/**
+ * Whether a look for DSH lets the release go on: no DSH process on the home, and (unless the
+ * user says DSH is stopped) none whose home cannot be read, and a system that could be looked at.
+ * @param look - what the look found.
+ * @param dshStopped - the user says DSH is stopped on this home.
+ * @returns `undefined` to go on, else the refusal.
+ */
+export function dshDecision(look: DshLook, dshStopped: boolean): HomeRefusal | undefined {
+  if (look.kind === 'cannot-look') return dshStopped ? undefined : look
+  const running = dshStopped ? look.running.filter((dsh) => dsh.home !== undefined) : look.running
+  return running.length === 0 ? undefined : { kind: 'dsh-running', running }
+}
 
 /**
  * A session id as DSH's JSONL backend names its folder (`encodeSegment`): letters, digits,
@@ -112,9 +128,18 @@ export async function findSessionLogs(home: string, fs: ReleaseFs, session?: str
   for (const project of await folders(fs, sessions))
     for (const folder of await folders(fs, join(sessions, project))) {
       if (wanted !== undefined && folder !== wanted) continue
-      const names = (await fs.readdir(join(sessions, project, folder))).sort()
-      for (const name of LOG_NAMES) if (names.includes(name)) found.logs.push(join(sessions, project, folder, name))
-      for (const name of names) if (isReleaseTemp(name)) found.temps.push(join(sessions, project, folder, name))
+      const path = join(sessions, project, folder)
+      const names = (await fs.readdir(path)).sort()
+      for (const name of names) if (isReleaseTemp(name)) found.temps.push(join(path, name))
+      for (const name of LOG_NAMES) {
+        if (!names.includes(name)) continue
+        found.logs.push(join(path, name))
+        // A linked log is released beside its target, where its temp files are too.
+        const target = await fs.realpath(join(path, name)).catch(() => undefined)
+        if (target === undefined || dirname(target) === (await fs.realpath(path))) continue
+        for (const entry of (await fs.readdir(dirname(target))).sort())
+          if (isReleaseTemp(entry, basename(target))) found.temps.push(join(dirname(target), entry))
+      }
     }
   if (session !== undefined && found.logs.length === 0) throw new Error(`no session ${session} in ${home}`)
   return found
@@ -138,9 +163,8 @@ export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRele
   const sessionsFolder = await fs.stat(join(home, 'sessions')).catch(() => undefined)
   if (sessionsFolder === undefined || !sessionsFolder.isDirectory())
     throw new Error(`no DSH home at ${home}: it has no sessions folder (name the home with --home DIR or DSH_HOME)`)
-  const look = await options.lookForDsh(home)
-  if (look.kind === 'cannot-look' && !options.dshStopped) return look
-  if (look.kind === 'looked' && look.running.length > 0) return { kind: 'dsh-running', running: look.running }
+  const refusal = dshDecision(await options.lookForDsh(home), options.dshStopped)
+  if (refusal !== undefined) return refusal
   // A dry run writes nothing, the lock included.
   const lock = dryRun
     ? undefined
@@ -150,19 +174,24 @@ export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRele
         fs,
         options.isAlive,
       )
-  if (lock?.kind === 'held')
-    return {
-      kind: 'locked',
-      lock: join(home, LOCK_FILE),
-      ...(lock.holder === undefined ? {} : { holder: lock.holder }),
-    }
+  if (lock?.kind === 'held') return lockedBy(lock)
   try {
     return {
       ...(await releaseLogs(options)),
       ...(lock?.tookOverFrom === undefined ? {} : { tookOverFrom: lock.tookOverFrom }),
     }
   } finally {
-    await lock?.release()
+    await lock?.giveBack()
+  }
+}
+
+/** The refusal for a lock this run could not take. */
+function lockedBy({ path, holder, unlike }: LockHeld): HomeRefusal {
+  return {
+    kind: 'locked',
+    lock: path,
+    ...(holder === undefined ? {} : { holder }),
+    ...(unlike === undefined ? {} : { unlike }),
   }
 }
 
@@ -185,7 +214,7 @@ async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
       await fs.rename(join(home, PROJECTION_CACHE), moved)
       projectionCache = moved
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+      if (errorCode(error) !== 'ENOENT') throw error
     }
   }
   const files: FileOutcome[] = []

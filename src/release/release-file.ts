@@ -10,7 +10,7 @@ import type { FileHandle } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
 import { LaterFormat, LogRefusal, cutShort, type LogHeader } from './log-format.ts'
 import type { ReleaseModeStages, Tally } from './modes.ts'
-import type { ReleaseFs } from './release-fs.ts'
+import { errorCode, linkImpossible, type ReleaseFs } from './release-fs.ts'
 import { changed, createRewrite, type LogRewrite } from './rewrite.ts'
 import { READ_CHUNK_BYTES, decodeFrame, encodeFrame, readFrames } from './zstd-frames.ts'
 
@@ -66,8 +66,8 @@ export interface ReleaseFileOptions {
   readonly beforeReplace?: () => Promise<void>
 }
 
-/** The temp files of a log, this run's and any an interrupted run left: `<log name>.loop-release[-<run>].tmp`. */
-const RELEASE_TEMP = /^session\.jsonl(\.zstd)?\.loop-release(-[0-9a-z-]+)?\.tmp$/
+/** How the name of a release's temp file ends, after its log's: `.loop-release[-<run>].tmp`. */
+const RELEASE_TEMP_END = /^\.loop-release(-[0-9a-z-]+)?\.tmp$/
 
 /** A temp file's name for this run: created exclusively, so no other run's can be opened over it. */
 function tempPathOf(path: string): string {
@@ -167,11 +167,6 @@ function identity(stats: { size: bigint; mtimeNs: bigint }): string {
   return `${stats.size}:${stats.mtimeNs}`
 }
 
-/** Whether a hard link cannot be made there (another file system, or one without links). */
-function linkImpossible(error: unknown): boolean {
-  return ['EXDEV', 'EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK'].includes((error as NodeJS.ErrnoException).code ?? '')
-}
-
 /**
  * Keep the original: a hard link, or where none can be made, a copy synced to disk.
  * @returns how it was kept.
@@ -210,8 +205,7 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
   try {
     // A link is released through it: the file it points to is replaced, the link stays.
     const real = await fs.realpath(path).catch((error: unknown) => {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT')
-        throw new LogRefusal('it is a link to a file that does not exist')
+      if (errorCode(error) === 'ENOENT') throw new LogRefusal('it is a link to a file that does not exist')
       throw error
     })
     const before = await fs.stat(real, { bigint: true })
@@ -278,13 +272,21 @@ function settled(path: string, rewrite: LogRewrite): FileOutcome {
 /** A failure as the line a user reads. */
 function reasonOf(error: unknown): string {
   if (error instanceof LogRefusal) return error.message
-  const { code, message: detail } = error as NodeJS.ErrnoException
+  const code = errorCode(error)
+  const detail = (error as Error).message
   if (code === 'EACCES' || code === 'EPERM') return `no permission: ${detail}`
   if (code === 'ENOSPC') return `the disk is full: ${detail}`
   return detail
 }
 
-/** Whether a folder entry is a temp file a release writes beside a log. */
-export function isReleaseTemp(name: string): boolean {
-  return RELEASE_TEMP.test(basename(name))
+/**
+ * Whether a folder entry is a temp file a release wrote beside a log.
+ * @param name - the entry's name (or path).
+ * @param logName - the log's file name (a linked log's: its target's); by default a log's as DSH names it.
+ * @returns true for this run's temp files and those an interrupted run left.
+ */
+export function isReleaseTemp(name: string, logName?: string): boolean {
+  const entry = basename(name)
+  const names = logName === undefined ? ['session.jsonl', 'session.jsonl.zstd'] : [logName]
+  return names.some((log) => entry.startsWith(log) && RELEASE_TEMP_END.test(entry.slice(log.length)))
 }

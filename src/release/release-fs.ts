@@ -1,6 +1,6 @@
 /**
- * The part of `node:fs/promises` a release uses: the fault tests pass one that fails, or
- * stops for good, at a chosen call.
+ * The part of `node:fs/promises` a release uses (the fault tests pass one that fails, or stops
+ * for good, at a chosen call), and the few ways of using it every module of the release shares.
  * @module dsh-plugin-loop/release/release-fs
  */
 import type * as fsPromises from 'node:fs/promises'
@@ -10,3 +10,43 @@ export type ReleaseFs = Pick<
   typeof fsPromises,
   'open' | 'stat' | 'lstat' | 'readdir' | 'readFile' | 'realpath' | 'rename' | 'link' | 'copyFile' | 'mkdir' | 'rm'
 >
+
+/**
+ * A file system error's code.
+ * @param error - what was thrown.
+ * @returns its `code`, or `undefined` for an error without one.
+ */
+export function errorCode(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | undefined)?.code
+}
+
+/**
+ * Whether a hard link cannot be made there (another file system, or one without links).
+ * @param error - what `link` threw.
+ * @returns true when a copy or an exclusive create must do instead.
+ */
+export function linkImpossible(error: unknown): boolean {
+  return ['EXDEV', 'EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK'].includes(errorCode(error) ?? '')
+}
+
+/**
+ * Write a file and sync it to disk before closing it.
+ * @param fs - the file system.
+ * @param path - the file.
+ * @param data - its content.
+ * @param flags - how it is opened: `wx` to create it or fail, `a` to append.
+ */
+export async function syncedWrite(
+  fs: ReleaseFs,
+  path: string,
+  data: string | Buffer,
+  flags: 'wx' | 'a',
+): Promise<void> {
+  const handle = await fs.open(path, flags)
+  try {
+    await handle.writeFile(data)
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}

@@ -212,7 +212,21 @@ describe('formatRefusal', () => {
         'DSH is running on this home: stop it, then run the release again. Nothing was written.',
         '  pid 40: node /x/@deepseek-ai/dsh/lib/bin.js web',
         '  pid 41: dsh --profile headless (its home could not be read)',
+        "A DSH whose home could not be read (another user's) may run on another home: if every DSH on this home is stopped, run the release again with --dsh-stopped.",
       ].join('\n'),
+    )
+    expect(
+      formatRefusal({
+        kind: 'dsh-running',
+        running: [{ pid: 40, command: 'node /x/@deepseek-ai/dsh/lib/bin.js web', home: '/h' }],
+      }),
+    ).toBe(
+      'DSH is running on this home: stop it, then run the release again. Nothing was written.\n' +
+        '  pid 40: node /x/@deepseek-ai/dsh/lib/bin.js web',
+    )
+    expect(formatRefusal({ kind: 'locked', lock: '/h/loop-release.lock', unlike: 'a link to nothing' })).toBe(
+      "/h/loop-release.lock is in the way of the release's lock: it is a link to nothing, not a lock a release wrote. " +
+        'If no release runs, remove it and run the release again. Nothing was written.',
     )
     expect(formatRefusal({ kind: 'cannot-look', why: 'the release cannot list the processes of win32' })).toBe(
       'the release cannot list the processes of win32, so it cannot tell whether DSH is running on this home. ' +
@@ -348,6 +362,13 @@ describe('runCli', () => {
         `wait for it to finish. If it no longer runs, delete ${join(home, 'loop-release.lock')}. Nothing was written.\n`,
     )
     rmSync(join(home, 'loop-release.lock'))
+    mkdirSync(join(home, 'loop-release.lock'))
+    const folder = captured()
+    expect(await runCli(['release', '--home', home], folder)).toBe(3)
+    expect(folder.err).toBe(
+      `dsh-plugin-loop: ${formatRefusal({ kind: 'locked', lock: join(home, 'loop-release.lock'), unlike: 'a folder' })}\n`,
+    )
+    rmSync(join(home, 'loop-release.lock'), { recursive: true })
     const dsh: DshProcess = { pid: 40, command: 'node /x/@deepseek-ai/dsh/lib/bin.js web', home }
     for (const json of [[], ['--json']]) {
       const running = captured({}, { lookForDsh: async () => ({ kind: 'looked', running: [dsh] }) })
@@ -357,6 +378,16 @@ describe('runCli', () => {
         json.length === 0 ? '' : `${JSON.stringify({ kind: 'dsh-running', running: [dsh] }, null, 2)}\n`,
       )
     }
+    // A DSH whose home cannot be read (another user's): refused, until the user says DSH is stopped on this home;
+    // one on this home is refused all the same.
+    const theirs: DshProcess = { pid: 41, command: 'node /x/@deepseek-ai/dsh/lib/bin.js web' }
+    const unread = () => captured({}, { lookForDsh: async () => ({ kind: 'looked', running: [dsh, theirs] }) })
+    expect(await runCli(['release', '--home', home], unread())).toBe(4)
+    const stillOurs = unread()
+    expect(await runCli(['release', '--home', home, '--dsh-stopped'], stillOurs)).toBe(4)
+    expect(stillOurs.err).toBe(`dsh-plugin-loop: ${formatRefusal({ kind: 'dsh-running', running: [dsh] })}\n`)
+    expect(readdirSync(home)).toEqual(['sessions'])
+    expect(readFileSync(log).equals(original)).toBe(true)
     // Where the system gives no way to look, the user's word goes.
     const blind = () => captured({}, { lookForDsh: async () => ({ kind: 'cannot-look', why: 'no way' }) })
     const refused = blind()
@@ -366,6 +397,9 @@ describe('runCli', () => {
     const confirmed = blind()
     expect(await runCli(['release', '--home', home, '--dsh-stopped'], confirmed)).toBe(0)
     expect(confirmed.out).toContain('1 released (1 loop/change rows)')
+    const another = captured({}, { lookForDsh: async () => ({ kind: 'looked', running: [theirs] }) })
+    expect(await runCli(['release', '--for-upgrade', '--home', home, '--dsh-stopped'], another)).toBe(0)
+    expect(another.out).toContain('1 released (1 loop/change rows)')
   })
 })
 
@@ -379,7 +413,7 @@ function homeWithLoopRow(): { home: string; log: string } {
     log,
     [
       '{"type":"session","version":0,"id":"session-a","createdAt":1,"delegationDepth":0}',
-      '{"type":"loop/change","seq":0,"time":1,"data":{"version":1,"operation":"create","loop":{"id":"loop_1","prompt":"check the build\\nand say so","time_in_seconds":30,"next_at":30001}}}',
+      '{"type":"loop/change","seq":0,"time":1,"data":{"version":1,"operation":"create","loop":{"id":"loop_1","prompt":"check the build\\n\\tand say so \\u202etxt.exe","time_in_seconds":30,"next_at":30001}}}',
       '{"type":"command/run","seq":1,"time":2,"data":{"commandId":"c","name":"loop","args":" list","source":{"kind":"user"}}}',
       '',
     ].join('\n'),
@@ -397,7 +431,8 @@ describe('runCli for an upgrade', () => {
       'released  session-a  sessions/--p--/session-a/session.jsonl: 1 loop/change rows removed, 1 rows kept; ' +
         'the original is loop-release-backup/1970-01-01T00-00-00-000Z/sessions/--p--/session-a/session.jsonl\n' +
         '          1 active loops were removed; to recreate them in this session after the upgrade:\n' +
-        '            /loop 30 check the build\nand say so\n' +
+        '            /loop 30 check the build\n' +
+        '                     \\u{9}and say so \\u{202e}txt.exe\n' +
         '1 session logs: 1 released (1 loop/change rows), 0 already released, 0 without loops, 0 already migrated, 0 left unreleased.\n' +
         `The originals are in ${backup}; delete it once the upgraded DSH has opened these sessions.\n`,
     )

@@ -9,6 +9,7 @@ import {
   lstatSync,
   mkdirSync,
   readFileSync,
+  readdirSync,
   readlinkSync,
   statSync,
   symlinkSync,
@@ -50,6 +51,21 @@ describe('a log behind a link', () => {
     expect(readFileSync(target, 'utf8')).toBe(UPGRADED)
     const [file] = release.files
     expect(file?.status === 'released' && readFileSync(file.backup!.path, 'utf8')).toBe(LOG)
+  })
+
+  it("has its target's temp files, which an interrupted run left there, found and removed by the next run", async () => {
+    const { home: root, folder } = home()
+    const targetFolder = tempDir('loop-files-target-')
+    const target = join(targetFolder, 'kept.jsonl')
+    writeFileSync(target, LOG)
+    symlinkSync(target, join(folder, 'session.jsonl'))
+    const left = join(targetFolder, 'kept.jsonl.loop-release-4000001-0a1b2c3d.tmp')
+    writeFileSync(left, 'half')
+    writeFileSync(join(targetFolder, 'other.jsonl.loop-release-4000001-0a1b2c3d.tmp'), 'not its')
+    const release = await releaseDone(root)
+    expect(release.leftovers).toEqual([left])
+    expect(readdirSync(targetFolder).sort()).toEqual(['kept.jsonl', 'other.jsonl.loop-release-4000001-0a1b2c3d.tmp'])
+    expect(readFileSync(target, 'utf8')).toBe(MARKED)
   })
 
   it('in a session folder that is a link, is released', async () => {

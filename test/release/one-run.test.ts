@@ -3,12 +3,21 @@
  * any step of the first's replacement, refuses and writes nothing; a removal and an upgrade at
  * once are one run and one refusal; a run that died leaves a lock the next run takes over.
  */
-import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import * as fsPromises from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { dirname, join } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { LOCK_FILE, lockDecision, takeHomeLock, type LockHolder } from '../../src/release/home-lock.ts'
+import { LOCK_FILE, TAKEOVER_FILE, lockDecision, takeHomeLock, type LockHolder } from '../../src/release/home-lock.ts'
 import { releaseHome, type HomeRefusal } from '../../src/release/home.ts'
 import type { ReleaseFs } from '../../src/release/release-fs.ts'
 import { RELEASE_MODES } from '../../src/release/modes.ts'
@@ -116,7 +125,10 @@ describe('two runs on one home', () => {
       first.resume()
       expect((await running).kind, at).toBe('done')
       expect(readFileSync(log).equals(released), at).toBe(true)
-      expect(readdirSync(dirname(log)).filter(isReleaseTemp), at).toEqual([])
+      expect(
+        readdirSync(dirname(log)).filter((name) => isReleaseTemp(name)),
+        at,
+      ).toEqual([])
       expect(readdirSync(home), at).toEqual(['sessions'])
     }
   })
@@ -137,7 +149,7 @@ describe('two runs on one home', () => {
     first.resume()
     expect((await running).kind).toBe('done')
     expect(readFileSync(log).equals(readFileSync(reference.log))).toBe(true)
-    expect(readdirSync(dirname(log)).filter(isReleaseTemp)).toEqual([])
+    expect(readdirSync(dirname(log)).filter((name) => isReleaseTemp(name))).toEqual([])
     // Its draft is litter of a dead process, which the next run clears.
     expect(readdirSync(home).filter((name) => name !== 'sessions')).toEqual([
       expect.stringMatching(/^loop-release\.lock\.4000000-[0-9a-f]{8}\.tmp$/),
@@ -198,65 +210,138 @@ describe('two runs on one home', () => {
     })
   })
 
-  it('gives a taken-over lock back when another run took it over first', async () => {
+  it('leaves a lock another run put in place after it was judged stale, and refuses', async () => {
     const home = tempDir('loop-lock-')
     const stale: LockHolder = { pid: 4_000_002, host: hostname(), startedAt: 'then', mode: 'removal' }
     const live: LockHolder = { pid: 4_000_003, host: hostname(), startedAt: 'now', mode: 'upgrade' }
     writeFileSync(join(home, LOCK_FILE), JSON.stringify(stale))
-    // Between this run's judging the lock stale and moving it aside, another run replaces it with its own.
-    let swapped = false
-    const fs = withCall('rename', (real) => async (...args: never[]) => {
-      if (!swapped) writeFileSync(join(home, LOCK_FILE), JSON.stringify(live))
-      swapped = true
+    // Between this run's judging the lock stale and its takeover, another run replaces it with its own.
+    const fs = withCall('link', (real) => async (...args: never[]) => {
+      if (String(args[1]).endsWith(TAKEOVER_FILE)) writeFileSync(join(home, LOCK_FILE), JSON.stringify(live))
       return real(...args)
     })
-    const attempt = await takeHomeLock(
-      home,
-      { pid: 5, host: hostname(), startedAt: 'x', mode: 'removal' },
-      fs,
-      (pid) => pid === live.pid,
+    const attempt = await takeHomeLock(home, { pid: 5, host: hostname(), startedAt: 'x', mode: 'removal' }, fs, (pid) =>
+      [5, live.pid].includes(pid),
     )
-    expect(attempt).toEqual({ kind: 'held', holder: live })
+    expect(attempt).toEqual({ kind: 'held', path: join(home, LOCK_FILE), holder: live })
     expect(JSON.parse(readFileSync(join(home, LOCK_FILE), 'utf8'))).toEqual(live)
     expect(readdirSync(home)).toEqual([LOCK_FILE])
   })
 
-  it('gives a lock back that is not one of its own kind, and leaves one put in place meanwhile', async () => {
+  it('lets one of three runs take over a stale lock, whose path is never empty meanwhile', async () => {
+    const home = tempDir('loop-lock-')
+    const lock = join(home, LOCK_FILE)
+    const stale: LockHolder = { pid: 4_000_002, host: hostname(), startedAt: 'then', mode: 'removal' }
+    writeFileSync(lock, JSON.stringify(stale))
+    const emptied: string[] = []
+    // Every call of the three runs, checked to leave the lock's path holding a lock.
+    const fs = new Proxy(fsPromises, {
+      get:
+        (target, key) =>
+        async (...args: unknown[]) => {
+          const result = (await (Reflect.get(target, key) as (...a: unknown[]) => unknown).apply(
+            target,
+            args,
+          )) as unknown
+          if (!existsSync(lock)) emptied.push(`${String(key)} ${args.map(String).join(' ')}`)
+          return result
+        },
+    }) as ReleaseFs
+    const runs = [5, 6, 7].map((pid) => ({ pid, host: hostname(), startedAt: 'x', mode: 'removal' }))
+    const attempts = await Promise.all(runs.map((run) => takeHomeLock(home, run, fs, (pid) => pid < 10)))
+    expect(emptied).toEqual([])
+    const taken = attempts.filter((attempt) => attempt.kind === 'taken')
+    expect(taken).toEqual([{ kind: 'taken', tookOverFrom: stale, giveBack: expect.any(Function) }])
+    const holder = runs[attempts.indexOf(taken[0]!)]
+    expect(JSON.parse(readFileSync(lock, 'utf8'))).toEqual(holder)
+    for (const attempt of attempts)
+      if (attempt.kind === 'held') expect(attempt.holder === holder || attempt.path.endsWith(TAKEOVER_FILE)).toBe(true)
+    expect(readdirSync(home)).toEqual([LOCK_FILE])
+  })
+
+  it('refuses, naming the path, while another run takes over', async () => {
     const home = tempDir('loop-lock-')
     const stale: LockHolder = { pid: 4_000_002, host: hostname(), startedAt: 'then', mode: 'removal' }
+    const other: LockHolder = { pid: 4_000_003, host: hostname(), startedAt: 'now', mode: 'upgrade' }
     writeFileSync(join(home, LOCK_FILE), JSON.stringify(stale))
-    let renamed = false
-    let linked = 0
-    const fs = new Proxy(fsPromises, {
-      get(target, key) {
-        if (key === 'rename')
-          return async (from: string, to: string) => {
-            // Another tool's file takes the lock's place right before it is moved aside…
-            if (!renamed) writeFileSync(join(home, LOCK_FILE), 'not a lock')
-            renamed = true
-            return target.rename(from, to)
-          }
-        if (key === 'link')
-          return async (from: string, to: string) => {
-            // …and a third run's lock is in place by the time it would go back.
-            if ((linked += 1) === 2) {
-              writeFileSync(join(home, LOCK_FILE), JSON.stringify({ ...stale, pid: 7 }))
-              throw Object.assign(new Error('EEXIST: simulated'), { code: 'EEXIST' })
+    writeFileSync(join(home, TAKEOVER_FILE), JSON.stringify(other))
+    expect(
+      await takeHomeLock(home, { pid: 5, host: hostname(), startedAt: 'x', mode: 'removal' }, fsPromises, (pid) =>
+        [5, other.pid].includes(pid),
+      ),
+    ).toEqual({ kind: 'held', path: join(home, TAKEOVER_FILE), holder: other })
+    expect(readdirSync(home).sort()).toEqual([LOCK_FILE, TAKEOVER_FILE])
+  })
+
+  it('refuses within a second beside a dangling link, a folder, an unreadable file or a path that comes and goes', async () => {
+    const self: LockHolder = { pid: 5, host: hostname(), startedAt: 'x', mode: 'removal' }
+    const cases: [string, (lock: string) => ReleaseFs, string][] = [
+      ['a link to nothing', (lock) => (symlinkSync(`${lock}.gone`, lock), fsPromises), 'a link to nothing'],
+      ['a folder', (lock) => (mkdirSync(lock), fsPromises), 'a folder'],
+      [
+        'unreadable',
+        (lock) => (
+          writeFileSync(lock, 'x'),
+          withCall('readFile', () => async () => {
+            throw fault('EACCES')
+          })
+        ),
+        'a file this user cannot read',
+      ],
+      [
+        'comes and goes',
+        (lock) => (
+          writeFileSync(lock, 'x'),
+          withCall('readFile', () => async () => {
+            throw fault('ENOENT')
+          })
+        ),
+        'a file that comes and goes',
+      ],
+    ]
+    for (const [, make, unlike] of cases) {
+      const home = tempDir('loop-lock-')
+      const lock = join(home, LOCK_FILE)
+      const fs = make(lock)
+      const started = performance.now()
+      expect(await takeHomeLock(home, self, fs, () => true)).toEqual({ kind: 'held', path: lock, unlike })
+      expect(performance.now() - started).toBeLessThan(1_000)
+      expect(readdirSync(home)).toEqual([LOCK_FILE])
+    }
+  })
+
+  it('works on a file system without hard links, creating the lock exclusively', async () => {
+    const home = tempDir('loop-lock-')
+    const noLinks = withCall('link', () => async () => {
+      throw fault('EPERM')
+    })
+    const self: LockHolder = { pid: 5, host: hostname(), startedAt: 'x', mode: 'removal' }
+    const first = await takeHomeLock(home, self, noLinks, (pid) => pid === 5)
+    expect(first).toMatchObject({ kind: 'taken' })
+    expect(JSON.parse(readFileSync(join(home, LOCK_FILE), 'utf8'))).toEqual(self)
+    expect(await takeHomeLock(home, { ...self, pid: 6 }, noLinks, (pid) => pid === 5)).toEqual({
+      kind: 'held',
+      path: join(home, LOCK_FILE),
+      holder: self,
+    })
+    // Its process gone, the next run takes it over, still without a link.
+    const next = await takeHomeLock(home, { ...self, pid: 6 }, noLinks, (pid) => pid === 6)
+    expect(next).toMatchObject({ kind: 'taken', tookOverFrom: self })
+    if (next.kind === 'taken') await next.giveBack()
+    if (first.kind === 'taken') await first.giveBack()
+    expect(readdirSync(home)).toEqual([])
+    // A lock that cannot be created there is a failure, not a refusal.
+    const readOnly = new Proxy(noLinks, {
+      get: (target, key) =>
+        key === 'open'
+          ? async (path: string, flags: string) => {
+              if (path === join(home, LOCK_FILE)) throw fault('EROFS')
+              return fsPromises.open(path, flags)
             }
-            return target.link(from, to)
-          }
-        return Reflect.get(target, key)
-      },
-    }) as ReleaseFs
-    const attempt = await takeHomeLock(
-      home,
-      { pid: 5, host: hostname(), startedAt: 'x', mode: 'removal' },
-      fs,
-      () => false,
-    )
-    expect(attempt).toEqual({ kind: 'held' })
-    expect(JSON.parse(readFileSync(join(home, LOCK_FILE), 'utf8'))).toEqual({ ...stale, pid: 7 })
-    expect(readdirSync(home)).toEqual([LOCK_FILE])
+          : Reflect.get(target, key),
+    })
+    await expect(takeHomeLock(home, self, readOnly, () => true)).rejects.toThrow('EROFS: simulated')
+    expect(readdirSync(home)).toEqual([])
   })
 })
 
@@ -304,19 +389,23 @@ describe('taking the lock when the file system moves under it', () => {
       const attempt = await takeHomeLock(home, self, fs, alive)
       expect(attempt).toMatchObject({ kind: 'taken' })
       expect(JSON.parse(readFileSync(join(home, LOCK_FILE), 'utf8'))).toEqual(self)
-      if (attempt.kind === 'taken') await attempt.release()
+      if (attempt.kind === 'taken') await attempt.giveBack()
       expect(readdirSync(home)).toEqual([])
     }
   })
 
-  it('fails, leaving no draft, when the lock cannot be linked, read or moved', async () => {
-    for (const call of ['link', 'readFile', 'rename'] as const) {
+  it('fails, leaving no draft, when the lock cannot be linked or replaced', async () => {
+    for (const [call, code] of [
+      ['link', 'EACCES'],
+      ['rename', 'EACCES'],
+      ['readFile', 'EIO'],
+    ] as const) {
       const home = tempDir('loop-lock-')
       writeFileSync(join(home, LOCK_FILE), JSON.stringify(stale))
       const fs = withCall(call, () => async () => {
-        throw fault('EACCES')
+        throw fault(code)
       })
-      await expect(takeHomeLock(home, self, fs, alive)).rejects.toThrow('EACCES: simulated')
+      await expect(takeHomeLock(home, self, fs, alive)).rejects.toThrow(`${code}: simulated`)
       expect(readdirSync(home)).toEqual([LOCK_FILE])
     }
   })
@@ -327,11 +416,11 @@ describe('taking the lock when the file system moves under it', () => {
     expect(attempt.kind).toBe('taken')
     // Someone deleted it and another run took the home meanwhile.
     writeFileSync(join(home, LOCK_FILE), JSON.stringify({ ...self, pid: 6 }))
-    if (attempt.kind === 'taken') await attempt.release()
+    if (attempt.kind === 'taken') await attempt.giveBack()
     expect(JSON.parse(readFileSync(join(home, LOCK_FILE), 'utf8'))).toEqual({ ...self, pid: 6 })
     // A lock someone deleted is nothing to give back.
     rmSync(join(home, LOCK_FILE))
-    if (attempt.kind === 'taken') await attempt.release()
+    if (attempt.kind === 'taken') await attempt.giveBack()
     expect(readdirSync(home)).toEqual([])
   })
 })
