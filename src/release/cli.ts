@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util'
 import { dshHomeOf, type DshLookout } from './dsh-processes.ts'
 import { PROJECTION_CACHE, releaseHome, type HomeRefusal, type HomeRelease } from './home.ts'
 import { RELEASE_MODES, type ReleaseMode } from './modes.ts'
-import type { FileOutcome } from './release-file.ts'
+import type { FileOutcome, RemovedLoop } from './release-file.ts'
 import { errorCode } from './release-fs.ts'
 
 /** What `dsh-plugin-loop --help` prints. */
@@ -29,8 +29,9 @@ Run it with DSH stopped; it refuses while a DSH process runs on the home, or ano
   --dsh-stopped           DSH is stopped on this home: go on where the system gives no way to
                           look, or shows a DSH (another user's) whose home it cannot read
 
-Exit codes: 0 done, 1 something was left (the report says what), 2 the command could not start,
-3 another release runs on the home, 4 a DSH runs on the home (or could not be looked for).`
+Exit codes: 0 done, 1 something was left or written by a DSH meanwhile (the report says what),
+2 the command could not start, 3 another release runs on the home, 4 a DSH runs on the home
+(or could not be looked for), or started during the run, which stopped.`
 
 /** Exit codes (SPEC.md §13 "Leaving loop"). */
 export const EXIT = Object.freeze({ done: 0, left: 1, cannotStart: 2, locked: 3, dshRunning: 4 })
@@ -111,13 +112,20 @@ function describeFile(file: FileOutcome, release: HomeRelease): string {
   switch (file.status) {
     case 'left':
       return `LEFT      ${session}  ${where}: ${file.reason}; the file is as it was`
+    case 'written-meanwhile':
+      return `WRITTEN   ${session}  ${where}: a DSH wrote to it while the release ran, so it is not released; its original, with every event DSH wrote to it, is ${relative(release.home, file.original)}`
     case 'released': {
-      const { backup } = file
+      const { backup, rebuiltFrom } = file
+      // A clean removal kept no original: only a kept folder is named.
       const kept =
-        backup === undefined
+        backup === undefined || release.backupFolder === undefined
           ? ''
           : `; the original is ${relative(release.home, backup.path)}${backup.kind === 'copy' ? ' (a copy: no hard link could be made there)' : ''}`
-      return `released  ${session}  ${where}: ${RELEASE_MODES[release.mode].describe(file.tally, release.dryRun)}${kept}`
+      const rebuilt =
+        rebuiltFrom === undefined
+          ? ''
+          : ` (rebuilt from ${relative(release.home, rebuiltFrom)} and the rows a DSH wrote after an earlier release)`
+      return `released  ${session}  ${where}: ${RELEASE_MODES[release.mode].describe(file.tally, release.dryRun)}${rebuilt}${kept}`
     }
     case 'already-released':
       return `already   ${session}  ${where}: all ${file.tally.alreadyMarked} loop/change rows already marked; nothing written`
@@ -130,14 +138,19 @@ function describeFile(file: FileOutcome, release: HomeRelease): string {
 
 /** The lines naming the active loops an upgrade removed from a log, as `/loop` recreates them. */
 function lostLoops(file: FileOutcome, dryRun: boolean): string[] {
-  if (file.status === 'left') return []
+  if (file.status === 'left' || file.status === 'written-meanwhile') return []
   if (file.unreadableLoops !== undefined)
     return [`          its loops could not be read to name them (${file.unreadableLoops})`]
   if (file.removedLoops === undefined || file.removedLoops.length === 0) return []
   return [
     `          ${file.removedLoops.length} active loops ${dryRun ? 'would be' : 'were'} removed; to recreate them in this session after the upgrade:`,
-    ...file.removedLoops.map((loop) => loopLine(`            /loop ${loop.time_in_seconds} `, loop.prompt)),
+    ...recreate(file.removedLoops),
   ]
+}
+
+/** A `/loop` line per loop, indented under its log's line. */
+function recreate(loops: readonly RemovedLoop[]): string[] {
+  return loops.map((loop) => loopLine(`            /loop ${loop.time_in_seconds} `, loop.prompt))
 }
 
 /**
@@ -179,11 +192,23 @@ export function formatReport(release: HomeRelease): string {
     )
   for (const file of release.files) lines.push(describeFile(file, release), ...lostLoops(file, release.dryRun))
   const left = count('left')
+  const writtenMeanwhile = count('written-meanwhile')
   lines.push(
     `${release.dryRun ? 'Dry run, nothing written: ' : ''}${release.files.length} session logs: ` +
       `${count('released')} released (${rows} loop/change rows), ${count('already-released')} already released, ` +
-      `${count('no-loops')} without loops, ${count('later-format')} already migrated, ${left} left unreleased.`,
+      `${count('no-loops')} without loops, ${count('later-format')} already migrated, ${left} left unreleased` +
+      `${writtenMeanwhile > 0 ? `, ${writtenMeanwhile} written by a DSH meanwhile` : ''}` +
+      `${release.untouched.length > 0 ? `, ${release.untouched.length} not reached` : ''}.`,
   )
+  if (release.dshAppeared !== undefined)
+    lines.push(
+      'A DSH started on this home while the release ran: stop it, then run the release again, which checks and mends what it wrote.',
+      ...release.dshAppeared.map((dsh) => `  pid ${dsh.pid}: ${dsh.command}`),
+    )
+  else if (writtenMeanwhile > 0)
+    lines.push(
+      'A DSH ran on this home during the release: with DSH stopped, run the release again; it rebuilds each WRITTEN log with every event.',
+    )
   if (left > 0)
     lines.push('Fix what each LEFT line says, then run the release again: released logs are not touched twice.')
   if (release.projectionCache !== undefined)
@@ -192,7 +217,16 @@ export function formatReport(release: HomeRelease): string {
     )
   if (release.backupFolder !== undefined)
     lines.push(
-      `The originals are in ${release.backupFolder}; delete it once the upgraded DSH has opened these sessions.`,
+      `The originals are in ${release.backupFolder}; delete it once ${release.mode === 'upgrade' ? 'the upgraded DSH' : 'DSH'} has opened these sessions.`,
+    )
+  for (const { path, folder, loops } of release.earlierRemoved)
+    lines.push(
+      `${relative(release.home, path)}: ${loops.length} active loops were removed by an earlier upgrade release (its original is in ${relative(release.home, folder)}); to recreate them in this session after the upgrade:`,
+      ...recreate(loops),
+    )
+  if (release.earlierFolders.length > 0)
+    lines.push(
+      `Earlier releases kept originals of this home in ${release.earlierFolders.join(', ')}; delete them once DSH has opened these sessions.`,
     )
   return lines.join('\n')
 }
@@ -285,5 +319,8 @@ export async function runCli(argv: readonly string[], io: CliProcess): Promise<n
     return release.kind === 'locked' ? EXIT.locked : EXIT.dshRunning
   }
   io.stdout(`${parsed.json ? JSON.stringify(release, null, 2) : formatReport(release)}\n`)
-  return release.files.some((file) => file.status === 'left') ? EXIT.left : EXIT.done
+  if (release.dshAppeared !== undefined) return EXIT.dshRunning
+  return release.files.some((file) => file.status === 'left' || file.status === 'written-meanwhile')
+    ? EXIT.left
+    : EXIT.done
 }

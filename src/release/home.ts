@@ -7,15 +7,14 @@
 import { basename, dirname, join, relative } from 'node:path'
 import type { DshLook, DshLookout, DshProcess } from './dsh-processes.ts'
 import { takeHomeLock, type LockHeld, type LockHolder } from './home-lock.ts'
-import { isReleaseTemp, releaseFile, type FileOutcome } from './release-file.ts'
-import { errorCode, type ReleaseFs } from './release-fs.ts'
+import { BACKUP_FOLDER, JOURNAL_FILE, journalLine, readEarlierRuns, type Replacement } from './journal.ts'
+import { findReplacement, loopsKeptIn, releaseLog, stateNow } from './mend.ts'
 import { RELEASE_MODES, type ReleaseMode } from './modes.ts'
+import { isReleaseTemp, type FileOutcome, type RemovedLoop } from './release-file.ts'
+import { errorCode, syncedWrite, type ReleaseFs } from './release-fs.ts'
 
 /** The file names a session log has in rc.8: plain, or Zstandard frames. */
 const LOG_NAMES = ['session.jsonl', 'session.jsonl.zstd']
-
-/** Under the home: where an upgrade release keeps the originals, one folder per run. */
-export const BACKUP_FOLDER = 'loop-release-backup'
 
 /** DSH's projection checkpoints: seqs of the old numbering, so an upgrade release sets them aside with the originals. */
 export const PROJECTION_CACHE = join('storages', 'session_projcache.json')
@@ -28,7 +27,7 @@ export interface HomeReleaseOptions {
   readonly session?: string
   readonly dryRun: boolean
   readonly fs: ReleaseFs
-  /** Names this run's backup folder (upgrade) and its lock: the time it started, as the user's clock has it. */
+  /** Names this run's folder of originals and its lock: the time it started, as the user's clock has it. */
   readonly startedAt: Date
   /** This process and machine, for the lock. */
   readonly pid: number
@@ -55,10 +54,28 @@ export interface HomeRelease {
   readonly tookOverFrom?: LockHolder
   /** Temp files an interrupted run left beside the logs, removed (or, in a dry run, to be removed). */
   readonly leftovers: readonly string[]
-  /** Upgrade, when anything was replaced: the folder holding the originals, to delete once the upgrade is settled. */
+  /**
+   * The folder holding the originals this run replaced, while it keeps them: an upgrade's, to
+   * delete once the upgrade is settled; any run's that a DSH wrote during (a clean removal's goes).
+   */
   readonly backupFolder?: string
   /** Upgrade: where DSH's projection checkpoints were set aside, before the first log was replaced. */
   readonly projectionCache?: string
+  /** A DSH found on the home before a replacement or at the end: the run stopped there. */
+  readonly dshAppeared?: readonly DshProcess[]
+  /** The logs a stopped run did not reach: as they were. */
+  readonly untouched: readonly string[]
+  /** The folders of originals earlier runs left, oldest first. */
+  readonly earlierFolders: readonly string[]
+  /** The loops earlier upgrades removed from logs as they still are, read from the originals they kept. */
+  readonly earlierRemoved: readonly EarlierRemoved[]
+}
+
+/** The active loops an earlier upgrade removed from a log, and the folder that keeps its original. */
+export interface EarlierRemoved {
+  readonly path: string
+  readonly folder: string
+  readonly loops: readonly RemovedLoop[]
 }
 
 /** Why a release did not start: nothing was written. */
@@ -202,13 +219,21 @@ async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
   const { logs, temps } = await findSessionLogs(home, fs, options.session)
   // This run holds the home: a temp file beside a log is an interrupted run's.
   if (!dryRun) for (const temp of temps) await fs.rm(temp, { force: true })
-  const backupFolder = stages.keepsOriginals ? join(home, BACKUP_FOLDER, stampOf(options.startedAt)) : undefined
+  const earlier = await readEarlierRuns(fs, home)
+  const folder = join(home, BACKUP_FOLDER, stampOf(options.startedAt))
+  const journal = join(folder, JOURNAL_FILE)
+  let journalStarted = false
+  const record = async (replacement: Replacement) => {
+    const line = journalLine({ kind: 'replaced', ...replacement })
+    await syncedWrite(fs, journal, journalStarted ? line : journalLine({ kind: 'run', mode }) + line, 'a')
+    journalStarted = true
+  }
   let projectionCache: string | undefined
   // Projection checkpoints name seqs of the old numbering: set aside before the first log is
   // renumbered, so that no kill leaves a renumbered log beside them. DSH rebuilds them.
   const setCheckpointsAside = async () => {
-    if (backupFolder === undefined || projectionCache !== undefined) return
-    const moved = join(backupFolder, PROJECTION_CACHE)
+    if (projectionCache !== undefined) return
+    const moved = join(folder, PROJECTION_CACHE)
     await fs.mkdir(dirname(moved), { recursive: true })
     try {
       await fs.rename(join(home, PROJECTION_CACHE), moved)
@@ -217,19 +242,50 @@ async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
       if (errorCode(error) !== 'ENOENT') throw error
     }
   }
+  let stoppedBy: HomeRefusal | undefined
+  // Looked for again before every replacement: a DSH started meanwhile stops the run there.
+  const beforeReplace = async () => {
+    stoppedBy = dshDecision(await options.lookForDsh(home), options.dshStopped)
+    if (stoppedBy !== undefined) return false
+    if (stages.keepsOriginals) await setCheckpointsAside()
+    return true
+  }
   const files: FileOutcome[] = []
-  for (const log of logs)
-    files.push(
-      await releaseFile(log, {
-        stages,
-        fs,
-        dryRun,
-        ...(backupFolder === undefined
-          ? {}
-          : { backup: join(backupFolder, relative(home, log)), beforeReplace: setCheckpointsAside }),
-      }),
-    )
-  const replaced = !dryRun && files.some((file) => file.status === 'released')
+  const replaced = new Map<number, Replacement>()
+  const earlierRemoved: EarlierRemoved[] = []
+  for (const log of logs) {
+    const before = await findReplacement(fs, log, earlier)
+    const done = await releaseLog(log, before, {
+      stages,
+      fs,
+      dryRun,
+      ...(dryRun ? {} : { keep: { path: join(folder, relative(home, log)), record }, beforeReplace }),
+    })
+    if ('stopped' in done) break
+    // The loops an earlier upgrade removed, read again from the original it kept: it may have been stopped before its report.
+    if (before?.run.journal?.mode === 'upgrade' && before.state.kind === 'whole') {
+      const loops = await loopsKeptIn(fs, before.replacement.kept)
+      if (loops.length > 0) earlierRemoved.push({ path: log, folder: before.run.folder, loops })
+    }
+    files.push(done.outcome)
+    if (done.replacement !== undefined) replaced.set(files.length - 1, done.replacement)
+  }
+  // Once more at the end, when anything was replaced: a DSH running now may still write to it.
+  if (replaced.size > 0 && stoppedBy === undefined)
+    stoppedBy = dshDecision(await options.lookForDsh(home), options.dshStopped)
+  // Every log this run replaced is still as written, its original as read.
+  for (const [index, replacement] of replaced) {
+    if ((await stateNow(fs, replacement)).kind === 'whole') continue
+    const { path, sessionId } = files[index]!
+    files[index] = { path, sessionId, status: 'written-meanwhile', original: replacement.kept }
+  }
+  const clean = stoppedBy === undefined && files.every((file) => file.status !== 'written-meanwhile')
+  // A clean removal keeps nothing: rc.8 reads what it wrote, and no DSH wrote meanwhile.
+  if (clean && !dryRun && !stages.keepsOriginals) {
+    await fs.rm(folder, { recursive: true, force: true })
+    if (earlier.length === 0) await fs.rm(join(home, BACKUP_FOLDER), { recursive: true, force: true })
+  }
+  const keptFolder = replaced.size > 0 && (stages.keepsOriginals || !clean)
   return {
     kind: 'done',
     home,
@@ -237,7 +293,11 @@ async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
     dryRun,
     files,
     leftovers: temps,
-    ...(backupFolder === undefined || !replaced ? {} : { backupFolder }),
+    untouched: logs.slice(files.length),
+    earlierFolders: earlier.map((run) => run.folder),
+    earlierRemoved,
+    ...(keptFolder ? { backupFolder: folder } : {}),
     ...(projectionCache === undefined ? {} : { projectionCache }),
+    ...(stoppedBy?.kind === 'dsh-running' ? { dshAppeared: stoppedBy.running } : {}),
   }
 }

@@ -228,3 +228,19 @@ export type RowEdit =
   | { readonly kind: 'drop' }
   | { readonly kind: 'splice'; readonly at: number; readonly length: number; readonly insert: string }
   | { readonly kind: 'replace'; readonly text: string }
+
+/**
+ * The seq after a row's last event: a row's `seq` plus one, a packed chunk run's `seq0` plus its
+ * members (`texts` or `args`).
+ * @param row - the row's bytes.
+ * @param where - where the row is, for a refusal.
+ * @returns the next seq.
+ */
+export function seqAfter(row: Buffer, where: string): number {
+  const value = parseRow(textOf(row, where), where)
+  if (isCount(value['seq'])) return value['seq'] + 1
+  const data = isRecord(value['data']) ? value['data'] : {}
+  const members = Array.isArray(data['texts']) ? data['texts'] : data['args']
+  if (isCount(value['seq0']) && Array.isArray(members)) return value['seq0'] + members.length
+  throw new LogRefusal(`${where} names no seq`)
+}

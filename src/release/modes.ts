@@ -66,7 +66,10 @@ export interface ReleaseModeStages {
    * @param context - the rewrite's state, which the stage updates.
    */
   row(row: Buffer, context: RowContext): RowEdit
-  /** Whether it keeps the originals, and sets DSH's projection checkpoints aside with them. */
+  /**
+   * Whether it keeps the originals once a run ended clean (every run keeps them until then), and
+   * sets DSH's projection checkpoints aside with them.
+   */
   readonly keepsOriginals: boolean
   /** The `loop/change` rows it wrote (marked, or removed). */
   written(tally: Readonly<Tally>): number

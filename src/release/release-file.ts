@@ -1,22 +1,24 @@
 /**
  * Release one session log on disk: stream it batch by batch (a Zstandard log frame by frame)
- * through the pure rewrite, write the result beside it under a name of this run's, and replace
- * the file whole or not at all (SPEC.md §13 "Leaving loop").
+ * through the pure rewrite, write the result beside it under a name of this run's, keep the
+ * original and say so in the run's journal, replace the file whole or not at all, and check that
+ * no DSH wrote to the original meanwhile (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/release-file
  */
 import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
+import type { Replacement } from './journal.ts'
 import { LaterFormat, LogRefusal, cutShort, type LogHeader } from './log-format.ts'
 import type { ReleaseModeStages, Tally } from './modes.ts'
-import { errorCode, linkImpossible, type ReleaseFs } from './release-fs.ts'
+import { errorCode, linkImpossible, readChunks, type ReleaseFs } from './release-fs.ts'
 import { changed, createRewrite, type LogRewrite } from './rewrite.ts'
-import { READ_CHUNK_BYTES, decodeFrame, encodeFrame, readFrames } from './zstd-frames.ts'
+import { decodeFrame, encodeFrame, readFrames } from './zstd-frames.ts'
 
 /** What became of one log. */
 export type FileStatus =
-  /** its `loop/change` rows were marked or removed, and the file replaced */
+  /** its `loop/change` rows were marked or removed (or it was rebuilt), and the file replaced */
   | 'released'
   /** every `loop/change` row was already marked: nothing written */
   | 'already-released'
@@ -26,6 +28,8 @@ export type FileStatus =
   | 'later-format'
   /** it could not be released and is as it was: `reason` says why */
   | 'left'
+  /** a DSH wrote to it, or to its original, after this run read it: `original` keeps what it replaced, with those writes */
+  | 'written-meanwhile'
 
 /** One log's outcome; `tally` counts what was written (a left log has none). */
 export type FileOutcome = {
@@ -35,20 +39,23 @@ export type FileOutcome = {
   readonly sessionId: string | undefined
 } & (
   | {
-      readonly status: Exclude<FileStatus, 'left'>
+      readonly status: Exclude<FileStatus, 'left' | 'written-meanwhile'>
       readonly tally: Readonly<Tally>
-      /** Where the original of a log an upgrade release replaced is kept, and how. */
+      /** Where the original of a log this run replaced is kept, and how. */
       readonly backup?: { readonly path: string; readonly kind: 'link' | 'copy' }
+      /** The original an earlier run kept, which with the rows a DSH wrote after it made the log this run released. */
+      readonly rebuiltFrom?: string
       /** Upgrade, a log with loop records: the active loops it lost, for the user to recreate. */
       readonly removedLoops?: readonly RemovedLoop[]
       /** Upgrade: why its loop records could not be read to name them. */
       readonly unreadableLoops?: string
     }
   | { readonly status: 'left'; readonly reason: string }
+  | { readonly status: 'written-meanwhile'; readonly original: string }
 )
 
 /** An active loop an upgrade removed: what `/loop <time_in_seconds> <prompt>` recreates. */
-interface RemovedLoop {
+export interface RemovedLoop {
   readonly id: string
   readonly time_in_seconds: number
   readonly prompt: string
@@ -60,11 +67,20 @@ export interface ReleaseFileOptions {
   readonly fs: ReleaseFs
   /** Read and check everything, write nothing. */
   readonly dryRun: boolean
-  /** Upgrade: where the original is kept before the replacement (its folder is created). */
-  readonly backup?: string
-  /** Runs right before the log is replaced (an upgrade sets DSH's projection checkpoints aside first). */
-  readonly beforeReplace?: () => Promise<void>
+  /** Where the original is kept (its folder is created), and how the replacement is written to the journal, both before the rename. */
+  readonly keep?: { readonly path: string; readonly record: (replacement: Replacement) => Promise<void> }
+  /**
+   * Runs right before the log is replaced (a look for DSH; an upgrade's checkpoints set aside),
+   * and says whether to go on: `false` stops the run, the log left as it was.
+   */
+  readonly beforeReplace?: () => Promise<boolean>
+  /** A rebuild: the log's events are an earlier run's kept original, then the log's own bytes from `tailFrom`. */
+  readonly rebuild?: { readonly original: string; readonly tailFrom: number }
 }
+
+/** What releasing one log did: its outcome, and the journal's line when it was replaced; or that the run stops here. */
+export type FileRelease =
+  { readonly outcome: FileOutcome; readonly replacement?: Replacement } | { readonly stopped: true }
 
 /** How the name of a release's temp file ends, after its log's: `.loop-release[-<run>].tmp`. */
 const RELEASE_TEMP_END = /^\.loop-release(-[0-9a-z-]+)?\.tmp$/
@@ -74,7 +90,7 @@ function tempPathOf(path: string): string {
   return `${path}.loop-release-${process.pid}-${randomBytes(4).toString('hex')}.tmp`
 }
 
-/** One batch of a log: where it starts in the file, its bytes on disk, and its rows. */
+/** One batch of a log: where it starts in its file, its bytes on disk, and its rows. */
 interface Batch {
   readonly start: number
   readonly stored: Buffer
@@ -82,88 +98,89 @@ interface Batch {
 }
 
 /**
- * The batches of a log as it stands: a Zstandard log's frames, one each; a plain log's whole
- * rows, a chunk at a time.
+ * The batches of a log from a place in it: a Zstandard log's frames, one each; a plain log's
+ * whole rows, a chunk at a time.
  * @param handle - the log, open for reading.
  * @param compressed - whether it is `session.jsonl.zstd`.
+ * @param from - where the first batch begins.
+ * @param to - where the last batch ends (a row's or frame's end; by default the file's).
  */
-async function* readBatches(handle: FileHandle, compressed: boolean): AsyncGenerator<Batch> {
+export async function* readBatches(
+  handle: FileHandle,
+  compressed: boolean,
+  from = 0,
+  to = Number.POSITIVE_INFINITY,
+): AsyncGenerator<Batch> {
   if (compressed) {
-    for await (const { start, frame } of readFrames(handle))
+    for await (const { start, frame } of readFrames(handle, from, to))
       yield { start, stored: frame, plaintext: decodeFrame(frame) }
     return
   }
-  let pending = Buffer.alloc(0)
-  for (let position = 0; ;) {
-    const { buffer, bytesRead } = await handle.read({ buffer: Buffer.alloc(READ_CHUNK_BYTES), position })
-    pending =
-      pending.length === 0 ? buffer.subarray(0, bytesRead) : Buffer.concat([pending, buffer.subarray(0, bytesRead)])
+  let pending: Buffer = Buffer.alloc(0)
+  let pendingStart = from
+  for await (const chunk of readChunks(handle, from, to)) {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
     const end = pending.lastIndexOf(0x0a) + 1
-    if (end > 0)
-      yield {
-        start: position - (pending.length - bytesRead),
-        stored: pending.subarray(0, end),
-        plaintext: pending.subarray(0, end),
-      }
+    if (end > 0) yield { start: pendingStart, stored: pending.subarray(0, end), plaintext: pending.subarray(0, end) }
     pending = pending.subarray(end)
-    position += bytesRead
-    if (bytesRead === 0) break
+    pendingStart += end
   }
   if (pending.length > 0) throw cutShort()
 }
 
 /** Copy the first `length` bytes of a file into another. */
 async function copyPrefix(from: FileHandle, to: FileHandle, length: number): Promise<void> {
-  const buffer = Buffer.alloc(Math.min(READ_CHUNK_BYTES, Math.max(length, 1)))
-  for (let position = 0; position < length;) {
-    const { bytesRead } = await from.read({ buffer, position, length: Math.min(buffer.length, length - position) })
-    await to.write(buffer.subarray(0, bytesRead))
-    position += bytesRead
-  }
+  for await (const chunk of readChunks(from, 0, length)) await to.write(chunk)
+}
+
+/** A file read as a log's events, from a place in it. */
+interface Source {
+  readonly handle: FileHandle
+  readonly from: number
 }
 
 /**
- * Read a log through a rewrite. The first changed batch asks `writeTo` (its header known by then)
- * for a temp file, which gets the bytes before it copied and every batch after it: a log with
- * nothing to change is not written, and a pass that must not write (a count, a dry run) gets none.
- * @param path - the log.
+ * Read a log through a rewrite. The first changed batch (with `writeAll`, the first batch) asks
+ * `writeTo` (its header known by then) for a temp file, which gets the bytes before it copied
+ * and every batch after it: a log with nothing to change is not written, and a pass that must
+ * not write (a count, a dry run) gets none.
+ * @param sources - the files whose batches, in order, are the log.
+ * @param compressed - whether the log is Zstandard frames.
  * @param rewrite - the rewrite.
- * @param fs - the file system.
  * @param writeTo - given the header, opens the temp file, or `undefined` for a pass that writes nothing.
+ * @param writeAll - write even when no row changes (a rebuild).
  * @returns the temp file, open and written, or `undefined` when nothing was written.
  */
-async function pass(
-  path: string,
+async function rewritePass(
+  sources: readonly Source[],
+  compressed: boolean,
   rewrite: LogRewrite,
-  fs: ReleaseFs,
   writeTo: (header: LogHeader) => (() => Promise<FileHandle>) | undefined,
+  writeAll: boolean,
 ): Promise<FileHandle | undefined> {
-  const compressed = path.endsWith('.zstd')
-  const handle = await fs.open(path, 'r')
   let temp: FileHandle | undefined
   try {
-    for await (const { start, stored, plaintext } of readBatches(handle, compressed)) {
-      const out = rewrite.batch(plaintext)
-      if (temp === undefined) {
-        const open = out === undefined ? undefined : writeTo(rewrite.header!)
-        if (open === undefined) continue
-        temp = await open()
-        await copyPrefix(handle, temp, start)
+    for (const { handle, from } of sources)
+      for await (const { start, stored, plaintext } of readBatches(handle, compressed, from)) {
+        const out = rewrite.batch(plaintext)
+        if (temp === undefined) {
+          const open = out === undefined && !writeAll ? undefined : writeTo(rewrite.header!)
+          if (open === undefined) continue
+          temp = await open()
+          await copyPrefix(handle, temp, start)
+        }
+        if (out === undefined) await temp.write(stored)
+        else if (out.length > 0) await temp.write(compressed ? encodeFrame(out) : out)
       }
-      if (out === undefined) await temp.write(stored)
-      else if (out.length > 0) await temp.write(compressed ? encodeFrame(out) : out)
-    }
     return temp
   } catch (error) {
     await temp?.close()
     throw error
-  } finally {
-    await handle.close()
   }
 }
 
 /** Size and modification time: what a change by another process moves. */
-function identity(stats: { size: bigint; mtimeNs: bigint }): string {
+function sizeAndMtime(stats: { size: bigint; mtimeNs: bigint }): string {
   return `${stats.size}:${stats.mtimeNs}`
 }
 
@@ -180,28 +197,40 @@ async function keepOriginal(fs: ReleaseFs, path: string, backup: string): Promis
     if (!linkImpossible(error)) throw error
   }
   await fs.copyFile(path, backup, constants.COPYFILE_EXCL)
-  const copy = await fs.open(backup, 'r')
-  try {
-    await copy.sync()
-  } finally {
-    await copy.close()
-  }
+  await syncPath(fs, backup)
   return 'copy'
+}
+
+/** Sync a file or folder to disk. */
+async function syncPath(fs: ReleaseFs, path: string): Promise<void> {
+  const handle = await fs.open(path, 'r')
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
 }
 
 /**
  * Release one log: rewrite it in one pass into a temp file beside it (a log its mode counts
  * first, a fork's upgrade, in a second), keep its mode and owner, fsync, check the log did not
- * change meanwhile, keep the original (upgrade), rename over it and fsync the folder. A log
- * that is a link is released through it. Any failure leaves it as it was.
+ * change meanwhile, keep the original and write the journal's line, rename over it and fsync
+ * the folder; then check, on the original it still holds open, that no DSH appended to it after
+ * it was read. A log that is a link is released through it. Any failure leaves it as it was.
  * @param path - the log.
- * @param options - the release, file system, dry run, backup place, what runs before the replacement.
- * @returns what became of it.
+ * @param options - the release, file system, dry run, what is kept, what runs before the replacement, a rebuild.
+ * @returns what became of it, and the journal's line when it was replaced; or that `beforeReplace` stopped the run.
  */
-export async function releaseFile(path: string, options: ReleaseFileOptions): Promise<FileOutcome> {
-  const { fs, stages } = options
+export async function releaseFile(path: string, options: ReleaseFileOptions): Promise<FileRelease> {
+  const { fs, stages, keep, rebuild } = options
   let rewrite = createRewrite(stages)
   let temp: string | undefined
+  const opened: FileHandle[] = []
+  const open = async (file: string) => {
+    const handle = await fs.open(file, 'r')
+    opened.push(handle)
+    return handle
+  }
   try {
     // A link is released through it: the file it points to is replaced, the link stays.
     const real = await fs.realpath(path).catch((error: unknown) => {
@@ -209,58 +238,116 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
       throw error
     })
     const before = await fs.stat(real, { bigint: true })
+    const original = await open(real)
+    const sources: Source[] =
+      rebuild === undefined
+        ? [{ handle: original, from: 0 }]
+        : [
+            { handle: await open(rebuild.original), from: 0 },
+            { handle: original, from: rebuild.tailFrom },
+          ]
+    // DSH names a log's kind by its file name.
+    const compressed = path.endsWith('.zstd')
     const openTemp = () => {
       temp = tempPathOf(real)
       return fs.open(temp, 'wx', Number(before.mode) & 0o7777)
     }
     // A dry run only reads; a log its mode counts first is written in a second pass.
     const countsFirst = (header: LogHeader) => options.dryRun || stages.countsFirst(header)
-    let out = await pass(real, rewrite, fs, (header) => (countsFirst(header) ? undefined : openTemp))
+    const writeAll = rebuild !== undefined
+    let out = await rewritePass(
+      sources,
+      compressed,
+      rewrite,
+      (header) => (countsFirst(header) ? undefined : openTemp),
+      writeAll,
+    )
     const { header } = rewrite
-    if (!options.dryRun && header !== undefined && stages.countsFirst(header) && changed(rewrite.tally)) {
+    if (!options.dryRun && header !== undefined && stages.countsFirst(header) && (writeAll || changed(rewrite.tally))) {
       rewrite = createRewrite(stages, { header, renumbering: rewrite.renumbering })
-      out = await pass(real, rewrite, fs, () => openTemp)
+      out = await rewritePass(sources, compressed, rewrite, () => openTemp, writeAll)
     }
-    if (out === undefined) return settled(path, rewrite)
+    const settledOutcome = settled(path, rewrite, rebuild?.original)
+    if (out === undefined) return { outcome: settledOutcome }
+    let written
     try {
       // The new file keeps the log's mode (not the umask's) and owner.
       await out.chmod(Number(before.mode) & 0o7777)
-      const written = await out.stat()
-      if (written.uid !== Number(before.uid) || written.gid !== Number(before.gid))
+      const made = await out.stat()
+      if (made.uid !== Number(before.uid) || made.gid !== Number(before.gid))
         await out.chown(Number(before.uid), Number(before.gid))
       await out.sync()
+      written = await out.stat({ bigint: true })
     } finally {
       await out.close()
     }
-    if (identity(await fs.stat(real, { bigint: true })) !== identity(before))
+    if (sizeAndMtime(await fs.stat(real, { bigint: true })) !== sizeAndMtime(before))
       throw new LogRefusal('the log changed while the release ran: stop DSH, then run the release again')
-    await options.beforeReplace?.()
-    const backup =
-      options.backup === undefined
+    if (options.beforeReplace !== undefined && !(await options.beforeReplace())) {
+      await fs.rm(temp!, { force: true })
+      return { stopped: true }
+    }
+    const backup = keep === undefined ? undefined : { path: keep.path, kind: await keepOriginal(fs, real, keep.path) }
+    const replacement: Replacement | undefined =
+      backup === undefined
         ? undefined
-        : { path: options.backup, kind: await keepOriginal(fs, real, options.backup) }
+        : {
+            log: real,
+            kept: backup.path,
+            keptAs: backup.kind,
+            readSize: Number(before.size),
+            ino: String(written.ino),
+            size: Number(written.size),
+          }
+    if (replacement !== undefined) await keep!.record(replacement)
     await fs.rename(temp!, real)
     temp = undefined
-    const folder = await fs.open(dirname(real), 'r')
-    try {
-      await folder.sync()
-    } finally {
-      await folder.close()
+    await syncPath(fs, dirname(real))
+    // Appends to the original after it was read landed in the file this run still holds open.
+    if (backup !== undefined && Number((await original.stat()).size) > Number(before.size)) {
+      if (backup.kind === 'copy') await appendRange(fs, original, Number(before.size), backup.path)
+      return {
+        outcome: { path, sessionId: header?.id, status: 'written-meanwhile', original: backup.path },
+        replacement: replacement!,
+      }
     }
-    return { ...settled(path, rewrite), ...(backup === undefined ? {} : { backup }) }
+    return {
+      outcome: { ...settledOutcome, ...(backup === undefined ? {} : { backup }) },
+      ...(replacement === undefined ? {} : { replacement }),
+    }
   } catch (error) {
     if (temp !== undefined) await fs.rm(temp, { force: true }).catch(() => {})
     if (error instanceof LaterFormat)
-      return { path, sessionId: error.sessionId, status: 'later-format', tally: rewrite.tally }
-    return { path, sessionId: rewrite.header?.id, status: 'left', reason: reasonOf(error) }
+      return { outcome: { path, sessionId: error.sessionId, status: 'later-format', tally: rewrite.tally } }
+    return { outcome: { path, sessionId: rewrite.header?.id, status: 'left', reason: reasonOf(error) } }
+  } finally {
+    for (const handle of opened) await handle.close()
+  }
+}
+
+/** Append a file's bytes from `from` to its end to another file, synced: a copied original made whole. */
+async function appendRange(fs: ReleaseFs, from: FileHandle, start: number, to: string): Promise<void> {
+  const copy = await fs.open(to, 'a')
+  try {
+    for await (const chunk of readChunks(from, start)) await copy.write(chunk)
+    await copy.sync()
+  } finally {
+    await copy.close()
   }
 }
 
 /** The outcome of a log read to its end: released (or, in a dry run, to be released), or why nothing was written. */
-function settled(path: string, rewrite: LogRewrite): FileOutcome {
+function settled(path: string, rewrite: LogRewrite, rebuiltFrom: string | undefined): FileOutcome {
   const { tally, loops } = rewrite
-  const status = changed(tally) ? 'released' : tally.alreadyMarked > 0 ? 'already-released' : 'no-loops'
-  const outcome = { path, sessionId: rewrite.header?.id, status, tally } as const
+  const status =
+    rebuiltFrom !== undefined || changed(tally) ? 'released' : tally.alreadyMarked > 0 ? 'already-released' : 'no-loops'
+  const outcome = {
+    path,
+    sessionId: rewrite.header?.id,
+    status,
+    tally,
+    ...(rebuiltFrom === undefined ? {} : { rebuiltFrom }),
+  } as const
   if (tally.removed === 0) return outcome
   if (loops.corrupt !== undefined) return { ...outcome, unreadableLoops: loops.corrupt }
   return {

@@ -4,6 +4,7 @@
  * @module dsh-plugin-loop/release/release-fs
  */
 import type * as fsPromises from 'node:fs/promises'
+import type { FileHandle } from 'node:fs/promises'
 
 /** The file system calls a release makes. */
 export type ReleaseFs = Pick<
@@ -48,5 +49,24 @@ export async function syncedWrite(
     await handle.sync()
   } finally {
     await handle.close()
+  }
+}
+
+/** How much of a log is read at a time. */
+export const READ_CHUNK_BYTES = 1 << 20
+
+/**
+ * The one chunked read of a file: its bytes from `from` to its end, a chunk at a time.
+ * @param handle - the file, open for reading.
+ * @param from - where to start.
+ * @param to - where to stop (by default, the end the reads find).
+ */
+export async function* readChunks(handle: FileHandle, from = 0, to = Number.POSITIVE_INFINITY): AsyncGenerator<Buffer> {
+  for (let position = from; position < to;) {
+    const length = Math.min(READ_CHUNK_BYTES, to - position)
+    const { buffer, bytesRead } = await handle.read({ buffer: Buffer.alloc(length), position, length })
+    if (bytesRead === 0) return
+    yield buffer.subarray(0, bytesRead)
+    position += bytesRead
   }
 }

@@ -8,6 +8,7 @@
 import type { FileHandle } from 'node:fs/promises'
 import { constants, zstdCompressSync, zstdDecompressSync } from 'node:zlib'
 import { LogRefusal, cutShort } from './log-format.ts'
+import { readChunks } from './release-fs.ts'
 
 const ZSTD_MAGIC = 0xfd2fb528
 
@@ -44,25 +45,23 @@ export function zstdFrameEnd(buffer: Buffer, start: number): number | undefined 
   return offset <= buffer.length ? offset : undefined
 }
 
-/** How much of a log is read at a time. */
-export const READ_CHUNK_BYTES = 1 << 20
-
 /**
  * The one walk over a Zstandard log's frames: the file read a chunk at a time, each whole frame
  * handed on with where it starts, without decompressing it.
  * @param handle - the log, open for reading.
+ * @param from - where the first frame begins (a frame boundary).
+ * @param to - where the last frame ends (a frame boundary; by default the file's end).
  * @throws LogRefusal when the file ends inside a frame (DSH stopped while saving) or holds no frame where one must begin.
  */
 export async function* readFrames(
   handle: FileHandle,
+  from = 0,
+  to = Number.POSITIVE_INFINITY,
 ): AsyncGenerator<{ readonly start: number; readonly frame: Buffer }> {
-  let pending = Buffer.alloc(0)
-  let pendingStart = 0
-  for (let position = 0; ;) {
-    const { buffer, bytesRead } = await handle.read({ buffer: Buffer.alloc(READ_CHUNK_BYTES), position })
-    position += bytesRead
-    pending =
-      pending.length === 0 ? buffer.subarray(0, bytesRead) : Buffer.concat([pending, buffer.subarray(0, bytesRead)])
+  let pending: Buffer = Buffer.alloc(0)
+  let pendingStart = from
+  for await (const chunk of readChunks(handle, from, to)) {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
     let start = 0
     for (let end = zstdFrameEnd(pending, start); end !== undefined; end = zstdFrameEnd(pending, start)) {
       yield { start: pendingStart + start, frame: pending.subarray(start, end) }
@@ -70,7 +69,6 @@ export async function* readFrames(
     }
     pending = pending.subarray(start)
     pendingStart += start
-    if (bytesRead === 0) break
   }
   if (pending.length > 0) throw cutShort()
 }

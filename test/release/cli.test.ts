@@ -78,6 +78,9 @@ describe('formatReport', () => {
       home: '/h',
       mode: 'removal',
       dryRun: false,
+      untouched: [],
+      earlierFolders: [],
+      earlierRemoved: [],
       leftovers: ['/h/sessions/p/a/session.jsonl.zstd.loop-release-7-0a0b0c0d.tmp'],
       tookOverFrom: { pid: 7, host: 'box', startedAt: '2026-12-01T10:00:00.000Z', mode: 'removal' },
       files: [
@@ -135,6 +138,9 @@ describe('formatReport', () => {
         home: '/h',
         mode: 'upgrade',
         dryRun: false,
+        untouched: [],
+        earlierFolders: [],
+        earlierRemoved: [],
         leftovers: [],
         files: [
           { ...file, backup: { path: '/h/loop-release-backup/t/sessions/p/a/session.jsonl.zstd', kind: 'link' } },
@@ -167,6 +173,9 @@ describe('formatReport', () => {
           { ...file, sessionId: 'b', unreadableLoops: 'corrupt loop/change record: invalid id' },
           { ...file, sessionId: 'c', removedLoops: [] },
         ],
+        untouched: [],
+        earlierFolders: [],
+        earlierRemoved: [],
         leftovers: ['/h/sessions/p/a/session.jsonl.zstd.loop-release.tmp'],
       }),
     ).toBe(
@@ -309,6 +318,9 @@ describe('runCli', () => {
       home,
       mode: 'removal',
       dryRun: false,
+      untouched: [],
+      earlierFolders: [],
+      earlierRemoved: [],
       leftovers: [],
       files: [
         {

@@ -14,61 +14,16 @@ import {
   writeFileSync,
 } from 'node:fs'
 import * as fsPromises from 'node:fs/promises'
-import { basename, dirname, join } from 'node:path'
+import { basename, dirname, join, relative } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { isReleaseTemp, releaseFile } from '../../src/release/release-file.ts'
-import type { ReleaseFs } from '../../src/release/release-fs.ts'
+import { isReleaseTemp } from '../../src/release/release-file.ts'
 import { LOCK_FILE } from '../../src/release/home-lock.ts'
+import { formatReport } from '../../src/release/cli.ts'
 import { PROJECTION_CACHE, releaseHome } from '../../src/release/home.ts'
 import { RELEASE_MODES, type ReleaseMode } from '../../src/release/modes.ts'
 import { useHosts } from '../support/host.ts'
-import { logOf, releaseDone, releaseOptions, writeHome } from '../support/release-home.ts'
+import { gatedFs, logOf, releaseDone, releaseOptions, releasedFile, writeHome } from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
-
-/** Runs before each file-system call a release makes, named `fs.open`, `handle.write`, …; may throw or never settle. */
-type Gate = (step: string) => void | Promise<void>
-
-/**
- * The real file system with a gate before every call, the calls on open handles included.
- * @param gate - runs before each call.
- * @param opened - collects every handle opened, for a test that plays a kill to close as the OS would.
- */
-function gatedFs(gate: Gate, opened: fsPromises.FileHandle[] = []): ReleaseFs {
-  const gated =
-    <T extends object>(target: T, prefix: string, wrap: (value: unknown) => unknown) =>
-    (key: string) =>
-    async (...args: unknown[]) => {
-      await gate(`${prefix}.${key}`)
-      return wrap(await (Reflect.get(target, key) as (...a: unknown[]) => unknown).apply(target, args))
-    }
-  const wrapHandle = (handle: fsPromises.FileHandle): fsPromises.FileHandle => {
-    opened.push(handle)
-    const call = gated(handle, 'handle', (value) => value)
-    return new Proxy(handle, {
-      get: (target, key) =>
-        typeof key === 'string' && typeof Reflect.get(target, key) === 'function'
-          ? call(key)
-          : Reflect.get(target, key),
-    })
-  }
-  const call = gated(fsPromises, 'fs', (value) =>
-    value instanceof Object && 'fd' in value ? wrapHandle(value as fsPromises.FileHandle) : value,
-  )
-  const names = [
-    'open',
-    'stat',
-    'lstat',
-    'readdir',
-    'readFile',
-    'realpath',
-    'rename',
-    'link',
-    'copyFile',
-    'mkdir',
-    'rm',
-  ] as const
-  return Object.fromEntries(names.map((name) => [name, call(name)])) as unknown as ReleaseFs
-}
 
 /** The release temp files beside a log. */
 function tempsBeside(log: string): string[] {
@@ -150,11 +105,30 @@ describe('a kill at each step of a release', () => {
         const lockLeft = existsSync(join(home, LOCK_FILE))
         const tempsLeft = tempsBeside(log)
 
+        const keptBefore = existsSync(killedFolder(home))
         const rerun = await releaseDone(home, { mode, startedAt: new Date(1) })
         expect(
           rerun.files.map((file) => file.status),
           at,
         ).toEqual([left.equals(original) ? 'released' : mode === 'removal' ? 'already-released' : 'no-loops'])
+        // Nothing the killed run did is forgotten: the loops it removed, and the folder of originals it left.
+        expect(rerun.earlierRemoved, at).toEqual(
+          mode === 'upgrade' && !left.equals(original)
+            ? [
+                {
+                  path: log,
+                  folder: killedFolder(home),
+                  loops: [{ id: expect.any(String), time_in_seconds: 2, prompt: 'check the build' }],
+                },
+              ]
+            : [],
+        )
+        if (mode === 'upgrade' && !left.equals(original))
+          expect(formatReport(rerun), at).toContain(
+            `${relative(home, log)}: 1 active loops were removed by an earlier upgrade release (its original is in ${relative(home, killedFolder(home))}); ` +
+              'to recreate them in this session after the upgrade:\n            /loop 2 check the build',
+          )
+        expect(rerun.earlierFolders, at).toEqual(keptBefore ? [killedFolder(home)] : [])
         expect(rerun.tookOverFrom !== undefined, at).toBe(lockLeft)
         expect(
           rerun.leftovers.map((path) => basename(path)),
@@ -173,6 +147,11 @@ describe('a kill at each step of a release', () => {
   )
 })
 
+/** The folder of originals a killed run (started at the epoch) left. */
+function killedFolder(home: string): string {
+  return join(home, 'loop-release-backup', '1970-01-01T00-00-00-000Z')
+}
+
 /** DSH's projection checkpoints in a home. */
 function writeCheckpoints(home: string): void {
   mkdirSync(join(home, 'storages'), { recursive: true })
@@ -186,7 +165,7 @@ describe('a failing call', () => {
     ['fs.rename', 'EIO', /^EIO: simulated$/],
   ])('%s failing with %s leaves the log as it was and no temp file', async (failing, code, reason) => {
     const { log } = copyOfLog()
-    const outcome = await releaseFile(log, {
+    const outcome = await releasedFile(log, {
       stages: RELEASE_MODES.removal,
       dryRun: false,
       fs: gatedFs((step) => {
@@ -200,7 +179,7 @@ describe('a failing call', () => {
 
   it('keeps the first failure as the reason when the clean-up fails too', async () => {
     const { log } = copyOfLog()
-    const outcome = await releaseFile(log, {
+    const outcome = await releasedFile(log, {
       stages: RELEASE_MODES.removal,
       dryRun: false,
       fs: gatedFs((step) => {
@@ -217,7 +196,7 @@ describe('a log that changes while the release runs', () => {
   it('is left as it was when it grew after it was read', async () => {
     const { log } = copyOfLog()
     let closes = 0
-    const outcome = await releaseFile(log, {
+    const outcome = await releasedFile(log, {
       stages: RELEASE_MODES.removal,
       dryRun: false,
       fs: gatedFs((step) => {
@@ -270,7 +249,7 @@ describe('bad logs among good ones', () => {
 
     const release = await releaseDone(home)
     // An empty log holds no loop/change row, in either mode.
-    expect(await releaseFile(empty, { stages: RELEASE_MODES.upgrade, dryRun: false, fs: fsPromises })).toMatchObject({
+    expect(await releasedFile(empty, { stages: RELEASE_MODES.upgrade, dryRun: false, fs: fsPromises })).toMatchObject({
       status: 'no-loops',
       sessionId: undefined,
     })
@@ -293,10 +272,12 @@ describe('bad logs among good ones', () => {
     expect(byPath.get(empty)).toMatchObject({ status: 'no-loops', sessionId: undefined })
     // The removal reads no row but the loop rows; the upgrade reads every row after one, as text where it must parse it.
     expect(byPath.get(badUtf8)).toMatchObject({ status: 'released' })
-    expect(await releaseFile(badUtf8, { stages: RELEASE_MODES.upgrade, dryRun: false, fs: fsPromises })).toMatchObject({
-      status: 'left',
-      reason: 'row 2 holds bytes that are not UTF-8',
-    })
+    expect(await releasedFile(badUtf8, { stages: RELEASE_MODES.upgrade, dryRun: false, fs: fsPromises })).toMatchObject(
+      {
+        status: 'left',
+        reason: 'row 2 holds bytes that are not UTF-8',
+      },
+    )
     expect([torn, notJson, later, plainTorn, notZstd].map((path) => readFileSync(path))).toEqual(snapshot)
   })
 })

@@ -205,6 +205,18 @@ describe('a backup that fails', () => {
   })
 })
 
+describe('a plain log with a row longer than a read', () => {
+  it('is read across the chunks the row spans, and released', async () => {
+    const { home: root, folder } = home()
+    // 2.5 MiB of text in one row, read a MiB at a time.
+    const long = COMMAND_ROW.replace('" list"', `"${'x'.repeat(5 << 19)}"`)
+    writeFileSync(join(folder, 'session.jsonl'), `${HEADER}\n${long}\n${LOOP_ROW.replace('"seq":0', '"seq":2')}\n`)
+    const release = await releaseDone(root, { mode: 'upgrade' })
+    expect(release.files).toMatchObject([{ status: 'released', tally: { rows: 2, removed: 1 } }])
+    expect(readFileSync(join(folder, 'session.jsonl'), 'utf8')).toBe(`${HEADER}\n${long}\n`)
+  })
+})
+
 describe('a Zstandard log', () => {
   it('keeps the bytes of each frame after a changed one that it need not change', async () => {
     const { home: root, folder } = home()

@@ -31,7 +31,10 @@ describe("the release command's module graph", () => {
     visit(join(root, 'src', 'release', 'bin.ts'))
     expect([...packages].filter((specifier) => !specifier.startsWith('node:'))).toEqual([])
     expect(
-      [...seen].map((file) => file.slice(root.length + 1)).filter((file) => !file.startsWith('src/release/')),
+      [...seen]
+        .map((file) => file.slice(root.length + 1))
+        .filter((file) => !file.startsWith('src/release/'))
+        .sort(),
     ).toEqual(['src/fold.ts', 'src/shared/guards.ts'])
   })
 })

@@ -1,6 +1,13 @@
 /** What a format-0 log is, as a release reads it, with plain values (SPEC.md §13 "Leaving loop"). */
 import { describe, expect, it } from 'vitest'
-import { LaterFormat, SEQ_REFERENCES, isLoopRow, readHeader, readRowHead } from '../../src/release/log-format.ts'
+import {
+  LaterFormat,
+  SEQ_REFERENCES,
+  isLoopRow,
+  readHeader,
+  readRowHead,
+  seqAfter,
+} from '../../src/release/log-format.ts'
 import { refusal } from '../support/release-home.ts'
 
 /** The header of a log whose first line is `line`. */
@@ -97,5 +104,17 @@ describe('SEQ_REFERENCES', () => {
       'session/title-llm-request': ['data'],
       'session-log-deepseek/delivery-accepted': ['data'],
     })
+  })
+})
+
+describe('seqAfter', () => {
+  it("is the seq after a row's last event: an event's, or a packed run's last member's", () => {
+    expect(seqAfter(Buffer.from('{"type":"command/run","seq":41,"time":1,"data":{}}'), 'row 1')).toBe(42)
+    const run = (data: string) => Buffer.from(`{"type":"text-chunks","seq0":10,"time0":1,"data":${data}}`)
+    expect(seqAfter(run('{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}'), 'row 1')).toBe(13)
+    expect(seqAfter(run('{"turn":1,"step":1,"index":0,"dt":[1],"id":"c","args":["{","}"]}'), 'row 1')).toBe(12)
+    expect(refusal(() => seqAfter(run('{"turn":1}'), 'the last row'))).toBe('the last row names no seq')
+    expect(refusal(() => seqAfter(run('[]'), 'the last row'))).toBe('the last row names no seq')
+    expect(refusal(() => seqAfter(Buffer.from('{"type":"x"}'), 'the last row'))).toBe('the last row names no seq')
   })
 })

@@ -23,7 +23,7 @@ import type { ReleaseFs } from '../../src/release/release-fs.ts'
 import { RELEASE_MODES } from '../../src/release/modes.ts'
 import { isReleaseTemp, releaseFile } from '../../src/release/release-file.ts'
 import { useHosts } from '../support/host.ts'
-import { digests, logOf, releaseDone, releaseOptions, writeHome } from '../support/release-home.ts'
+import { digests, logOf, releaseDone, releaseOptions, releasedFile, writeHome } from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
 
 const hosts = useHosts()
@@ -166,7 +166,7 @@ describe('two runs on one home', () => {
     const counted = pausingFs(Number.POSITIVE_INFINITY)
     await releaseFile(homeWithLog().log, { stages: RELEASE_MODES.removal, fs: counted.fs, dryRun: false })
     const first = pausingFs(counted.steps.indexOf('handle.sync') + 1)
-    const running = releaseFile(log, { stages: RELEASE_MODES.removal, fs: first.fs, dryRun: false })
+    const running = releasedFile(log, { stages: RELEASE_MODES.removal, fs: first.fs, dryRun: false })
     await first.paused
     // …when a second opens its own and dies there.
     const second = pausingFs(counted.steps.indexOf('fs.open', counted.steps.indexOf('handle.read') + 1) + 1)

@@ -12,10 +12,9 @@ import { KNOWN_SESSION_EVENT_TYPES, SessionId, type Session, type SessionEvent }
 import fc from 'fast-check'
 import { beforeAll, describe, expect, it, vi } from 'vitest'
 import { RELEASE_MODES } from '../../src/release/modes.ts'
-import { releaseFile } from '../../src/release/release-file.ts'
 import { migrateFormat0 } from '../support/format-migration.ts'
 import { bootHost, createRealAgent, sendTask, until, useMockModel, type Host } from '../support/host.ts'
-import { tallyOf } from '../support/release-home.ts'
+import { releasedFile, tallyOf } from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
 
 /** What one replayed row is: a recorded event, or a row of the script that names earlier ones by index. */
@@ -252,7 +251,11 @@ describe('the upgrade release renumbering', () => {
             for (const id of [SESSION, FORK]) {
               const raw = await released.ctx.sessionPersistence.readRaw(SessionId(id))
               const log = join(withLoops, (await fsPromises.readdir(withLoops))[0]!, id, 'session.jsonl.zstd')
-              const outcome = await releaseFile(log, { stages: RELEASE_MODES.upgrade, fs: fsPromises, dryRun: false })
+              const outcome = await releasedFile(log, {
+                stages: RELEASE_MODES.upgrade,
+                fs: fsPromises,
+                dryRun: false,
+              })
               // As written, DSH's migration refuses exactly the logs that held loop rows.
               if (tallyOf(outcome).removed > 0) {
                 expect(outcome.status).toBe('released')

@@ -8,10 +8,11 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
 import { afterEach, describe, expect, it } from 'vitest'
-import { BACKUP_FOLDER, PROJECTION_CACHE, type HomeRelease } from '../../src/release/home.ts'
+import { PROJECTION_CACHE, type HomeRelease } from '../../src/release/home.ts'
+import { BACKUP_FOLDER } from '../../src/release/journal.ts'
 import { migrateFormat0 } from '../support/format-migration.ts'
 import { useHosts, type Host } from '../support/host.ts'
-import { HOME_SESSIONS, digests, logOf, releaseDone, writeHome } from '../support/release-home.ts'
+import { HOME_SESSIONS, digests, logOf, releaseDone, tallyOf, writeHome } from '../support/release-home.ts'
 import { mkdirSync, writeFileSync } from 'node:fs'
 
 const catalog = KNOWN_SESSION_EVENT_TYPES as Set<string>
@@ -71,20 +72,16 @@ describe('release for upgrade', () => {
     expect(release.backupFolder).toBe(backupFolder)
     expect(release.projectionCache).toBe(join(backupFolder, PROJECTION_CACHE))
     expect(existsSync(join(home, PROJECTION_CACHE))).toBe(false)
-    expect(
-      release.files.map((file) => [file.sessionId, file.status, file.status !== 'left' && file.tally.removed]),
-    ).toEqual([
+    expect(release.files.map((file) => [file.sessionId, file.status, tallyOf(file).removed])).toEqual([
       ['session-fork', 'released', 8],
       ['session-looped', 'released', 8],
       ['session-plain', 'no-loops', 0],
     ])
     // What each session loses is named as /loop recreates it: the active loop, not the deleted one, nor
     // in the fork the loops it inherited and never ran.
-    expect(release.files.map((file) => file.status !== 'left' && file.removedLoops)).toEqual([
-      [],
-      [{ id: loopId, time_in_seconds: 2, prompt: 'check the build' }],
-      undefined,
-    ])
+    expect(
+      release.files.map((file) => (tallyOf(file) && file.status === 'released' ? file.removedLoops : undefined)),
+    ).toEqual([[], [{ id: loopId, time_in_seconds: 2, prompt: 'check the build' }], undefined])
     // The originals are kept, byte for byte, where the report says.
     for (const file of release.files) {
       if (file.status !== 'released') continue

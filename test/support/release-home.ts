@@ -10,8 +10,9 @@ import { join, relative } from 'node:path'
 import { expect } from 'vitest'
 import { releaseHome, type HomeRelease, type HomeReleaseOptions } from '../../src/release/home.ts'
 import { LogRefusal } from '../../src/release/log-format.ts'
-import type { FileOutcome } from '../../src/release/release-file.ts'
+import { releaseFile, type FileOutcome, type ReleaseFileOptions } from '../../src/release/release-file.ts'
 import type { Tally } from '../../src/release/modes.ts'
+import type { ReleaseFs } from '../../src/release/release-fs.ts'
 import { readFrames } from '../../src/release/zstd-frames.ts'
 import {
   advance,
@@ -119,6 +120,7 @@ export async function releaseDone(home: string, overrides: Partial<HomeReleaseOp
  */
 export function tallyOf(file: FileOutcome): Readonly<Tally> {
   if (file.status === 'left') throw new Error(`${file.path} was left: ${file.reason}`)
+  if (file.status === 'written-meanwhile') throw new Error(`${file.path} was written meanwhile`)
   return file.tally
 }
 
@@ -151,4 +153,61 @@ export function refusal(fn: () => unknown): string {
     return (error as Error).message
   }
   throw new Error('no refusal')
+}
+
+/** Runs before each file-system call a release makes, named `fs.open`, `handle.write`, …, with its arguments; may throw or never settle. */
+export type Gate = (step: string, args: readonly unknown[]) => void | Promise<void>
+
+/**
+ * The real file system with a gate before every call, the calls on open handles included.
+ * @param gate - runs before each call.
+ * @param opened - collects every handle opened, for a test that plays a kill to close as the OS would.
+ */
+export function gatedFs(gate: Gate, opened: fsPromises.FileHandle[] = []): ReleaseFs {
+  const gated =
+    <T extends object>(target: T, prefix: string, wrap: (value: unknown) => unknown) =>
+    (key: string) =>
+    async (...args: unknown[]) => {
+      await gate(`${prefix}.${key}`, args)
+      return wrap(await (Reflect.get(target, key) as (...a: unknown[]) => unknown).apply(target, args))
+    }
+  const wrapHandle = (handle: fsPromises.FileHandle): fsPromises.FileHandle => {
+    opened.push(handle)
+    const call = gated(handle, 'handle', (value) => value)
+    return new Proxy(handle, {
+      get: (target, key) =>
+        typeof key === 'string' && typeof Reflect.get(target, key) === 'function'
+          ? call(key)
+          : Reflect.get(target, key),
+    })
+  }
+  const call = gated(fsPromises, 'fs', (value) =>
+    value instanceof Object && 'fd' in value ? wrapHandle(value as fsPromises.FileHandle) : value,
+  )
+  const names = [
+    'open',
+    'stat',
+    'lstat',
+    'readdir',
+    'readFile',
+    'realpath',
+    'rename',
+    'link',
+    'copyFile',
+    'mkdir',
+    'rm',
+  ] as const
+  return Object.fromEntries(names.map((name) => [name, call(name)])) as unknown as ReleaseFs
+}
+
+/**
+ * Release one log, expecting it to be read to its end (no `beforeReplace` stopped the run).
+ * @param path - the log.
+ * @param options - how to release it.
+ * @returns its outcome.
+ */
+export async function releasedFile(path: string, options: ReleaseFileOptions): Promise<FileOutcome> {
+  const done = await releaseFile(path, options)
+  if ('stopped' in done) throw new Error(`the release stopped at ${path}`)
+  return done.outcome
 }

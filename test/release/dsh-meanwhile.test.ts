@@ -1,0 +1,405 @@
+/**
+ * A DSH the release did not see (SPEC.md §13 "Leaving loop"): a real rc.8 host that starts while
+ * a release runs, opens a session whose loop then fires, and writes into the log before and after
+ * its replacement. The log is named and not counted, its original kept, and a rerun with DSH
+ * stopped rebuilds it with every event DSH wrote: rc.8 opens it without `loop` after a removal,
+ * DSH's migration accepts it after an upgrade. A DSH the release does see stops it at once.
+ */
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
+import { zstdDecompressSync } from 'node:zlib'
+import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
+import fc from 'fast-check'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { DshProcess } from '../../src/release/dsh-processes.ts'
+import { formatReport, runCli } from '../../src/release/cli.ts'
+import type { HomeRelease } from '../../src/release/home.ts'
+import { migrateFormat0 } from '../support/format-migration.ts'
+import { advance, resumeFakeAgent, runCommand, useHosts, type FakeAgent, type Host } from '../support/host.ts'
+import { framesOf, gatedFs, logOf, releaseDone, tallyOf, writeHome } from '../support/release-home.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
+
+const catalog = KNOWN_SESSION_EVENT_TYPES as Set<string>
+afterEach(() => {
+  catalog.add('loop/change')
+})
+
+const hosts = useHosts()
+
+/** The DSH that starts during the release, as `ps` would show it. */
+const STARTED: DshProcess = { pid: 4242, command: 'node /x/@deepseek-ai/dsh/lib/bin.js web' }
+
+/**
+ * A Zstandard log's rows, header first (or without it).
+ * @param log - the log.
+ * @param withHeader - keep the header row.
+ */
+async function rowsOf(log: string, withHeader = false): Promise<string[]> {
+  const text = (await framesOf(log)).map(({ frame }) => zstdDecompressSync(frame).toString()).join('')
+  const rows = text.split('\n').filter((row) => row !== '')
+  return withHeader ? rows : rows.slice(1)
+}
+
+/** Each event's type and time: what DSH wrote, whatever its seq became. */
+const typeAndTime = (events: readonly { type: string; time: number }[]) =>
+  events.map((event) => `${event.type}@${event.time}`)
+
+describe('a DSH that starts while the release runs', () => {
+  it.each([
+    ['removal', false],
+    ['removal', true],
+    ['upgrade', false],
+    ['upgrade', true],
+  ] as const)('%s (seen by the last look: %s): loses no event, and a rerun rebuilds the log', async (mode, seen) => {
+    const { home } = await writeHome(hosts)
+    const log = logOf(home, 'session-looped')
+    const rowsBefore = await rowsOf(log)
+    let dsh: Host | undefined
+    let looped: FakeAgent | undefined
+    let renamed = false
+    const wrote: number[] = []
+    const fs = gatedFs(async (step, args) => {
+      if (step === 'fs.rename' && args[1] === log && dsh === undefined) {
+        // Right before the looped session's log is replaced: a DSH starts, opens it, and its 2 s loop fires.
+        dsh = await hosts.bootKeepingTimers({ root: join(home, 'sessions') })
+        looped = await resumeFakeAgent(dsh, 'session-looped')
+        await runCommand(dsh, looped.agent, '/loop list')
+        await advance(2_000)
+        wrote.push((await rowsOf(log)).length - rowsBefore.length)
+        renamed = true
+      } else if (renamed) {
+        // Right after: it fires again, into the new file, counting on from what it read.
+        renamed = false
+        const rows = (await rowsOf(log)).length
+        await runCommand(dsh!, looped!.agent, '/loop list')
+        await advance(2_000)
+        wrote.push((await rowsOf(log)).length - rows)
+      }
+    })
+    const first = await releaseDone(home, {
+      mode,
+      fs,
+      lookForDsh: async () => ({ kind: 'looked', running: seen && dsh !== undefined ? [STARTED] : [] }),
+    })
+    expect(first.files.map((file) => [file.sessionId, file.status])).toEqual([
+      ['session-fork', 'released'],
+      ['session-looped', 'written-meanwhile'],
+      ['session-plain', 'no-loops'],
+    ])
+    const written = first.files[1]!
+    const original = written.status === 'written-meanwhile' ? written.original : undefined
+    expect(original).toBe(join(first.backupFolder!, relative(home, log)))
+    expect(first.dshAppeared).toEqual(seen ? [STARTED] : undefined)
+    expect(formatReport(first)).toContain(
+      `WRITTEN   session-looped  ${relative(home, log)}: a DSH wrote to it while the release ran, so it is not released; ` +
+        `its original, with every event DSH wrote to it, is ${relative(home, original!)}`,
+    )
+
+    // DSH stops: what it wrote and showed is every event of the session.
+    const shown = looped!.agent.session.events.map(({ type, time }) => ({ type, time }))
+    // It wrote on both sides of the replacement, events that are not loop records among them.
+    expect(shown.filter((event) => event.type === 'command/run')).toHaveLength(2)
+    expect(wrote.every((rows) => rows > 0)).toBe(true)
+    expect(wrote).toHaveLength(2)
+    await hosts.dispose(dsh!)
+
+    const rerun = await releaseDone(home, { mode, startedAt: new Date(1) })
+    expect(rerun.files.map((file) => [file.sessionId, file.status])).toEqual([
+      ['session-fork', mode === 'removal' ? 'already-released' : 'no-loops'],
+      ['session-looped', 'released'],
+      ['session-plain', 'no-loops'],
+    ])
+    expect(rerun.files[1]).toMatchObject({ rebuiltFrom: original })
+    expect(rerun.earlierFolders).toEqual([first.backupFolder])
+    expect(tallyOf(rerun.files[1]!)[mode === 'removal' ? 'marked' : 'removed']).toBe(
+      shown.filter((event) => event.type === 'loop/change').length,
+    )
+
+    if (mode === 'upgrade') {
+      // DSH's own migration accepts it, and it holds every event DSH wrote but the loop records.
+      const migrated = migrateFormat0((await rowsOf(log, true)).join('\n'))
+      const events = migrated.events as readonly { type: string; time: number }[]
+      expect(typeAndTime(events)).toEqual(typeAndTime(shown.filter((event) => event.type !== 'loop/change')))
+      return
+    }
+    // rc.8 without loop opens it, every event DSH wrote in it, the loop records marked.
+    catalog.delete('loop/change')
+    const bare = await hosts.bootKeepingTimers({ root: join(home, 'sessions'), loop: false })
+    const events = (await bare.ctx.sessionPersistence.readFrom(SessionId('session-looped'), 0)).events
+    expect(typeAndTime(events)).toEqual(typeAndTime(shown))
+    expect(events.filter((event) => event.type === 'loop/change').every((event) => event.ignorable === true)).toBe(true)
+    await resumeFakeAgent(bare, 'session-looped')
+    await hosts.dispose(bare)
+  })
+})
+
+/** A plain-text log's rows: a header, then `command/run` events with a loop record after every `loopEvery`-th. */
+function plainLog(id: string, events: number, loopEvery: number): string {
+  const rows = [`{"type":"session","version":0,"id":"${id}","createdAt":1,"delegationDepth":0}`]
+  for (let seq = 0; seq < events; seq += 1)
+    rows.push(
+      (seq + 1) % loopEvery === 0
+        ? `{"type":"loop/change","seq":${seq},"time":${seq},"data":{"version":1,"operation":"create","loop":{"id":"loop_${seq}","prompt":"p${seq}","time_in_seconds":60,"next_at":60000}}}`
+        : commandRow(seq, `${id}-${seq}`),
+    )
+  return `${rows.join('\n')}\n`
+}
+
+/** A `command/run` row DSH writes, named so that a test can find it again. */
+function commandRow(seq: number, name: string): string {
+  return `{"type":"command/run","seq":${seq},"time":${seq},"data":{"commandId":"${name}","name":"loop","args":" list","source":{"kind":"user"}}}`
+}
+
+/** A home of plain-text logs, one per session. */
+function plainHome(logs: Readonly<Record<string, string>>): { home: string; paths: string[] } {
+  const home = tempDir('loop-meanwhile-')
+  const paths = Object.entries(logs).map(([id, text]) => {
+    const path = join(home, 'sessions', '--p--', id, 'session.jsonl')
+    mkdirSync(dirname(path), { recursive: true })
+    writeFileSync(path, text)
+    return path
+  })
+  return { home, paths }
+}
+
+describe('a DSH the release sees once it has started', () => {
+  it.each([2, 3, 5])(
+    'at look %i (before each replacement, then at the end) stops the run, leaves the rest untouched and exits 4',
+    async (appearsAt) => {
+      const logs = { a: plainLog('a', 6, 3), b: plainLog('b', 6, 3), c: plainLog('c', 6, 3) }
+      const { home, paths } = plainHome(logs)
+      let looks = 0
+      const io = {
+        out: '',
+        stdout: (text: string) => void (io.out += text),
+        stderr: () => {},
+        env: {},
+        cwd: home,
+        now: () => new Date(0),
+        pid: process.pid,
+        isAlive: (pid: number) => pid === process.pid,
+        lookForDsh: async () => ({
+          kind: 'looked' as const,
+          running: (looks += 1) >= appearsAt ? [STARTED] : [],
+        }),
+      }
+      expect(await runCli(['release', '--home', home, '--json'], io)).toBe(4)
+      const release = JSON.parse(io.out) as HomeRelease
+      const replaced = appearsAt - 2
+      expect(release.files.map((file) => file.status)).toEqual(Array(replaced).fill('released'))
+      expect(release.untouched).toEqual(paths.slice(replaced))
+      expect(release.dshAppeared).toEqual([STARTED])
+      // What it replaced it keeps, with the originals, until a run ends clean.
+      const folder = join(home, 'loop-release-backup', '1970-01-01T00-00-00-000Z')
+      expect(release.backupFolder).toBe(replaced === 0 ? undefined : folder)
+      paths.forEach((path, index) => {
+        const text = readFileSync(path, 'utf8')
+        expect(text === Object.values(logs)[index]).toBe(index >= replaced)
+        if (index < replaced)
+          expect(readFileSync(join(folder, relative(home, path)), 'utf8')).toBe(Object.values(logs)[index])
+      })
+      expect(formatReport(release)).toContain(
+        'A DSH started on this home while the release ran: stop it, then run the release again, which checks and mends what it wrote.\n' +
+          `  pid ${STARTED.pid}: ${STARTED.command}`,
+      )
+      // With DSH stopped, the next run finishes, ends clean, and keeps nothing of its own.
+      const rerun = await releaseDone(home, { startedAt: new Date(1) })
+      expect(rerun.files.map((file) => file.status)).toEqual(
+        paths.map((_, index) => (index < replaced ? 'already-released' : 'released')),
+      )
+      expect(rerun.backupFolder).toBeUndefined()
+      expect(rerun.earlierFolders).toEqual(replaced === 0 ? [] : [folder])
+    },
+  )
+})
+
+/**
+ * A DSH with the session open: each append opens the log by path and writes one row, as rc.8
+ * does, counting on from the seq after the last event of the file it read when it opened it.
+ */
+function fakeDsh(path: string): { append: () => void; wrote: string[] } {
+  let next: number | undefined
+  const wrote: string[] = []
+  return {
+    wrote,
+    append: () => {
+      if (next === undefined) {
+        const rows = readFileSync(path, 'utf8').trimEnd().split('\n')
+        next = rows.length === 1 ? 0 : (JSON.parse(rows.at(-1)!) as { seq: number }).seq + 1
+      }
+      const name = `dsh-${wrote.length}`
+      appendFileSync(path, `${commandRow(next, name)}\n`)
+      wrote.push(name)
+      next += 1
+    },
+  }
+}
+
+describe('DSH appends at any step of a release', () => {
+  it.each(['removal', 'upgrade'] as const)(
+    '%s: after a rerun with DSH stopped, every event DSH appended is in the log, numbered without a gap',
+    async (mode) => {
+      const text = plainLog('s', 12, 4)
+      const steps: string[] = []
+      await releaseDone(plainHome({ s: text }).home, { mode, fs: gatedFs((step) => void steps.push(step)) })
+      await fc.assert(
+        fc.asyncProperty(
+          // The steps before which the DSH appends; `steps.length` is after the run returned.
+          fc.uniqueArray(fc.integer({ min: 0, max: steps.length }), { minLength: 1, maxLength: 4 }),
+          async (appendAt) => {
+            const { home, paths } = plainHome({ s: text })
+            const [log] = paths as [string]
+            const dsh = fakeDsh(log)
+            let step = 0
+            await releaseDone(home, {
+              mode,
+              fs: gatedFs(() => {
+                if (appendAt.includes(step++)) dsh.append()
+              }),
+            })
+            if (appendAt.includes(steps.length)) dsh.append()
+            const rerun = await releaseDone(home, { mode, startedAt: new Date(1) })
+            expect(['released', 'already-released', 'no-loops']).toContain(rerun.files[0]!.status)
+            const rows = readFileSync(log, 'utf8').trimEnd().split('\n').slice(1)
+            const events = rows.map(
+              (row) => JSON.parse(row) as { type: string; seq: number; data: { commandId?: string } },
+            )
+            expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index))
+            const named = events.map((event) => event.data.commandId).filter((name) => name !== undefined)
+            expect(named).toEqual(
+              [...plainLog('s', 12, 4).matchAll(/"commandId":"([^"]+)"/g)].map(([, name]) => name).concat(dsh.wrote),
+            )
+            const loopRows = rows.filter((row) => row.startsWith('{"type":"loop/change"'))
+            if (mode === 'upgrade') expect(loopRows).toEqual([])
+            else expect(loopRows.every((row) => row.endsWith(',"ignorable":true}'))).toBe(true)
+          },
+        ),
+        { numRuns: 60 },
+      )
+    },
+  )
+})
+
+describe('a log an earlier release replaced', () => {
+  /** A home of one plain log with loops, upgraded once, and where that run kept its original. */
+  async function releasedOnce(mode: 'upgrade') {
+    const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
+    const [log] = paths as [string]
+    const first = await releaseDone(home, { mode })
+    return {
+      home,
+      log,
+      first,
+      kept: join(home, 'loop-release-backup', '1970-01-01T00-00-00-000Z', relative(home, log)),
+    }
+  }
+
+  it('with no hard links, keeps a copy made whole of what DSH wrote to the original, and the rerun rebuilds from it', async () => {
+    const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
+    const [log] = paths as [string]
+    const dsh = fakeDsh(log)
+    const noLinks = gatedFs((step, args) => {
+      if (step === 'fs.link') throw Object.assign(new Error('EPERM: simulated'), { code: 'EPERM' })
+      if (step === 'fs.rename' && args[1] === log) dsh.append()
+    })
+    const first = await releaseDone(home, { mode: 'upgrade', fs: noLinks })
+    const kept = join(first.backupFolder!, relative(home, log))
+    expect(first.files).toEqual([{ path: log, sessionId: 's', status: 'written-meanwhile', original: kept }])
+    expect(readFileSync(kept, 'utf8')).toBe(plainLog('s', 12, 4) + `${commandRow(12, 'dsh-0')}\n`)
+    const rerun = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1) })
+    expect(rerun.files).toMatchObject([{ status: 'released', rebuiltFrom: kept }])
+    expect(readFileSync(log, 'utf8')).toContain('"commandId":"dsh-0"')
+    expect(formatReport(rerun)).toContain(
+      `released  s  ${relative(home, log)}: 3 loop/change rows removed, 10 rows kept (rebuilt from ${relative(home, kept)} and the rows a DSH wrote after an earlier release)`,
+    )
+  })
+
+  it('is left, both files kept, when it was cut, when DSH wrote two numberings, or when its new rows cannot be read', async () => {
+    const cut = await releasedOnce('upgrade')
+    truncateSync(cut.log, 100)
+    expect((await releaseDone(cut.home, { mode: 'upgrade', startedAt: new Date(1) })).files).toEqual([
+      {
+        path: cut.log,
+        sessionId: undefined,
+        status: 'left',
+        reason: `it is shorter than the release of ${cut.first.backupFolder} wrote it; its original is ${cut.kept}`,
+      },
+    ])
+    // One DSH read the original and wrote on in its numbering, another read the new file: the two do not join.
+    const twice = await releasedOnce('upgrade')
+    appendFileSync(twice.kept, `${commandRow(12, 'old')}\n`)
+    appendFileSync(twice.log, `${commandRow(9, 'new')}\n`)
+    expect((await releaseDone(twice.home, { mode: 'upgrade', startedAt: new Date(1) })).files).toMatchObject([
+      {
+        status: 'left',
+        reason: `a DSH wrote both to it and to its original after ${twice.first.backupFolder} released it, and their events do not join; its original is ${twice.kept}`,
+      },
+    ])
+    const unreadable = await releasedOnce('upgrade')
+    appendFileSync(unreadable.log, 'not a row\n')
+    expect((await releaseDone(unreadable.home, { mode: 'upgrade', startedAt: new Date(1) })).files).toMatchObject([
+      {
+        status: 'left',
+        reason: `a DSH wrote to it after ${unreadable.first.backupFolder} released it, and it cannot be rebuilt: row 0 does not begin with its type and seq as DSH writes a row; its original is ${unreadable.kept}`,
+      },
+    ])
+    for (const { log, kept } of [cut, twice, unreadable]) expect(existsSync(kept) && existsSync(log)).toBe(true)
+    // Its original deleted since: nothing to rebuild from.
+    const gone = await releasedOnce('upgrade')
+    rmSync(gone.kept)
+    appendFileSync(gone.log, `${commandRow(9, 'new')}\n`)
+    expect((await releaseDone(gone.home, { mode: 'upgrade', startedAt: new Date(1) })).files).toMatchObject([
+      {
+        status: 'left',
+        reason: expect.stringMatching(
+          new RegExp(
+            `^a DSH wrote to it after .* released it, and it cannot be rebuilt: ENOENT: .*; its original is ${gone.kept}$`,
+          ),
+        ),
+      },
+    ])
+  })
+
+  it('with CRLF rows is rebuilt across its joins', async () => {
+    const { home, paths } = plainHome({ s: plainLog('s', 8, 4).replaceAll('\n', '\r\n') })
+    const [log] = paths as [string]
+    await releaseDone(home, { mode: 'upgrade' })
+    // A DSH that read the original writes on in its numbering.
+    appendFileSync(log, `${commandRow(8, 'dsh')}\n`)
+    const rerun = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1) })
+    expect(rerun.files).toMatchObject([{ status: 'released', rebuiltFrom: expect.any(String) }])
+    expect(readFileSync(log, 'utf8').split('\n').at(-2)).toBe(commandRow(8, 'dsh').replace('"seq":8', '"seq":6'))
+  })
+
+  it('names the loops an earlier upgrade removed while its original is kept and readable', async () => {
+    const lost = await releasedOnce('upgrade')
+    expect((await releaseDone(lost.home, { mode: 'upgrade', startedAt: new Date(1) })).earlierRemoved).toEqual([
+      {
+        path: lost.log,
+        folder: lost.first.backupFolder,
+        loops: [3, 7, 11].map((seq) => ({ id: `loop_${seq}`, time_in_seconds: 60, prompt: `p${seq}` })),
+      },
+    ])
+    rmSync(lost.kept)
+    expect((await releaseDone(lost.home, { mode: 'upgrade', startedAt: new Date(2) })).earlierRemoved).toEqual([])
+    const { home } = plainHome({ s: plainLog('s', 4, 4).replace('"operation":"create"', '"operation":"bogus"') })
+    await releaseDone(home, { mode: 'upgrade' })
+    expect((await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1) })).earlierRemoved).toEqual([])
+  })
+
+  it('that is removed during the run is named, its original kept', async () => {
+    const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
+    const [log] = paths as [string]
+    let removed = false
+    const release = await releaseDone(home, {
+      fs: gatedFs((step) => {
+        if (step === 'handle.stat' && !removed && existsSync(join(home, 'loop-release-backup'))) {
+          removed = true
+          rmSync(log)
+        }
+      }),
+    })
+    expect(release.files).toMatchObject([{ status: 'written-meanwhile' }])
+    expect(readFileSync(join(release.backupFolder!, relative(home, log)), 'utf8')).toBe(plainLog('s', 12, 4))
+  })
+})
