@@ -165,6 +165,8 @@ export interface WebOptions {
   readonly patches?: readonly string[]
   /** The CLI entry to run (default {@link DSH_ENTRY}): a copy of it sees the packages beside the copy first. */
   readonly entry?: string | undefined
+  /** Node options before the entry, as a shell alias or a service file gives them (`--max-old-space-size=…`). */
+  readonly nodeOptions?: readonly string[]
 }
 
 /**
@@ -176,6 +178,7 @@ export async function startWeb(options: WebOptions): Promise<DshWeb> {
   const timeoutMs = options.timeoutMs ?? 60_000
   const patches = [RC8_PATCH, ...(options.patches ?? [])].flatMap((patch) => ['--patch', patch])
   const args = [
+    ...(options.nodeOptions ?? []),
     options.entry ?? DSH_ENTRY,
     'web',
     ...patches,

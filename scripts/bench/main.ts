@@ -1,8 +1,8 @@
 /**
  * `pnpm run bench [-- --quick] [-- --only job,job] [-- --out FILE] [-- --rerender]`: runs each job in its own Node
  * process (clean heap, --expose-gc), one after the other, and writes BENCHMARKS.md from the results. `--only` runs the
- * named jobs (growth, append, dsh-open, lateness, memory, dock, release; append and dsh-open also run growth, whose logs they
- * open) and prints the table, writing a file only with `--out`. `--rerender` writes the report again, without
+ * named jobs (growth, append, dsh-open, lateness, memory, dock, release, home; append and dsh-open also run growth, whose
+ * logs they open) and prints the table, writing a file only with `--out`. `--rerender` writes the report again, without
  * measuring, from the results the last run saved (a partial run saves none).
  * @module scripts/bench/main
  */
@@ -17,7 +17,7 @@ import { dshOpenPair, prepareDshOpen, type DshOpen } from './dsh-open.ts'
 import { GROWTH_SIZES, type GrowthResult } from './growth.ts'
 import { latenessScenarios, type LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
-import type { ReleaseResult } from './release.ts'
+import { BEFORE_LOOKS_AND_KEEPS, type HomeResult, type ReleaseResult } from './release.ts'
 import { renderReport, type BenchResults, type RunContext } from './report.ts'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
@@ -39,8 +39,8 @@ const wants = (...jobs: string[]) => only === undefined || jobs.some((job) => on
  * drive blocks (in GROWTH_SIZES).
  */
 const REPEATS = quick
-  ? { append: 1, appendBlocks: 3, dshOpen: 1, lateness: 1, memoryTrials: 3, release: 1 }
-  : { append: 3, appendBlocks: 5, dshOpen: 24, lateness: 4, memoryTrials: 5, release: 5 }
+  ? { append: 1, appendBlocks: 3, dshOpen: 1, lateness: 1, memoryTrials: 3, release: 1, home: 1 }
+  : { append: 3, appendBlocks: 5, dshOpen: 24, lateness: 4, memoryTrials: 5, release: 5, home: 5 }
 
 const WORKER_FLAGS = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc']
 
@@ -151,6 +151,20 @@ try {
   if (wants('release')) {
     const options = { sizes: quick ? [10_000, 100_000] : [100_000, 1_000_000], repeats: REPEATS.release }
     results.release = await job<ReleaseResult>('release', options)
+  }
+  if (wants('home')) {
+    // The earlier release's sources (they import Node's built-ins and each other only).
+    // Outside node_modules, where Node strips no types.
+    const before = mkdtempSync(join(tmpdir(), `loop-bench-release-${BEFORE_LOOKS_AND_KEEPS}-`))
+    execFileSync('sh', ['-c', `git archive ${BEFORE_LOOKS_AND_KEEPS} src | tar -x -C ${JSON.stringify(before)}`], {
+      cwd: PROJECT,
+    })
+    const options = { sessions: quick ? 200 : 2_000, logBytes: 75_000, repeats: REPEATS.home, before }
+    try {
+      results.home = await job<HomeResult>('home', options)
+    } finally {
+      rmSync(before, { recursive: true, force: true })
+    }
   }
   const cpu = cpus()
   const command = `pnpm run bench${quick || only ? ' --' : ''}${quick ? ' --quick' : ''}${only ? ` --only ${only.join(',')}` : ''}`

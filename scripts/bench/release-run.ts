@@ -1,11 +1,13 @@
 /**
- * One measured side of row 7 in a process of its own: `node release-run.ts floor <log>` or
- * `node release-run.ts <removal|upgrade> <home>`. Prints
+ * One measured side of row 7 in a process of its own: `node release-run.ts floor <log>`,
+ * `node release-run.ts <removal|upgrade> <home>`, or `node release-run.ts <removal|upgrade> <home> <src/release folder>`
+ * for a home of many sessions released by the release in that folder. Prints
  * `{ ms, maxRssBytes, rows }`: the rewrite's wall time, the process's peak RSS, and the `loop/change` rows it marked or removed.
  * @module scripts/bench/release-run
  */
 import * as fsPromises from 'node:fs/promises'
 import { hostname } from 'node:os'
+import { join } from 'node:path'
 import { createDshLookout } from '../../src/release/dsh-processes.ts'
 import { releaseHome } from '../../src/release/home.ts'
 import { decodeFrame, encodeFrame, readFrames } from '../../src/release/zstd-frames.ts'
@@ -23,24 +25,24 @@ async function recompress(path: string): Promise<void> {
   await fsPromises.rename(`${path}.floor.tmp`, path)
 }
 
-const [side, path] = process.argv.slice(2) as [string, string]
+const [side, path, releaseFolder] = process.argv.slice(2) as [string, string, string | undefined]
 const started = performance.now()
 let rows = 0
 if (side === 'floor') await recompress(path)
-else {
+else if (releaseFolder !== undefined) {
+  // A whole home, with the release of the folder named (this checkout's or an earlier commit's).
+  const { releaseHome: release } = (await import(
+    join(releaseFolder, 'home.ts')
+  )) as typeof import('../../src/release/home.ts')
+  const { createDshLookout: lookout } = (await import(
+    join(releaseFolder, 'dsh-processes.ts')
+  )) as typeof import('../../src/release/dsh-processes.ts')
+  const done = await release({ ...options(side, path), lookForDsh: lookout() })
+  if (done.kind !== 'done' || done.files.some((file) => file.status !== 'released'))
+    throw new Error(`the ${side} release of the home did not release every log: ${JSON.stringify(done).slice(0, 2000)}`)
+} else {
   // The whole command on a home of one log, as a user runs it: lock, process check, release, backup.
-  const release = await releaseHome({
-    home: path,
-    mode: side === 'upgrade' ? 'upgrade' : 'removal',
-    dryRun: false,
-    fs: fsPromises,
-    startedAt: new Date(),
-    pid: process.pid,
-    host: hostname(),
-    isAlive: () => true,
-    lookForDsh: createDshLookout(),
-    dshStopped: false,
-  })
+  const release = await releaseHome({ ...options(side, path), lookForDsh: createDshLookout() })
   const outcome = release.kind === 'done' ? release.files[0] : undefined
   if (outcome?.status !== 'released')
     throw new Error(`the ${side} release did not release the log: ${JSON.stringify(release)}`)
@@ -48,3 +50,18 @@ else {
 }
 const ms = performance.now() - started
 process.stdout.write(JSON.stringify({ ms, maxRssBytes: process.resourceUsage().maxRSS * 1024, rows }))
+
+/** A release's options for a home, but how it looks for DSH. */
+function options(side: string, home: string) {
+  return {
+    home,
+    mode: side === 'upgrade' ? ('upgrade' as const) : ('removal' as const),
+    dryRun: false,
+    fs: fsPromises,
+    startedAt: new Date(),
+    pid: process.pid,
+    host: hostname(),
+    isAlive: () => true,
+    dshStopped: false,
+  }
+}

@@ -6,7 +6,7 @@
  * @module scripts/bench/release
  */
 import { spawnSync } from 'node:child_process'
-import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { copyFileSync, cpSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { bootHost, createAgent } from './host.ts'
@@ -113,4 +113,104 @@ export async function runRelease(
     rmSync(dirname(dirname(dirname(path))), { recursive: true, force: true })
   }
   return { logs, runs }
+}
+
+/**
+ * The release before it looked for DSH before each replacement and kept every original it replaced (the parent of the
+ * commit that added both): the "off" side of the home row.
+ */
+export const BEFORE_LOOKS_AND_KEEPS = 'a97977f'
+
+/** Which release a home run measures: this checkout's, or {@link BEFORE_LOOKS_AND_KEEPS}. */
+export type HomeSide = 'now' | 'before'
+
+/** One release of a whole home. */
+export interface HomeRun {
+  readonly side: HomeSide
+  readonly mode: 'removal' | 'upgrade'
+  readonly ms: number
+}
+
+/** The home row's results: how many sessions, each log's size, and the runs. */
+export interface HomeResult {
+  readonly sessions: number
+  readonly logBytes: number
+  readonly runs: readonly HomeRun[]
+}
+
+/** Events per flush in a home's logs: a turn's worth, so a small log has many frames, as DSH writes it. */
+const HOME_EVENTS_PER_FRAME = 100
+
+/** Write one session log of at least `bytes` on disk with the real host, loop rows in it; return its path. */
+async function writeSmallLog(bytes: number): Promise<string> {
+  const host = await bootHost({ keepRoot: true })
+  const fake = await createAgent(host, 'session-home')
+  const writer = new LogWriter(fake.agent.session)
+  let path: string
+  for (;;) {
+    writer.appendEvents(HOME_EVENTS_PER_FRAME)
+    await host.ctx.sessions.flush(fake.agent.session)
+    path = join(host.root, readdirSync(host.root)[0]!, 'session-home', 'session.jsonl.zstd')
+    if (statSync(path).size >= bytes) break
+  }
+  await host.dispose()
+  return path
+}
+
+/** A home of `sessions` copies of one log, each in a session folder of its own. */
+function writeHomeOf(log: string, sessions: number): string {
+  const home = tempDir('loop-bench-home-')
+  for (let index = 0; index < sessions; index += 1) {
+    const copy = join(home, 'sessions', '--bench--', `session-${index}`, 'session.jsonl.zstd')
+    mkdirSync(dirname(copy), { recursive: true })
+    copyFileSync(log, copy)
+  }
+  return home
+}
+
+/**
+ * Releases of a home of many small sessions, alternating this checkout's release and {@link BEFORE_LOOKS_AND_KEEPS}'s,
+ * each on a fresh copy of the home in a process of its own.
+ * @param options - sessions, each log's size on disk, repeats, and the folder holding the earlier release.
+ * @param log - progress.
+ */
+export async function runHomeRelease(
+  options: { readonly sessions: number; readonly logBytes: number; readonly repeats: number; readonly before: string },
+  log: (line: string) => void,
+): Promise<HomeResult> {
+  const path = await writeSmallLog(options.logBytes)
+  const logBytes = statSync(path).size
+  const source = writeHomeOf(path, options.sessions)
+  rmSync(dirname(dirname(dirname(path))), { recursive: true, force: true })
+  log(`release home: ${options.sessions} sessions of ${logBytes} bytes`)
+  const runs: HomeRun[] = []
+  try {
+    for (let repeat = 0; repeat < options.repeats; repeat += 1)
+      for (const mode of ['removal', 'upgrade'] as const)
+        for (const side of (repeat % 2 === 0 ? ['now', 'before'] : ['before', 'now']) as HomeSide[]) {
+          const home = tempDir('loop-bench-home-run-')
+          cpSync(source, home, { recursive: true })
+          const entry = side === 'now' ? join(HERE, '..', '..') : options.before
+          const child = spawnSync(
+            process.execPath,
+            [
+              '--experimental-transform-types',
+              '--disable-warning=ExperimentalWarning',
+              join(HERE, 'release-run.ts'),
+              mode,
+              home,
+              join(entry, 'src', 'release'),
+            ],
+            { encoding: 'utf8' },
+          )
+          rmSync(home, { recursive: true, force: true })
+          if (child.status !== 0) throw new Error(`release-run ${side} ${mode} failed: ${child.stderr}`)
+          const { ms } = JSON.parse(child.stdout) as { ms: number }
+          log(`  ${side} ${mode}: ${ms.toFixed(0)} ms`)
+          runs.push({ side, mode, ms })
+        }
+  } finally {
+    rmSync(source, { recursive: true, force: true })
+  }
+  return { sessions: options.sessions, logBytes, runs }
 }

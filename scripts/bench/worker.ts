@@ -9,7 +9,7 @@ import { runDock } from './dock.ts'
 import { runGrowth } from './growth.ts'
 import { runLateness } from './lateness.ts'
 import { runMemory } from './memory.ts'
-import { runRelease } from './release.ts'
+import { runHomeRelease, runRelease } from './release.ts'
 
 type Log = (line: string) => void
 
@@ -19,6 +19,7 @@ const JOBS: Record<string, (options: never, log: Log) => Promise<unknown>> = {
   lateness: runLateness,
   memory: runMemory,
   release: runRelease,
+  home: runHomeRelease,
   dock: (options: { projectRoot: string }, log: Log) => runDock(options.projectRoot, log),
 }
 

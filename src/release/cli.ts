@@ -200,10 +200,14 @@ export function formatReport(release: HomeRelease): string {
       `${writtenMeanwhile > 0 ? `, ${writtenMeanwhile} written by a DSH meanwhile` : ''}` +
       `${release.untouched.length > 0 ? `, ${release.untouched.length} not reached` : ''}.`,
   )
-  if (release.dshAppeared !== undefined)
+  if (release.stoppedBy?.kind === 'dsh-running')
     lines.push(
       'A DSH started on this home while the release ran: stop it, then run the release again, which checks and mends what it wrote.',
-      ...release.dshAppeared.map((dsh) => `  pid ${dsh.pid}: ${dsh.command}`),
+      ...release.stoppedBy.running.map((dsh) => `  pid ${dsh.pid}: ${dsh.command}`),
+    )
+  else if (release.stoppedBy?.kind === 'cannot-look')
+    lines.push(
+      `The release stopped: ${release.stoppedBy.why}, so it could not tell whether a DSH had started on this home. Stop DSH, then run the release again.`,
     )
   else if (writtenMeanwhile > 0)
     lines.push(
@@ -217,7 +221,10 @@ export function formatReport(release: HomeRelease): string {
     )
   if (release.backupFolder !== undefined)
     lines.push(
-      `The originals are in ${release.backupFolder}; delete it once ${release.mode === 'upgrade' ? 'the upgraded DSH' : 'DSH'} has opened these sessions.`,
+      release.stoppedBy !== undefined || writtenMeanwhile > 0
+        ? `The originals are in ${release.backupFolder}; keep it: the next run rebuilds from it what DSH wrote meanwhile.`
+        : // A run that ended clean keeps its folder only for an upgrade.
+          `The originals are in ${release.backupFolder}; delete it once the upgraded DSH has opened these sessions.`,
     )
   for (const { path, folder, loops } of release.earlierRemoved)
     lines.push(
@@ -319,7 +326,7 @@ export async function runCli(argv: readonly string[], io: CliProcess): Promise<n
     return release.kind === 'locked' ? EXIT.locked : EXIT.dshRunning
   }
   io.stdout(`${parsed.json ? JSON.stringify(release, null, 2) : formatReport(release)}\n`)
-  if (release.dshAppeared !== undefined) return EXIT.dshRunning
+  if (release.stoppedBy !== undefined) return EXIT.dshRunning
   return release.files.some((file) => file.status === 'left' || file.status === 'written-meanwhile')
     ? EXIT.left
     : EXIT.done

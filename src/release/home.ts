@@ -61,8 +61,8 @@ export interface HomeRelease {
   readonly backupFolder?: string
   /** Upgrade: where DSH's projection checkpoints were set aside, before the first log was replaced. */
   readonly projectionCache?: string
-  /** A DSH found on the home before a replacement or at the end: the run stopped there. */
-  readonly dshAppeared?: readonly DshProcess[]
+  /** Why the run stopped before a replacement or at the end: a DSH found on the home, or no way to look any more. */
+  readonly stoppedBy?: DshRefusal
   /** The logs a stopped run did not reach: as they were. */
   readonly untouched: readonly string[]
   /** The folders of originals earlier runs left, oldest first. */
@@ -78,11 +78,15 @@ export interface EarlierRemoved {
   readonly loops: readonly RemovedLoop[]
 }
 
+/** Why a look for DSH keeps the release from going on. */
+export type DshRefusal =
+  | { readonly kind: 'dsh-running'; readonly running: readonly DshProcess[] }
+  | { readonly kind: 'cannot-look'; readonly why: string }
+
 /** Why a release did not start: nothing was written. */
 export type HomeRefusal =
   | { readonly kind: 'locked'; readonly lock: string; readonly holder?: LockHolder; readonly unlike?: string }
-  | { readonly kind: 'dsh-running'; readonly running: readonly DshProcess[] }
-  | { readonly kind: 'cannot-look'; readonly why: string }
+  | DshRefusal
 
 /**
  * Whether a look for DSH lets the release go on: no DSH process on the home, and (unless the
@@ -91,7 +95,7 @@ export type HomeRefusal =
  * @param dshStopped - the user says DSH is stopped on this home.
  * @returns `undefined` to go on, else the refusal.
  */
-export function dshDecision(look: DshLook, dshStopped: boolean): HomeRefusal | undefined {
+export function dshDecision(look: DshLook, dshStopped: boolean): DshRefusal | undefined {
   if (look.kind === 'cannot-look') return dshStopped ? undefined : look
   const running = dshStopped ? look.running.filter((dsh) => dsh.home !== undefined) : look.running
   return running.length === 0 ? undefined : { kind: 'dsh-running', running }
@@ -242,7 +246,7 @@ async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
       if (errorCode(error) !== 'ENOENT') throw error
     }
   }
-  let stoppedBy: HomeRefusal | undefined
+  let stoppedBy: DshRefusal | undefined
   // Looked for again before every replacement: a DSH started meanwhile stops the run there.
   const beforeReplace = async () => {
     stoppedBy = dshDecision(await options.lookForDsh(home), options.dshStopped)
@@ -298,6 +302,6 @@ async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
     earlierRemoved,
     ...(keptFolder ? { backupFolder: folder } : {}),
     ...(projectionCache === undefined ? {} : { projectionCache }),
-    ...(stoppedBy?.kind === 'dsh-running' ? { dshAppeared: stoppedBy.running } : {}),
+    ...(stoppedBy === undefined ? {} : { stoppedBy }),
   }
 }

@@ -5,10 +5,11 @@
  * tarball; the plugin removed as a user removes it; DSH started again. Without the release DSH
  * refuses those sessions; after it each opens with its history and answers a new prompt.
  */
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { describe, expect } from 'vitest'
 import {
   NODE22,
@@ -50,6 +51,51 @@ function releaseFromTarball(
   expect(untar.status, untar.stderr).toBe(0)
   const run = spawnSync(NODE22, [join(unpacked, 'package', 'lib', 'cli.js'), ...args], { encoding: 'utf8', env: {} })
   return { code: run.status, stdout: run.stdout, stderr: run.stderr }
+}
+
+/**
+ * A preload that holds the release's first replacement of a session log right before its rename,
+ * for as long as the file `$HOLD` exists, and says so by creating `$HOLD.reached`: a test seam
+ * that patches `fs/promises.rename` in the release's own process, nothing of the release's code.
+ */
+const HOLD_BEFORE_RENAME = `import fsPromises from 'node:fs/promises'
+import { existsSync, writeFileSync } from 'node:fs'
+import { syncBuiltinESMExports } from 'node:module'
+const rename = fsPromises.rename
+let held = false
+fsPromises.rename = async (from, to) => {
+  if (!held && /session\\.jsonl(\\.zstd)?$/.test(String(to))) {
+    held = true
+    writeFileSync(process.env.HOLD + '.reached', '')
+    while (existsSync(process.env.HOLD)) await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return rename(from, to)
+}
+syncBuiltinESMExports()
+`
+
+/** The release from the tarball, held before its first rename while `hold` exists; ends by itself within two minutes. */
+function heldRelease(
+  tarball: string,
+  args: readonly string[],
+  hold: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const unpacked = tempDir('loop-tarball-')
+  const untar = spawnSync('tar', ['-xzf', tarball, '-C', unpacked], { encoding: 'utf8' })
+  expect(untar.status, untar.stderr).toBe(0)
+  const preload = join(unpacked, 'hold.mjs')
+  writeFileSync(preload, HOLD_BEFORE_RENAME)
+  writeFileSync(hold, '')
+  const child = spawn(
+    NODE22,
+    ['--import', pathToFileURL(preload).href, join(unpacked, 'package', 'lib', 'cli.js'), ...args],
+    { env: { HOLD: hold }, stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 },
+  )
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })))
 }
 
 /** A session's log through the history API, each event without the marker a removal release adds. */
@@ -331,6 +377,100 @@ describe('leaving loop', () => {
         id === home.delegated ? /^subagent\/descriptor \d+ uses unsupported descriptor version 2$/ : /^\d+ events$/,
       )
   })
+})
+
+describe('leaving loop beside a DSH the release did not expect', () => {
+  test('a dsh web launched with a Node option before its entry is seen: both modes refuse, writing nothing', async ({
+    rig,
+  }) => {
+    const r = await rig({}, { start: false })
+    r.plugin('add')
+    await r.start([], undefined, ['--max-old-space-size=512'])
+    const session = await createSession(r.url)
+    const loop = await createLoop(r.url, session, 1, 'LAUNCHED_WITH_A_NODE_OPTION')
+    await waitForHeartbeats(r.url, session, { [loop]: 1 })
+    const homeBefore = readdirSync(r.home).sort()
+    for (const mode of [[], ['--for-upgrade']]) {
+      const run = releaseFromTarball(r.tarball, ['release', ...mode, '--home', r.home])
+      expect(run.code, `${run.stdout}${run.stderr}`).toBe(4)
+      expect(run.stderr).toMatch(
+        new RegExp(`\\n  pid ${r.web.child.pid}: \\S+ --max-old-space-size=512 \\S+@deepseek-ai/dsh/lib/bin\\.js web`),
+      )
+    }
+    expect(readdirSync(r.home).sort()).toEqual(homeBefore)
+    const raw = await withStoredSessions(r.home, async (backend, { SessionId }) => backend.readRaw(SessionId(session)))
+    expect(raw?.content).not.toContain('"ignorable":true')
+  })
+
+  test.for([
+    ['removal', []],
+    ['upgrade', ['--for-upgrade']],
+  ] as const)(
+    '%s: a dsh web started while the release is held before its rename, its loop firing, loses no event; stopped, a rerun rebuilds the log and the session opens without the plugin',
+    async ([mode, flags], { rig }) => {
+      const r = await rig()
+      const session = await createSession(r.url)
+      const loop = await createLoop(r.url, session, 1, 'STARTED_DURING_THE_RELEASE')
+      await waitForHeartbeats(r.url, session, { [loop]: 2 })
+      await r.stop('SIGTERM')
+
+      const hold = join(tempDir('loop-hold-'), 'hold')
+      const running = heldRelease(r.tarball, ['release', ...flags, '--home', r.home], hold)
+      await waitFor('the release to reach its rename', async () => (existsSync(`${hold}.reached`) ? true : undefined))
+      // DSH starts while the release holds the original it read; the session opens and its loop fires into that file…
+      await r.start()
+      await reopenSession(r.url, session)
+      const beforeRename = (await events(r.url, session)).length
+      await waitForHeartbeats(r.url, session, { [loop]: heartbeatsOf(await events(r.url, session), loop).length + 1 })
+      expect((await events(r.url, session)).length).toBeGreaterThan(beforeRename)
+      // …then into the new file, counting on from what it read.
+      rmSync(hold)
+      const released = await running
+      console.log(
+        `dsh-plugin-loop release ${flags.join(' ')} beside a DSH it did not see start (exit ${released.code}):\n${released.stdout}${released.stderr}`,
+      )
+      expect(released.code).toBe(4)
+      expect(released.stdout).toMatch(
+        new RegExp(
+          `^WRITTEN   ${session}  .*: a DSH wrote to it while the release ran, so it is not released; its original, with every event DSH wrote to it, is loop-release-backup/`,
+          'm',
+        ),
+      )
+      await waitForHeartbeats(r.url, session, { [loop]: heartbeatsOf(await events(r.url, session), loop).length + 1 })
+      expect((await runCommand(r.url, session, `/loop delete ${loop}`)).text).toBe(`Deleted ${loop}.`)
+      const shown = (await settle(r.url, session)).map(({ type, seq, time, data }) => ({ type, seq, time, data }))
+      await r.stop('SIGTERM')
+
+      const rerun = releaseFromTarball(r.tarball, ['release', ...flags, '--home', r.home])
+      console.log(`the rerun (exit ${rerun.code}):\n${rerun.stdout}${rerun.stderr}`)
+      expect(rerun.code).toBe(0)
+      expect(rerun.stdout).toMatch(
+        new RegExp(
+          `^released  ${session}  .*\\(rebuilt from loop-release-backup/.* and the rows a DSH wrote after an earlier release\\)`,
+          'm',
+        ),
+      )
+
+      r.plugin('remove')
+      await r.start()
+      const reopened = await historyOf(r.url, session)
+      if (mode === 'removal') expect(reopened).toEqual(shown)
+      else {
+        const kept = shown.filter((event) => event.type !== 'loop/change')
+        expect(reopened.map((event) => [event.type, event.seq, event.time])).toEqual(
+          kept.map((event, seq) => [event.type, seq, event.time]),
+        )
+      }
+      await answered(r.url, session, 'still there after a release beside a DSH?')
+      await r.stop('SIGTERM')
+      if (mode === 'upgrade') {
+        const raw = await withStoredSessions(r.home, async (backend, { SessionId }) =>
+          backend.readRaw(SessionId(session)),
+        )
+        expect(migrateFormat0(raw!.content).events.length).toBeGreaterThan(0)
+      }
+    },
+  )
 })
 
 /** An event whose data names no other event by its seq (SPEC.md §13 "Leaving loop" lists them). */

@@ -78,12 +78,12 @@ export class Rig {
     return this.current
   }
 
-  /** Boot `dsh web` on this home (ephemeral loopback port), with further `--patch` files and another CLI entry if given. */
-  async start(patches: readonly string[] = [], entry?: string): Promise<DshWeb> {
+  /** Boot `dsh web` on this home (ephemeral loopback port), with further `--patch` files, another CLI entry and Node options if given. */
+  async start(patches: readonly string[] = [], entry?: string, nodeOptions: readonly string[] = []): Promise<DshWeb> {
     if (this.current !== undefined) throw new Error('dsh web is already running')
     const label = `process #${this.processes.length + 1}: dsh web`
     // A process that fails to boot is reported too: startWeb throws with its output.
-    const web = await startWeb({ home: this.home, model: mockEndpoint(this.model), patches, entry }).catch(
+    const web = await startWeb({ home: this.home, model: mockEndpoint(this.model), patches, entry, nodeOptions }).catch(
       (error: unknown) => {
         this.processes.push({
           label: `${label} (failed to boot)`,

@@ -89,12 +89,15 @@ describe('a DSH that starts while the release runs', () => {
     const written = first.files[1]!
     const original = written.status === 'written-meanwhile' ? written.original : undefined
     expect(original).toBe(join(first.backupFolder!, relative(home, log)))
-    expect(first.dshAppeared).toEqual(seen ? [STARTED] : undefined)
+    expect(first.stoppedBy).toEqual(seen ? { kind: 'dsh-running', running: [STARTED] } : undefined)
     expect(formatReport(first)).toContain(
       `WRITTEN   session-looped  ${relative(home, log)}: a DSH wrote to it while the release ran, so it is not released; ` +
         `its original, with every event DSH wrote to it, is ${relative(home, original!)}`,
     )
 
+    expect(formatReport(first)).toContain(
+      `The originals are in ${first.backupFolder}; keep it: the next run rebuilds from it what DSH wrote meanwhile.`,
+    )
     // DSH stops: what it wrote and showed is every event of the session.
     const shown = looped!.agent.session.events.map(({ type, time }) => ({ type, time }))
     // It wrote on both sides of the replacement, events that are not loop records among them.
@@ -188,7 +191,7 @@ describe('a DSH the release sees once it has started', () => {
       const replaced = appearsAt - 2
       expect(release.files.map((file) => file.status)).toEqual(Array(replaced).fill('released'))
       expect(release.untouched).toEqual(paths.slice(replaced))
-      expect(release.dshAppeared).toEqual([STARTED])
+      expect(release.stoppedBy).toEqual({ kind: 'dsh-running', running: [STARTED] })
       // What it replaced it keeps, with the originals, until a run ends clean.
       const folder = join(home, 'loop-release-backup', '1970-01-01T00-00-00-000Z')
       expect(release.backupFolder).toBe(replaced === 0 ? undefined : folder)
@@ -211,6 +214,28 @@ describe('a DSH the release sees once it has started', () => {
       expect(rerun.earlierFolders).toEqual(replaced === 0 ? [] : [folder])
     },
   )
+})
+
+describe('a process list that cannot be read once the release has started', () => {
+  it('stops the run there, says why, and exits 4', async () => {
+    const { home, paths } = plainHome({ a: plainLog('a', 6, 3), b: plainLog('b', 6, 3) })
+    let looks = 0
+    const lookForDsh = async () =>
+      (looks += 1) === 3
+        ? ({ kind: 'cannot-look', why: 'the process list could not be read (EMFILE)' } as const)
+        : ({ kind: 'looked', running: [] } as const)
+    const release = await releaseDone(home, { lookForDsh })
+    expect(release.files.map((file) => file.status)).toEqual(['released'])
+    expect(release.untouched).toEqual([paths[1]])
+    expect(formatReport(release)).toContain(
+      'The release stopped: the process list could not be read (EMFILE), so it could not tell whether a DSH had started on this home. Stop DSH, then run the release again.',
+    )
+    // The user's word that DSH is stopped goes where the system gives no way to look.
+    looks = 0
+    const confirmed = await releaseDone(home, { lookForDsh, dshStopped: true, startedAt: new Date(1) })
+    expect(confirmed.files.map((file) => file.status)).toEqual(['already-released', 'released'])
+    expect(confirmed.stoppedBy).toBeUndefined()
+  })
 })
 
 /**
