@@ -40,7 +40,7 @@ const wants = (...jobs: string[]) => only === undefined || jobs.some((job) => on
  */
 const REPEATS = quick
   ? { append: 1, appendBlocks: 3, dshOpen: 1, lateness: 1, memoryTrials: 3, release: 1, home: 1 }
-  : { append: 3, appendBlocks: 5, dshOpen: 24, lateness: 4, memoryTrials: 5, release: 5, home: 5 }
+  : { append: 3, appendBlocks: 5, dshOpen: 24, lateness: 4, memoryTrials: 5, release: 5, home: 3 }
 
 const WORKER_FLAGS = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc']
 

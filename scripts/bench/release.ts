@@ -6,11 +6,12 @@
  * @module scripts/bench/release
  */
 import { spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { copyFileSync, cpSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { bootHost, createAgent } from './host.ts'
-import { LogWriter } from './log.ts'
+import { LogWriter, loopId, syntheticCreate } from './log.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
 
 /** The three ways to rewrite a log this row compares. */
@@ -71,6 +72,9 @@ function measure(side: ReleaseSide, log: string, events: number): ReleaseRun {
       [
         '--experimental-transform-types',
         '--disable-warning=ExperimentalWarning',
+        `--max-old-space-size=${HEAP_MIB}`,
+        // The floor collects as it goes (release-run.ts says why).
+        ...(side === 'floor' ? ['--expose-gc'] : []),
         join(HERE, 'release-run.ts'),
         side,
         side === 'floor' ? copy : scratch,
@@ -138,18 +142,31 @@ export interface HomeResult {
   readonly runs: readonly HomeRun[]
 }
 
-/** Events per flush in a home's logs: a turn's worth, so a small log has many frames, as DSH writes it. */
-const HOME_EVENTS_PER_FRAME = 100
+/** Cycles per flush in a home's logs: one turn each, so a small log has many frames, as DSH writes it. */
+const HOME_CYCLES_PER_FRAME = 1
 
-/** Write one session log of at least `bytes` on disk with the real host, loop rows in it; return its path. */
+/**
+ * Write one session log of at least `bytes` on disk with the real host: turns whose answers are random words (text
+ * that compresses as a conversation does, not as a repeated phrase), each beside a loop's create and delete.
+ */
 async function writeSmallLog(bytes: number): Promise<string> {
   const host = await bootHost({ keepRoot: true })
   const fake = await createAgent(host, 'session-home')
-  const writer = new LogWriter(fake.agent.session)
+  const session = fake.agent.session
+  const words = (count: number) => Array.from({ length: count }, () => randomBytes(3).toString('base64url')).join(' ')
   let path: string
-  for (;;) {
-    writer.appendEvents(HOME_EVENTS_PER_FRAME)
-    await host.ctx.sessions.flush(fake.agent.session)
+  for (let turn = 1; ; turn += 1) {
+    for (let cycle = 0; cycle < HOME_CYCLES_PER_FRAME; cycle += 1) {
+      session.append('loop/change', syntheticCreate(loopId(turn), words(6)))
+      session.append('loop/change', { version: 1, operation: 'delete', id: loopId(turn) })
+      session.append('turn/start', { turn })
+      session.append('step/start', { turn, step: 0 })
+      for (let chunk = 0; chunk < 6; chunk += 1)
+        session.append('assistant/chunk', { turn, step: 0, chunk: { type: 'text-delta', index: 0, text: words(8) } })
+      session.append('step/end', { turn, step: 0 })
+      session.append('turn/end', { turn, reason: { kind: 'completed' } })
+    }
+    await host.ctx.sessions.flush(session)
     path = join(host.root, readdirSync(host.root)[0]!, 'session-home', 'session.jsonl.zstd')
     if (statSync(path).size >= bytes) break
   }

@@ -415,7 +415,9 @@ Verdicts hold only on an otherwise idle machine (compare the load averages above
   \`loop/change\` rows, one frame per thousand events as DSH flushes a batch at a time). Each run takes a fresh copy of it in a
   Node process of its own, so its peak RSS (\`process.resourceUsage().maxRSS\`) is its own: the floor (walk the frames,
   decompress each, compress it again as one checksummed frame into a file beside it, fsync, rename: what any tool that
-  rewrites such a log must do), the release, and the upgrade release. The three alternate, rotating which goes first; a
+  rewrites such a log must do; it makes so little JS garbage that V8 seldom collects and the frames' buffers pile up to
+  half a gigabyte, doubling its time in some runs, so it runs a minor collection every 20 frames and holds steady), the
+  release, and the upgrade release. The three alternate, rotating which goes first; a
   ratio pairs the n-th run of a side with the n-th floor run. Every side runs with V8's old space capped (\`--max-old-space-size\`):
   finishing at 1M in it shows that what the process holds does not grow with the log. Peak RSS also counts the frames'
   buffers, which live outside the JS heap and which the GC frees late, more so the more it has freed; it is judged

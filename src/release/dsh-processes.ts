@@ -5,7 +5,7 @@
  * @module dsh-plugin-loop/release/dsh-processes
  */
 import { execFile } from 'node:child_process'
-import { readFile, readdir, readlink, realpath, stat } from 'node:fs/promises'
+import { readFileSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { basename, isAbsolute, join, resolve } from 'node:path'
 
@@ -191,8 +191,21 @@ export function dshProcessesOn(
 }
 
 /** A path with its links resolved, or as it is when it does not exist. */
-async function realPathOf(path: string): Promise<string> {
-  return realpath(path).catch(() => path)
+function realPathOf(path: string): string {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
+  }
+}
+
+/** A file's content, or `undefined` when it cannot be read (a process that ended, or another user's). */
+function readIfAllowed<T>(read: () => T): T | undefined {
+  try {
+    return read()
+  } catch {
+    return undefined
+  }
 }
 
 /** NUL-separated fields, as `/proc/<pid>/cmdline` and `environ` hold them. */
@@ -233,13 +246,14 @@ function userOf(status: string): ProcessUser | undefined {
 
 /**
  * Linux: every process of `/proc`; a DSH process's environment, folder and user where the
- * system shows them. A process already read and found not to be DSH is not read again: a run
- * looks before every log it replaces, and most processes outlive it.
+ * system shows them. `/proc` is the kernel's, in memory: it is read synchronously, a look
+ * before every replaced log costing a fraction of a millisecond. A process already read and
+ * found not to be DSH is not read again: most processes outlive the run.
  */
-async function linuxProcesses(proc: string, notDsh: Map<number, ProcessEntry>): Promise<ProcessEntry[]> {
+function linuxProcesses(proc: string, notDsh: Map<number, ProcessEntry>): ProcessEntry[] {
   const entries: ProcessEntry[] = []
   const live = new Set<number>()
-  for (const name of await readdir(proc)) {
+  for (const name of readdirSync(proc)) {
     if (!/^\d+$/.test(name)) continue
     const pid = Number(name)
     live.add(pid)
@@ -249,33 +263,31 @@ async function linuxProcesses(proc: string, notDsh: Map<number, ProcessEntry>): 
       continue
     }
     const folder = join(proc, name)
-    try {
-      const stat = await readFile(join(folder, 'stat'), 'latin1')
-      // After the command name in parentheses (which may hold anything): state, then ppid.
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-      const argv = nulFields(await readFile(join(folder, 'cmdline')))
-      if (!isDshCommand(argv)) {
-        const entry = { pid, ppid, argv }
-        notDsh.set(pid, entry)
-        entries.push(entry)
-        continue
-      }
-      const env = await readFile(join(folder, 'environ'))
-        .then(nulFields)
-        .then(environmentOf, () => undefined)
-      const cwd = await readlink(join(folder, 'cwd')).catch(() => undefined)
-      const user = await readFile(join(folder, 'status'), 'latin1').then(userOf, () => undefined)
-      entries.push({
-        pid,
-        ppid,
-        argv,
-        ...(env === undefined ? {} : { env }),
-        ...(cwd === undefined ? {} : { cwd }),
-        ...(user === undefined ? {} : { user }),
-      })
-    } catch {
-      // The process ended while it was read.
+    const stat = readIfAllowed(() => readFileSync(join(folder, 'stat'), 'latin1'))
+    const cmdline = readIfAllowed(() => readFileSync(join(folder, 'cmdline')))
+    // The process ended while it was read.
+    if (stat === undefined || cmdline === undefined) continue
+    // After the command name in parentheses (which may hold anything): state, then ppid.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+    const argv = nulFields(cmdline)
+    if (!isDshCommand(argv)) {
+      const entry = { pid, ppid, argv }
+      notDsh.set(pid, entry)
+      entries.push(entry)
+      continue
     }
+    const env = readIfAllowed(() => environmentOf(nulFields(readFileSync(join(folder, 'environ')))))
+    const cwd = readIfAllowed(() => readlinkSync(join(folder, 'cwd')))
+    const status = readIfAllowed(() => readFileSync(join(folder, 'status'), 'latin1'))
+    const user = status === undefined ? undefined : userOf(status)
+    entries.push({
+      pid,
+      ppid,
+      argv,
+      ...(env === undefined ? {} : { env }),
+      ...(cwd === undefined ? {} : { cwd }),
+      ...(user === undefined ? {} : { user }),
+    })
   }
   for (const pid of notDsh.keys()) if (!live.has(pid)) notDsh.delete(pid)
   return entries
@@ -368,21 +380,21 @@ export function createDshLookout(source: ProcessSource = SYSTEM_PROCESSES): DshL
   return async (home) => {
     let processes: ProcessEntry[]
     try {
-      if (source.platform === 'linux') processes = await linuxProcesses(source.proc, notDsh)
+      if (source.platform === 'linux') processes = linuxProcesses(source.proc, notDsh)
       else if (source.platform === 'darwin') processes = await macProcesses(source.run)
       else return { kind: 'cannot-look', why: `the release cannot list the processes of ${source.platform}` }
     } catch (error) {
       return { kind: 'cannot-look', why: `the process list could not be read (${(error as Error).message})` }
     }
-    const realHome = await realPathOf(home)
+    const realHome = realPathOf(home)
     const homes = new Map<number, string | undefined>()
     for (const entry of processes) {
       if (!isDshCommand(entry.argv) || entry.env === undefined) continue
       const theirs = dshHomeOf(entry.env, entry.cwd, homedir())
-      homes.set(entry.pid, theirs === undefined ? undefined : await realPathOf(theirs))
+      homes.set(entry.pid, theirs === undefined ? undefined : realPathOf(theirs))
     }
     // A home without a readable sessions folder is refused before a look matters; until then anyone may write it.
-    const sessions = await stat(join(realHome, 'sessions')).catch(() => ({ uid: -1, gid: -1, mode: 0o777 }))
+    const sessions = readIfAllowed(() => statSync(join(realHome, 'sessions'))) ?? { uid: -1, gid: -1, mode: 0o777 }
     return {
       kind: 'looked',
       running: dshProcessesOn(realHome, processes, source.self, (entry) => homes.get(entry.pid), sessions),

@@ -180,6 +180,10 @@ describe('createDshLookout', () => {
       { pid: 19, ppid: 1, argv: ['node', BIN, 'web'], status: 'Uid:\t4001\n' },
       { pid: 21, ppid: 1, argv: ['node', BIN, 'web'], status: 'Uid:\t4001\t4001\nGid:\t4001\t4001\n' },
     ])
+    // Processes that ended while they were read: one gone whole, one gone after its stat.
+    mkdirSync(join(proc, '90'))
+    mkdirSync(join(proc, '91'))
+    writeFileSync(join(proc, '91', 'stat'), '91 (node) S 1 1 1 0')
     const look = createDshLookout({ platform: 'linux', proc, run, self: 15 })
     expect(await look(home)).toEqual({
       kind: 'looked',
