@@ -1,13 +1,14 @@
 /**
- * SPEC.md §10 "Departures from the specification", read as data: each row's sentence, the
- * tests that show its defect, and the edits that revert it. The docs test checks every row
- * against the tests it names; `scripts/revert-departures.sh` reverts each row and runs them.
- * One table, so the two cannot drift. Run as a script, it prints one case a line for the shell:
- * `row|file::perl edit;;file::perl edit|test file|test title pattern`.
+ * SPEC.md §10 "Departures from the specification", read as data: each row's key, sentence and
+ * the tests that show its defect, joined with the edits that revert it
+ * (`harness/departure-reverts.ts`). The docs test checks every row against the tests it names
+ * and its edits; `scripts/revert-departures.sh` reverts each row and runs them. Run as a script,
+ * it prints one case a line for the shell: `key|file::perl edit;;file::perl edit|test file|test title pattern`.
  * @module harness/departures
  */
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { DEPARTURE_REVERTS, type RevertEdit } from './departure-reverts.ts'
 
 /** A test a row names: its file and the start of its title (`…` marks a start, `%j` any value). */
 interface NamedTest {
@@ -15,14 +16,9 @@ interface NamedTest {
   readonly title: string
 }
 
-/** An edit that reverts a departure: a Perl substitution run over one source file. */
-interface RevertEdit {
-  readonly file: string
-  readonly perl: string
-}
-
 /** One row of the table. */
 interface Departure {
+  readonly key: string
   readonly sentence: string
   readonly tests: readonly NamedTest[]
   readonly reverts: readonly RevertEdit[]
@@ -46,19 +42,15 @@ export function readDepartures(spec: string): Departure[] {
   const lines = section.split('\n').filter((line) => line.startsWith('|'))
   const header = cellsOf(lines[0]!)
   const testColumn = header.indexOf('Test')
-  const revertColumn = header.indexOf('Revert')
   return lines.slice(2).map((line) => {
     const cells = cellsOf(line)
+    const key = cells[0]!.replaceAll('`', '')
     const tests: NamedTest[] = []
     let file: string | undefined
     for (const [, path, title] of cells[testColumn]!.matchAll(/`(test\/[^`]+)`|"([^"]+)"/g))
       if (path !== undefined) file = path
       else if (file !== undefined) tests.push({ file, title: title!.replace(/,? …$/, '') })
-    const reverts = [...cells[revertColumn]!.matchAll(/`([^`\s]+)` `([^`]+)`/g)].map(([, path, perl]) => ({
-      file: path!,
-      perl: perl!,
-    }))
-    return { sentence: cells[0]!, tests, reverts }
+    return { key, sentence: cells[1]!, tests, reverts: DEPARTURE_REVERTS[key] ?? [] }
   })
 }
 
@@ -76,9 +68,9 @@ function titlePattern(title: string): string {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const spec = readFileSync(new URL('../SPEC.md', import.meta.url), 'utf8')
-  readDepartures(spec).forEach((departure, index) => {
+  for (const departure of readDepartures(spec)) {
     const edits = departure.reverts.map(({ file, perl }) => `${file}::${perl}`).join(';;')
     for (const { file, title } of departure.tests)
-      process.stdout.write(`${index + 1}|${edits}|${file}|${titlePattern(title)}\n`)
-  })
+      process.stdout.write(`${departure.key}|${edits}|${file}|${titlePattern(title)}\n`)
+  }
 }

@@ -457,8 +457,12 @@ export async function history(
   return { events: value.events.map((entry) => entry.event), projections: value.projections?.values ?? {} }
 }
 
-/** The text of the last real user message in a chat-completions request (DSH adds a runtime-context snapshot). */
-export function lastUserText(body: unknown): string | undefined {
+/**
+ * The text of every user message of a chat request, in order, but DSH's runtime-context message.
+ * @param body - the request body the model server received.
+ * @returns the texts.
+ */
+export function userTexts(body: unknown): string[] {
   const messages = (body as { messages?: { role: string; content: unknown }[] }).messages ?? []
   return messages
     .filter((message) => message.role === 'user')
@@ -468,7 +472,15 @@ export function lastUserText(body: unknown): string | undefined {
         : (message.content as { type: string; text?: string }[]).map((part) => part.text ?? '').join(''),
     )
     .filter((text) => !text.startsWith('Current runtime context.'))
-    .at(-1)
+}
+
+/**
+ * The text of a chat request's last user message, but DSH's runtime-context message.
+ * @param body - the request body the model server received.
+ * @returns the text, or `undefined` when there is none.
+ */
+export function lastUserText(body: unknown): string | undefined {
+  return userTexts(body).at(-1)
 }
 
 /** Poll until `check` returns a value, or fail with `what` after the deadline. */

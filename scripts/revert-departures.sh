@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Each departure of SPEC.md §10 "Departures from the specification", reverted one at a time in a
-# scratch copy of HEAD by the edits its Revert cell gives: every test its Test cell names must then
-# fail. The cases are read from that table (harness/departures.ts), so the two cannot drift; an
-# edit that no longer applies (the code moved) is an error too.
+# scratch copy of HEAD by the edits harness/departure-reverts.ts holds for its key: every test its
+# Test cell names must then fail. The cases are read from the table joined with those edits
+# (harness/departures.ts); an edit that no longer applies (the code moved) is an error too.
 #
 #   bash scripts/revert-departures.sh          the in-process tests (about two minutes)
 #   bash scripts/revert-departures.sh --e2e    also the end-to-end ones (builds the plugin; about 10 minutes)
@@ -18,7 +18,7 @@ ln -s "$root/node_modules" "$scratch/tree/node_modules"
 cd "$scratch/tree" || exit 2
 export PATH="$PWD/node_modules/.bin:$PATH"
 
-# row | file::perl;;file::perl | test file | title pattern
+# key | file::perl;;file::perl | test file | title pattern
 mapfile -t CASES < <(node --experimental-transform-types --disable-warning=ExperimentalWarning harness/departures.ts)
 [[ ${#CASES[@]} -gt 0 ]] || { echo "no departures read from SPEC.md"; exit 2; }
 

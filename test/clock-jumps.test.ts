@@ -4,6 +4,7 @@
  * correction included). The durable log is read back and audited against the sends.
  */
 import { describe, expect, it, vi } from 'vitest'
+import type { LoopDispatchChange } from '../src/types.ts'
 import { advance, loopChanges, persistedLoopChanges, sentTexts } from './support/host.ts'
 import { NOW } from './support/epoch.ts'
 import { failNextLoopAppend, observeAppends } from './support/faults.ts'
@@ -96,11 +97,11 @@ describe('the clock jumps', () => {
     expect(scenario.sent).toEqual([])
     const log = await durable()
     expect(log).toHaveLength(2)
-    const [, correction] = log as { operation: string; id: string; next_at: number }[]
-    expect(correction).toEqual(dispatchRecord(id, correction!.next_at))
+    const correction = log[1] as LoopDispatchChange
+    expect(correction).toEqual(dispatchRecord(id, correction.next_at))
     // Rescheduled by the retry, about a second after the refused attempt: one interval from then.
-    expect(correction!.next_at - 3_600_000 - jumpedTo).toBeLessThanOrEqual(62_000)
-    expect(correction!.next_at - 3_600_000).toBeGreaterThan(jumpedTo)
+    expect(correction.next_at - 3_600_000 - jumpedTo).toBeLessThanOrEqual(62_000)
+    expect(correction.next_at - 3_600_000).toBeGreaterThan(jumpedTo)
   })
 
   it('backwards by two days: the loop is rescheduled durably within a minute, without a send, and fires at its new time, not early', async () => {

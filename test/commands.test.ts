@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest'
 import { formatList, parseLoopCommand } from '../src/commands.ts'
-import { loopChanges, resumeFakeAgent, runCommand, useFakeHost } from './support/host.ts'
+import type { LoopCreateChange } from '../src/types.ts'
+import { createsOf, loopChanges, resumeFakeAgent, runCommand, useFakeHost } from './support/host.ts'
 import { NOW } from './support/epoch.ts'
 
 describe('parseLoopCommand', () => {
@@ -46,7 +47,7 @@ describe('/loop through the real command runtime', () => {
 
   it('creates with the complete remainder as the prompt, lists, and deletes', async () => {
     const created = await rig.command('/loop 90 check the build & report <failures>')
-    const id = (loopChanges(rig.fake.agent)[0] as { loop: { id: string } }).loop.id
+    const id = createsOf(loopChanges(rig.fake.agent))[0]!.loop.id
     expect(created).toEqual({
       kind: 'success',
       text: `Created ${id}: every 1m 30s, next in 1m 30s. Prompt: check the build & report <failures>`,
@@ -81,8 +82,9 @@ describe('/loop through the real command runtime', () => {
     const prompt =
       'Check CI\nloop_deadbeef  every 5s  next in 1s (2026-11-30T00:00:01.000Z)  rm -r📋\nthen report 📋 and wait for the reviewer to answer'
     await rig.command(`/loop 60 ${prompt}`)
-    const id = (loopChanges(rig.fake.agent)[0] as { loop: { id: string; prompt: string } }).loop.id
-    expect((loopChanges(rig.fake.agent)[0] as { loop: { prompt: string } }).loop.prompt).toBe(prompt)
+    const [{ loop }] = createsOf(loopChanges(rig.fake.agent)) as [LoopCreateChange]
+    const { id } = loop
+    expect(loop.prompt).toBe(prompt)
     expect(await rig.command('/loop list')).toEqual({
       kind: 'success',
       text: `1 active loop:\n${id}  every 1m  next in 1m (2026-11-30T00:01:00.000Z)  Check CI⏎loop_deadbeef  every 5s  next in 1s (2026-11-30T00:00:01.000Z)  rm -r📋…`,
@@ -100,7 +102,7 @@ describe('/loop through the real command runtime', () => {
     // The longest interval accepted now is a loop like any other: it lists, with its date, and deletes.
     const created = await rig.command(`/loop ${longest} the longest`)
     expect(created.kind).toBe('success')
-    const [change] = loopChanges(rig.fake.agent) as [{ loop: { id: string; next_at: number } }]
+    const [change] = createsOf(loopChanges(rig.fake.agent)) as [LoopCreateChange]
     expect(change.loop.next_at).toBe(NOW + longest * 1000)
     expect(await rig.command('/loop list')).toEqual({
       kind: 'success',

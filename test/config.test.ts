@@ -269,10 +269,7 @@ describe('configured bounds', () => {
     expect(failureMessageOf(long)).toBe(
       'prompt is 11 characters (UTF-16 code units); the limit is 10 (plugin setting maxPromptLength). Shorten it, or point to a file the agent can read.',
     )
-    expect(loopChanges(fake.agent).map((change) => (change as { operation: string }).operation)).toEqual([
-      'create',
-      'create',
-    ])
+    expect(loopChanges(fake.agent).map((change) => change.operation)).toEqual(['create', 'create'])
   })
 
   it('refuses an invalid row config at load', async () => {

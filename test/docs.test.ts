@@ -16,12 +16,14 @@
  * a code means pasting one row into both READMEs.
  *
  * SPEC.md §10 "Departures from the specification", its table, is checked the same way: every row names
- * test files that exist, test titles each file holds, and edits to files that exist.
+ * test files that exist and test titles each file holds, and has edits to files that exist
+ * (harness/departure-reverts.ts, by the row's key).
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { DEPARTURE_REVERTS } from '../harness/departure-reverts.ts'
 import { readDepartures } from '../harness/departures.ts'
 import { Config } from '../src/config.ts'
 import { bootHost, createFakeAgent, type Host } from './support/host.ts'
@@ -222,6 +224,8 @@ describe("SPEC.md's departures", () => {
 
   it('each name the tests that show their defect, every test named is there, and the edits that revert it', () => {
     expect(departures.length).toBeGreaterThan(10)
+    // Every key of the edits has its row, once.
+    expect(departures.map((departure) => departure.key).sort()).toEqual(Object.keys(DEPARTURE_REVERTS).sort())
     for (const { sentence, tests, reverts } of departures) {
       expect(tests.length, `the tests of "${sentence}"`).toBeGreaterThan(0)
       for (const { file, title } of tests) {

@@ -7,7 +7,7 @@
  * real JSONL persistence and checks it against the heartbeats sent.
  */
 import { describe, expect, it, vi } from 'vitest'
-import { advance, failureMessageOf, failureOf, listedOf, loopChanges, settle } from './support/host.ts'
+import { advance, createsOf, failureMessageOf, failureOf, listedOf, loopChanges, settle } from './support/host.ts'
 import { NOW } from './support/epoch.ts'
 import { FLUSH_FAULT_CAUSE, FLUSH_FAULTS, failFlush, failNextLoopAppend, type FlushFault } from './support/faults.ts'
 import { auditDeliveries } from './support/ledger.ts'
@@ -92,7 +92,7 @@ describe('a flush fails after the append of a tool call', () => {
       const outcome = await rig.tool('loop_create', { prompt: 'half saved', time_in_seconds: 10 })
       const created = loopChanges(rig.fake.agent)
       expect(created).toHaveLength(1)
-      const id = (created[0] as { loop: { id: string } }).loop.id
+      const id = createsOf(created)[0]!.loop.id
       // No success for an unconfirmed change; the error names the loop so the caller can list or delete it.
       expect(failureOf(outcome)).toEqual(unsavedChange('loop_create', id, fault))
       // The caller checks the list, as the error tells it to: the loop is there, and the read flushes nothing.
@@ -285,7 +285,7 @@ describe('the inbox and the log refuse', () => {
     expect(listedOf(listed, 'id')).toEqual([id])
     await advance(10_000, 1000)
     const log = await durable()
-    const dispatches = log.filter((change) => (change as { operation: string }).operation === 'dispatch')
+    const dispatches = log.filter((change) => change.operation === 'dispatch')
     expect(dispatches.length).toBeGreaterThanOrEqual(2)
     // Every heartbeat but the unrecorded one has exactly one dispatch.
     expect(scenario.sent.length).toBe(dispatches.length + 1)

@@ -94,11 +94,7 @@ async function expectIsolated(other: FakeAgent, relation: 'sibling' | 'fork' | '
   // The owner lost nothing and kept firing: two loops, on their own grid.
   const after = await ownerSnapshot()
   expect(after.memory.slice(0, before.memory.length)).toEqual(before.memory)
-  expect(
-    after.memory
-      .slice(before.memory.length)
-      .every((change) => (change as { operation: string }).operation === 'dispatch'),
-  ).toBe(true)
+  expect(after.memory.slice(before.memory.length).every((change) => change.operation === 'dispatch')).toBe(true)
   expect(after.durable).toEqual(after.memory)
   expect((after.projected as { loops: { id: string }[] }).loops.map((loop) => loop.id)).toEqual(ids)
   expect(auditDeliveries(after.durable, ownerSent).violations).toEqual([])

@@ -189,11 +189,7 @@ describe('in the real projection registry', () => {
     expect(own.isError).toBe(false)
     expect(projected(forked.agent.session)).toMatchObject({ loops: [{ prompt: 'fork own' }] })
     // The parent's create, the fork's change naming it as not the fork's own, the fork's create.
-    expect(loopChanges(forked.agent).map((change) => (change as { operation: string }).operation)).toEqual([
-      'create',
-      'fork',
-      'create',
-    ])
+    expect(loopChanges(forked.agent).map((change) => change.operation)).toEqual(['create', 'fork', 'create'])
     await forked.dispose()
   })
 

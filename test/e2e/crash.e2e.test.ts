@@ -13,6 +13,7 @@ import { describe, expect } from 'vitest'
 import {
   createSession,
   lastUserText,
+  userTexts,
   messageText,
   readDurableLog,
   reopenSession,
@@ -143,18 +144,6 @@ function creationOf(log: readonly DurableRecord[], loopId: string): { next_at: n
       entry.type === 'loop/change' && (entry.data as { operation: string; loop?: { id: string } }).loop?.id === loopId,
   )
   return (record!.data as { loop: { next_at: number } }).loop
-}
-
-/** The text of every real user message of a chat request, in order. */
-function userTexts(body: unknown): string[] {
-  const messages = (body as { messages?: { role: string; content: unknown }[] }).messages ?? []
-  return messages
-    .filter((message) => message.role === 'user')
-    .map((message) =>
-      typeof message.content === 'string'
-        ? message.content
-        : (message.content as { text?: string }[]).map((part) => part.text ?? '').join(''),
-    )
 }
 
 /** Heartbeat user messages (what turns consumed) per loop. */

@@ -8,21 +8,26 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import { zstdDecompressSync } from 'node:zlib'
-import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
+import { SessionId } from '@deepseek-ai/dsh-session'
 import fc from 'fast-check'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { DshProcess } from '../../src/release/dsh-processes.ts'
 import { formatReport, runCli } from '../../src/release/cli.ts'
 import type { HomeRelease } from '../../src/release/home.ts'
 import { migrateFormat0 } from '../support/format-migration.ts'
 import { advance, resumeFakeAgent, runCommand, useHosts, type FakeAgent, type Host } from '../support/host.ts'
-import { framesOf, gatedFs, logOf, releaseDone, tallyOf, writeHome } from '../support/release-home.ts'
+import {
+  framesOf,
+  gatedFs,
+  logOf,
+  releaseDone,
+  tallyOf,
+  writeHome,
+  useLoopTypeForgettable,
+} from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
 
-const catalog = KNOWN_SESSION_EVENT_TYPES as Set<string>
-afterEach(() => {
-  catalog.add('loop/change')
-})
+const loopType = useLoopTypeForgettable()
 
 const hosts = useHosts()
 
@@ -126,7 +131,7 @@ describe('a DSH that starts while the release runs', () => {
       return
     }
     // rc.8 without loop opens it, every event DSH wrote in it, the loop records marked.
-    catalog.delete('loop/change')
+    loopType.forget()
     const bare = await hosts.bootKeepingTimers({ root: join(home, 'sessions'), loop: false })
     const events = (await bare.ctx.sessionPersistence.readFrom(SessionId('session-looped'), 0)).events
     expect(typeAndTime(events)).toEqual(typeAndTime(shown))

@@ -3,26 +3,17 @@
  * replacement, a failing write, no permission, a corrupt or torn log among good ones, a log
  * that grows while the release runs. Each leaves every file either as it was or released whole.
  */
-import {
-  appendFileSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  readdirSync,
-  truncateSync,
-  writeFileSync,
-} from 'node:fs'
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, truncateSync, writeFileSync } from 'node:fs'
 import * as fsPromises from 'node:fs/promises'
 import { basename, dirname, join, relative } from 'node:path'
-import { beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { isReleaseTemp } from '../../src/release/release-file.ts'
 import { LOCK_FILE } from '../../src/release/home-lock.ts'
 import { formatReport } from '../../src/release/cli.ts'
 import { PROJECTION_CACHE, releaseHome } from '../../src/release/home.ts'
 import { RELEASE_MODES, type ReleaseMode } from '../../src/release/modes.ts'
 import { useHosts } from '../support/host.ts'
-import { gatedFs, logOf, releaseDone, releaseOptions, releasedFile, writeHome } from '../support/release-home.ts'
+import { gatedFs, releaseDone, releaseOptions, releasedFile, useLoopedLog } from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
 
 /** The release temp files beside a log. */
@@ -30,24 +21,8 @@ function tempsBeside(log: string): string[] {
   return readdirSync(dirname(log)).filter((name) => isReleaseTemp(name))
 }
 
-const hosts = useHosts()
-let written: string
-let original: Buffer
-
-beforeAll(async () => {
-  // One real log with loops, copied fresh for each case.
-  written = logOf((await writeHome(hosts)).home, 'session-looped')
-  original = readFileSync(written)
-})
-
-/** A fresh copy of the real log, alone in a home of its own. */
-function copyOfLog(): { home: string; log: string } {
-  const home = tempDir('loop-release-fault-')
-  const log = join(home, 'sessions', '--project--', 'session-looped', 'session.jsonl.zstd')
-  mkdirSync(dirname(log), { recursive: true })
-  copyFileSync(written, log)
-  return { home, log }
-}
+const looped = useLoopedLog(useHosts())
+const copyOfLog = looped.homeWithLog
 
 const error = (code: string): NodeJS.ErrnoException => Object.assign(new Error(`${code}: simulated`), { code })
 
@@ -89,7 +64,7 @@ describe('a kill at each step of a release', () => {
       const steps: string[] = []
       await releaseDone(reference.home, { mode, fs: gatedFs((step) => void steps.push(step)) })
       const released = readFileSync(reference.log)
-      expect(released.equals(original)).toBe(false)
+      expect(released.equals(looped.written())).toBe(false)
       expect(steps).toEqual(expect.arrayContaining(['fs.stat', 'handle.write', 'handle.sync', 'fs.rename']))
 
       for (let kill = 0; kill < steps.length; kill += 1) {
@@ -98,7 +73,7 @@ describe('a kill at each step of a release', () => {
         await killedRelease(home, mode, kill)
         const at = `kill at step ${kill} (${steps[kill]})`
         const left = readFileSync(log)
-        expect(left.equals(original) || left.equals(released), at).toBe(true)
+        expect(left.equals(looped.written()) || left.equals(released), at).toBe(true)
         // No renumbered log ever sits beside checkpoints of the old numbering.
         if (mode === 'upgrade' && left.equals(released))
           expect(existsSync(join(home, PROJECTION_CACHE)), at).toBe(false)
@@ -110,10 +85,10 @@ describe('a kill at each step of a release', () => {
         expect(
           rerun.files.map((file) => file.status),
           at,
-        ).toEqual([left.equals(original) ? 'released' : mode === 'removal' ? 'already-released' : 'no-loops'])
+        ).toEqual([left.equals(looped.written()) ? 'released' : mode === 'removal' ? 'already-released' : 'no-loops'])
         // Nothing the killed run did is forgotten: the loops it removed, and the folder of originals it left.
         expect(rerun.earlierRemoved, at).toEqual(
-          mode === 'upgrade' && !left.equals(original)
+          mode === 'upgrade' && !left.equals(looped.written())
             ? [
                 {
                   path: log,
@@ -123,7 +98,7 @@ describe('a kill at each step of a release', () => {
               ]
             : [],
         )
-        if (mode === 'upgrade' && !left.equals(original))
+        if (mode === 'upgrade' && !left.equals(looped.written()))
           expect(formatReport(rerun), at).toContain(
             `${relative(home, log)}: 1 active loops were removed by an earlier upgrade release (its original is in ${relative(home, killedFolder(home))}); ` +
               'to recreate them in this session after the upgrade:\n            /loop 2 check the build',
@@ -173,7 +148,7 @@ describe('a failing call', () => {
       }),
     })
     expect(outcome).toMatchObject({ status: 'left', reason: expect.stringMatching(reason) })
-    expect(readFileSync(log).equals(original)).toBe(true)
+    expect(readFileSync(log).equals(looped.written())).toBe(true)
     expect(tempsBeside(log)).toEqual([])
   })
 
@@ -188,7 +163,7 @@ describe('a failing call', () => {
       }),
     })
     expect(outcome).toMatchObject({ status: 'left', reason: 'the disk is full: ENOSPC: simulated' })
-    expect(readFileSync(log).equals(original)).toBe(true)
+    expect(readFileSync(log).equals(looped.written())).toBe(true)
   })
 })
 
@@ -201,7 +176,7 @@ describe('a log that changes while the release runs', () => {
       dryRun: false,
       fs: gatedFs((step) => {
         // The first close is the reader's, at the end of the log: DSH appends a batch right then.
-        if (step === 'handle.close' && closes++ === 0) appendFileSync(log, original.subarray(-40))
+        if (step === 'handle.close' && closes++ === 0) appendFileSync(log, looped.written().subarray(-40))
       }),
     })
     expect(outcome).toMatchObject({
@@ -221,9 +196,9 @@ describe('bad logs among good ones', () => {
       writeFileSync(join(folder(id), name), bytes)
       return join(folder(id), name)
     }
-    const good = place('session-good', 'session.jsonl.zstd', original)
-    const torn = place('session-torn', 'session.jsonl.zstd', original)
-    truncateSync(torn, original.length - 3)
+    const good = place('session-good', 'session.jsonl.zstd', looped.written())
+    const torn = place('session-torn', 'session.jsonl.zstd', looped.written())
+    truncateSync(torn, looped.written().length - 3)
     const notJson = place(
       'session-bad',
       'session.jsonl',

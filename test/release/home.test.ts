@@ -1,9 +1,9 @@
-/** Where a home keeps its session logs (SPEC.md §13 "Leaving loop"). */
+/** Where a home keeps its session logs, and whether a look for DSH lets a release go on (SPEC.md §13 "Leaving loop"). */
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import * as fsPromises from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { findSessionLogs, sessionFolderName } from '../../src/release/home.ts'
+import { dshDecision, findSessionLogs, sessionFolderName } from '../../src/release/home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
 
 describe('sessionFolderName', () => {
@@ -61,5 +61,27 @@ describe('findSessionLogs', () => {
       join(home, 'sessions', '--a--', 'session-1', 'session.jsonl'),
       join(home, 'sessions', '--b--', 'session-1', 'session.jsonl'),
     ])
+  })
+})
+
+describe('dshDecision', () => {
+  const ours = { pid: 10, command: 'node bin.js web', home: '/h' }
+  const unread = { pid: 11, command: 'node bin.js web' }
+  it('goes on only with no DSH on the home, and lets the user vouch for what the system cannot show', () => {
+    expect(dshDecision({ kind: 'looked', running: [] }, false)).toBeUndefined()
+    expect(dshDecision({ kind: 'looked', running: [ours, unread] }, false)).toEqual({
+      kind: 'dsh-running',
+      running: [ours, unread],
+    })
+    expect(dshDecision({ kind: 'looked', running: [ours, unread] }, true)).toEqual({
+      kind: 'dsh-running',
+      running: [ours],
+    })
+    expect(dshDecision({ kind: 'looked', running: [unread] }, true)).toBeUndefined()
+    expect(dshDecision({ kind: 'cannot-look', why: 'no /proc' }, false)).toEqual({
+      kind: 'cannot-look',
+      why: 'no /proc',
+    })
+    expect(dshDecision({ kind: 'cannot-look', why: 'no /proc' }, true)).toBeUndefined()
   })
 })

@@ -3,54 +3,22 @@
  * any step of the first's replacement, refuses and writes nothing; a removal and an upgrade at
  * once are one run and one refusal; a run that died leaves a lock the next run takes over.
  */
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import * as fsPromises from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { dirname, join } from 'node:path'
-import { beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { LOCK_FILE, TAKEOVER_FILE, lockDecision, takeHomeLock, type LockHolder } from '../../src/release/home-lock.ts'
 import { releaseHome, type HomeRefusal } from '../../src/release/home.ts'
 import type { ReleaseFs } from '../../src/release/release-fs.ts'
 import { RELEASE_MODES } from '../../src/release/modes.ts'
 import { isReleaseTemp, releaseFile } from '../../src/release/release-file.ts'
 import { useHosts } from '../support/host.ts'
-import { digests, logOf, releaseDone, releaseOptions, releasedFile, writeHome } from '../support/release-home.ts'
+import { digests, releaseDone, releaseOptions, releasedFile, useLoopedLog } from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
 
-const hosts = useHosts()
-let written: Buffer
-
-beforeAll(async () => {
-  written = readFileSync(logOf((await writeHome(hosts)).home, 'session-looped'))
-})
-
-/** A home holding one copy of the real log with loops. */
-function homeWithLog(): { home: string; log: string } {
-  const home = tempDir('loop-one-run-')
-  const log = join(home, 'sessions', '--project--', 'session-looped', 'session.jsonl.zstd')
-  mkdirSync(dirname(log), { recursive: true })
-  copyFileSync(logPath(), log)
-  return { home, log }
-}
-
-let source: string | undefined
-/** The real log, written once to a file of its own to copy from. */
-function logPath(): string {
-  if (source === undefined) {
-    source = join(tempDir('loop-one-run-source-'), 'session.jsonl.zstd')
-    writeFileSync(source, written)
-  }
-  return source
-}
+const looped = useLoopedLog(useHosts())
+const homeWithLog = looped.homeWithLog
 
 /** The real file system, paused before the `pauseAt`-th call until `resume` is called. */
 function pausingFs(pauseAt: number): { fs: ReleaseFs; paused: Promise<string>; resume: () => void; steps: string[] } {

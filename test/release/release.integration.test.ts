@@ -5,15 +5,20 @@
  */
 import { join, relative } from 'node:path'
 import { zstdDecompressSync } from 'node:zlib'
-import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
-import { afterEach, describe, expect, it } from 'vitest'
+import { SessionId } from '@deepseek-ai/dsh-session'
+import { describe, expect, it } from 'vitest'
 import { advance, listedOf, resumeFakeAgent, runTool, useHosts } from '../support/host.ts'
-import { digests, framesOf, logOf, releaseDone, tallyOf, writeHome } from '../support/release-home.ts'
+import {
+  digests,
+  framesOf,
+  logOf,
+  releaseDone,
+  tallyOf,
+  writeHome,
+  useLoopTypeForgettable,
+} from '../support/release-home.ts'
 
-const catalog = KNOWN_SESSION_EVENT_TYPES as Set<string>
-afterEach(() => {
-  catalog.add('loop/change')
-})
+const loopType = useLoopTypeForgettable()
 
 const hosts = useHosts()
 
@@ -26,13 +31,13 @@ describe('release for removal', () => {
     expect(Object.keys(before).filter((path) => path.endsWith('session.jsonl.zstd'))).toHaveLength(3)
 
     // As written, a host without loop refuses the session.
-    catalog.delete('loop/change')
+    loopType.forget()
     const refusing = await hosts.bootKeepingTimers({ root: join(home, 'sessions'), loop: false })
     await expect(resumeFakeAgent(refusing, 'session-looped')).rejects.toThrow(
       /contains event type "loop\/change" \(seq \d+\) unknown to this harness and not marked ignorable/,
     )
     await hosts.dispose(refusing)
-    catalog.add('loop/change')
+    loopType.restore()
     expect(digests(home)).toEqual(before)
 
     const ids = ['session-looped', 'session-fork', 'session-plain']
@@ -82,7 +87,7 @@ describe('release for removal', () => {
     expect(digests(home)).toEqual(after)
 
     // A host without loop: the type is unknown to it, and the marked rows let it open the sessions.
-    catalog.delete('loop/change')
+    loopType.forget()
     const bare = await hosts.bootKeepingTimers({ root: join(home, 'sessions'), loop: false })
     // Its history is the one written, each loop/change row marked and kept opaque.
     const marked = history.map((events) =>
@@ -97,7 +102,7 @@ describe('release for removal', () => {
       expect(loopRows.every((event) => event.ignorable === true)).toBe(true)
     }
     await hosts.dispose(bare)
-    catalog.add('loop/change')
+    loopType.restore()
 
     // With loop back: the active loop is listed as before.
     const again = await hosts.bootKeepingTimers({ root: join(home, 'sessions') })

@@ -6,19 +6,24 @@
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
-import { KNOWN_SESSION_EVENT_TYPES, SessionId } from '@deepseek-ai/dsh-session'
-import { afterEach, describe, expect, it } from 'vitest'
+import { SessionId } from '@deepseek-ai/dsh-session'
+import { describe, expect, it } from 'vitest'
 import { PROJECTION_CACHE, type HomeRelease } from '../../src/release/home.ts'
 import { BACKUP_FOLDER } from '../../src/release/journal.ts'
 import { migrateFormat0 } from '../support/format-migration.ts'
 import { useHosts, type Host } from '../support/host.ts'
-import { HOME_SESSIONS, digests, logOf, releaseDone, tallyOf, writeHome } from '../support/release-home.ts'
+import {
+  HOME_SESSIONS,
+  digests,
+  logOf,
+  releaseDone,
+  tallyOf,
+  writeHome,
+  useLoopTypeForgettable,
+} from '../support/release-home.ts'
 import { mkdirSync, writeFileSync } from 'node:fs'
 
-const catalog = KNOWN_SESSION_EVENT_TYPES as Set<string>
-afterEach(() => {
-  catalog.add('loop/change')
-})
+const loopType = useLoopTypeForgettable()
 
 const hosts = useHosts()
 
@@ -98,7 +103,7 @@ describe('release for upgrade', () => {
     )
 
     // A host without loop opens each session; its events are the session's own non-loop events, renumbered.
-    catalog.delete('loop/change')
+    loopType.forget()
     const bare = await hosts.bootKeepingTimers({ root: join(home, 'sessions'), loop: false })
     for (const id of HOME_SESSIONS) {
       const kept = (before[id] as readonly StoredEvent[]).filter((event) => event.type !== 'loop/change')

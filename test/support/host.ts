@@ -18,6 +18,7 @@ import { startMockLlmServer, type MockLlmServer, type MockLlmServerOptions } fro
 import { afterEach, beforeEach, vi, type Mock } from 'vitest'
 import type { LoopClock } from '../../src/clock.ts'
 import { LoopRuntime } from '../../src/loop.ts'
+import type { LoopChange, LoopCreateChange } from '../../src/types.ts'
 import { AGENT_OPTIONS, composeHost, createRootAgent, resumeRootAgent } from '../../harness/compose-host.ts'
 import { NOW } from './epoch.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
@@ -190,9 +191,21 @@ export async function resumeFakeAgent(host: Host, id: string): Promise<FakeAgent
   return finish(await resumeRootAgent(host.ctx, id, setup))
 }
 
-/** Every `loop/change` payload in a session, in log order. */
-export function loopChanges(agent: Agent): unknown[] {
-  return agent.session.events.filter((event) => event.type === 'loop/change').map((event) => event.data)
+/**
+ * Every `loop/change` payload in a session, in log order: the one place a test reads them as the
+ * records this build writes (a test that writes a malformed one reads `agent.session.events`).
+ */
+export function loopChanges(agent: Agent): LoopChange[] {
+  return agent.session.events.filter((event) => event.type === 'loop/change').map((event) => event.data as LoopChange)
+}
+
+/**
+ * The creates among loop changes.
+ * @param changes - payloads, in log order.
+ * @returns the creates, in order.
+ */
+export function createsOf(changes: readonly LoopChange[]): LoopCreateChange[] {
+  return changes.filter((change): change is LoopCreateChange => change.operation === 'create')
 }
 
 // Captured before any test fakes the clock: real waits let persistence I/O finish.
@@ -230,13 +243,13 @@ export async function advance(ms: number, step = 250): Promise<void> {
  * @param id - session id.
  * @returns payloads in log order.
  */
-export async function persistedLoopChanges(host: Host, id: string): Promise<unknown[]> {
+export async function persistedLoopChanges(host: Host, id: string): Promise<LoopChange[]> {
   const raw = await host.ctx.sessionPersistence.readRaw(SessionId(id))
   if (raw === undefined) return []
   return raw.content
     .split('\n')
     .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as { type: string; data: unknown })
+    .map((line) => JSON.parse(line) as { type: string; data: LoopChange })
     .filter((record) => record.type === 'loop/change')
     .map((record) => record.data)
 }

@@ -3,11 +3,13 @@
  * @module test/support/release-home
  */
 import { createHash } from 'node:crypto'
-import { readFileSync, readdirSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
 import * as fsPromises from 'node:fs/promises'
 import { hostname } from 'node:os'
-import { join, relative } from 'node:path'
-import { expect } from 'vitest'
+import { dirname, join, relative } from 'node:path'
+import { KNOWN_SESSION_EVENT_TYPES } from '@deepseek-ai/dsh-session'
+import { afterEach, beforeAll, expect } from 'vitest'
+import { LOOP_CHANGE_EVENT } from '../../src/fold.ts'
 import { releaseHome, type HomeRelease, type HomeReleaseOptions } from '../../src/release/home.ts'
 import { LogRefusal } from '../../src/release/log-format.ts'
 import { releaseFile, type FileOutcome, type ReleaseFileOptions } from '../../src/release/release-file.ts'
@@ -210,4 +212,46 @@ export async function releasedFile(path: string, options: ReleaseFileOptions): P
   const done = await releaseFile(path, options)
   if ('stopped' in done) throw new Error(`the release stopped at ${path}`)
   return done.outcome
+}
+
+/** A real log with loops, written once for a test file, and fresh homes holding a copy of it. */
+export interface LoopedLog {
+  /** The log's bytes as the host wrote them. */
+  written(): Buffer
+  /** A home of its own holding a fresh copy of the log as `session-looped`'s. */
+  homeWithLog(): { home: string; log: string }
+}
+
+/**
+ * Write, once for the test file (`beforeAll`), the `session-looped` log of {@link writeHome}.
+ * @param hosts - the test file's hosts.
+ * @returns the log's bytes, and a maker of homes holding a copy.
+ */
+export function useLoopedLog(hosts: Hosts): LoopedLog {
+  let source: string | undefined
+  beforeAll(async () => {
+    source = logOf((await writeHome(hosts)).home, 'session-looped')
+  })
+  return {
+    written: () => readFileSync(source!),
+    homeWithLog: () => {
+      const home = tempDir('loop-release-home-')
+      const log = join(home, 'sessions', '--project--', 'session-looped', 'session.jsonl.zstd')
+      mkdirSync(dirname(log), { recursive: true })
+      copyFileSync(source!, log)
+      return { home, log }
+    },
+  }
+}
+
+/**
+ * rc.8's event catalog without `loop/change`, as in a host without `loop`, for as long as a test
+ * needs it: `forget` takes the type out, and it is put back by `restore` or after each test.
+ * @returns the two steps.
+ */
+export function useLoopTypeForgettable(): { forget(): void; restore(): void } {
+  const catalog = KNOWN_SESSION_EVENT_TYPES as Set<string>
+  const restore = () => void catalog.add(LOOP_CHANGE_EVENT)
+  afterEach(restore)
+  return { forget: () => void catalog.delete(LOOP_CHANGE_EVENT), restore }
 }

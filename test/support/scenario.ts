@@ -5,6 +5,7 @@
  * through the real JSONL persistence and audited against them.
  */
 import { afterEach, beforeEach, expect, vi } from 'vitest'
+import type { LoopChange } from '../../src/types.ts'
 import { persistedLoopChanges, useFakeHost, type HostFixture } from './host.ts'
 import { auditDeliveries, recordHeartbeats, type DeliveryAudit, type SentHeartbeat } from './ledger.ts'
 
@@ -15,7 +16,7 @@ export interface Scenario {
   /** The heartbeats the test's agent was sent, in order, recorded afresh for each test. */
   readonly sent: SentHeartbeat[]
   /** The durable `loop/change` records of a session, the test's unless named. */
-  durable(session?: string): Promise<unknown[]>
+  durable(session?: string): Promise<LoopChange[]>
   /** Audit a session's durable log (the test's unless named) against heartbeats (the test agent's unless given); the audit must find nothing. */
   expectConsistent(session?: string, heartbeats?: readonly SentHeartbeat[]): Promise<DeliveryAudit>
 }
