@@ -323,10 +323,19 @@ export async function runCli(argv: readonly string[], io: CliProcess): Promise<n
   if (release.kind !== 'done') {
     io.stderr(`dsh-plugin-loop: ${formatRefusal(release)}\n`)
     if (parsed.json) io.stdout(`${JSON.stringify(release, null, 2)}\n`)
-    return release.kind === 'locked' ? EXIT.locked : EXIT.dshRunning
-  }
-  io.stdout(`${parsed.json ? JSON.stringify(release, null, 2) : formatReport(release)}\n`)
-  if (release.stoppedBy !== undefined) return EXIT.dshRunning
+  } else io.stdout(`${parsed.json ? JSON.stringify(release, null, 2) : formatReport(release)}\n`)
+  return exitCodeOf(release)
+}
+
+/**
+ * The exit code of a release ({@link EXIT}).
+ * @param release - what the release did, or why it did not start.
+ * @returns 3 or 4 for a refusal; 4 for a run a DSH (or no way to look) stopped; 1 when a log was
+ *   left or written by a DSH meanwhile; else 0.
+ */
+export function exitCodeOf(release: HomeRelease | HomeRefusal): number {
+  if (release.kind === 'locked') return EXIT.locked
+  if (release.kind !== 'done' || release.stoppedBy !== undefined) return EXIT.dshRunning
   return release.files.some((file) => file.status === 'left' || file.status === 'written-meanwhile')
     ? EXIT.left
     : EXIT.done

@@ -12,7 +12,7 @@ import { SessionId } from '@deepseek-ai/dsh-session'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { DshProcess } from '../../src/release/dsh-processes.ts'
-import { formatReport, runCli } from '../../src/release/cli.ts'
+import { exitCodeOf, formatReport, runCli } from '../../src/release/cli.ts'
 import type { HomeRelease } from '../../src/release/home.ts'
 import { migrateFormat0 } from '../support/format-migration.ts'
 import { advance, resumeFakeAgent, runCommand, useHosts, type FakeAgent, type Host } from '../support/host.ts'
@@ -247,25 +247,56 @@ describe('a process list that cannot be read once the release has started', () =
  * A DSH with the session open: each append opens the log by path and writes one row, as rc.8
  * does, counting on from the seq after the last event of the file it read when it opened it.
  */
-function fakeDsh(path: string): { append: () => void; wrote: string[] } {
+function fakeDsh(path: string): { open: () => void; append: () => void; wrote: string[] } {
   let next: number | undefined
   const wrote: string[] = []
+  const open = () => {
+    const rows = readFileSync(path, 'utf8').trimEnd().split('\n')
+    next = rows.length === 1 ? 0 : (JSON.parse(rows.at(-1)!) as { seq: number }).seq + 1
+  }
   return {
     wrote,
+    open,
     append: () => {
-      if (next === undefined) {
-        const rows = readFileSync(path, 'utf8').trimEnd().split('\n')
-        next = rows.length === 1 ? 0 : (JSON.parse(rows.at(-1)!) as { seq: number }).seq + 1
-      }
+      if (next === undefined) open()
       const name = `dsh-${wrote.length}`
-      appendFileSync(path, `${commandRow(next, name)}\n`)
+      appendFileSync(path, `${commandRow(next!, name)}\n`)
       wrote.push(name)
-      next += 1
+      next! += 1
     },
   }
 }
 
 describe('DSH appends at any step of a release', () => {
+  it('right after the rename, into the new file only, are seen at the end: WRITTEN, not released, exit 1', async () => {
+    const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
+    const [log] = paths as [string]
+    const dsh = fakeDsh(log)
+    let renamed = false
+    const fs = gatedFs((step, args) => {
+      if (renamed) {
+        // Once the new file is in place it writes on, in the numbering it read.
+        renamed = false
+        dsh.append()
+      } else if (step === 'fs.rename' && args[1] === log) {
+        // It opens the session while the release holds the original.
+        dsh.open()
+        renamed = true
+      }
+    })
+    const release = await releaseDone(home, { mode: 'upgrade', fs })
+    expect(release.files).toMatchObject([{ status: 'written-meanwhile' }])
+    expect(exitCodeOf(release)).toBe(1)
+    expect(formatReport(release)).toMatch(/^WRITTEN   s  /m)
+    expect(readFileSync(log, 'utf8').trimEnd().split('\n').at(-1)).toBe(commandRow(12, 'dsh-0'))
+    // The rerun rebuilds it: the row follows the original's numbering, renumbered with it.
+    const rerun = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1) })
+    expect(rerun.files).toMatchObject([{ status: 'released', rebuiltFrom: expect.any(String) }])
+    expect(readFileSync(log, 'utf8').trimEnd().split('\n').at(-1)).toBe(
+      commandRow(12, 'dsh-0').replace('"seq":12', '"seq":9'),
+    )
+  })
+
   it.each(['removal', 'upgrade'] as const)(
     '%s: after a rerun with DSH stopped, every event DSH appended is in the log, numbered without a gap',
     async (mode) => {
