@@ -90,13 +90,17 @@ export class LoopRuntime {
   /** The agent's inbox, for deliveries, the delete's withdrawal and the claims DSH reports. */
   private readonly inbox: HeartbeatInbox
   private readonly timer: WakeTimer
-  private tail: Promise<void> = Promise.resolve()
+  /** The end of the queue: every tool call and drive runs after the one before it ({@link enqueue}). */
+  private queueEnd: Promise<void> = Promise.resolve()
+  /** The pump that runs requested drives one after another, while it runs ({@link drain}). */
   private draining: Promise<void> | undefined
-  private requested = false
+  /** A drive was asked for since the pump last started one. */
+  private driveRequested = false
   /** Set once {@link dispose} begins: nothing new starts, and a late timer or retry arms nothing. */
   private disposing = false
   /** Why this runtime failed closed ({@link failClosed}); every later call is told it. */
   private fault: LoopError | undefined
+  /** {@link dispose}'s one run, which every later call of it awaits. */
   private disposal: Promise<void> | undefined
   private retryDelay = FIRST_RETRY_DELAY_MS
 
@@ -145,7 +149,7 @@ export class LoopRuntime {
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
   requestDrive(): void {
     if (this.options.oneShotHost || this.disposing || this.fault !== undefined || !this.isLive()) return
-    this.requested = true
+    this.driveRequested = true
     if (this.draining !== undefined) return
     // The pump belongs to no caller: a tool call or timer that merely starts it must not own its turns.
     this.draining = this.ctx.agents.withoutInitiator(() => this.drain())
@@ -156,13 +160,13 @@ export class LoopRuntime {
    * flushed (SPEC.md §6 "Persistence"), so a read works while saving fails.
    * @param label - the tool name, for messages.
    * @param signal - the call's cancellation signal.
-   * @param read - receives the fold.
-   * @returns what `read` returns.
+   * @param readFold - receives the fold.
+   * @returns what `readFold` returns.
    */
-  read<T>(label: string, signal: AbortSignal, read: (fold: LoopFold) => T): Promise<T> {
+  read<T>(label: string, signal: AbortSignal, readFold: (fold: LoopFold) => T): Promise<T> {
     return this.enqueue(async () => {
       this.assertRunnable(label, signal)
-      return read(this.soundFold())
+      return readFold(this.soundFold())
     })
   }
 
@@ -200,9 +204,9 @@ export class LoopRuntime {
   dispose(): Promise<void> {
     this.disposal ??= (async () => {
       this.disposing = true
-      this.requested = false
+      this.driveRequested = false
       this.timer.clear()
-      await Promise.allSettled([this.tail, this.draining])
+      await Promise.allSettled([this.queueEnd, this.draining])
     })()
     return this.disposal
   }
@@ -235,8 +239,8 @@ export class LoopRuntime {
 
   /** Queue an operation behind every earlier one, keeping the queue alive after failures. */
   private enqueue<T>(operation: () => Promise<T>): Promise<T> {
-    const run = this.tail.then(operation)
-    this.tail = run.then(
+    const run = this.queueEnd.then(operation)
+    this.queueEnd = run.then(
       () => undefined,
       () => undefined,
     )
@@ -246,8 +250,8 @@ export class LoopRuntime {
   /** Run queued drives until no request is pending; an unexpected failure fails this runtime closed. */
   private async drain(): Promise<void> {
     try {
-      while (this.requested && !this.disposing && this.fault === undefined) {
-        this.requested = false
+      while (this.driveRequested && !this.disposing && this.fault === undefined) {
+        this.driveRequested = false
         await this.enqueue(() => this.driveOnce())
       }
       /* v8 ignore start -- defensive: no known host failure reaches here; it keeps a bug from becoming an unhandled rejection in the host. */

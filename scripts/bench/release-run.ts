@@ -10,6 +10,7 @@ import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { createDshLookout } from '../../src/release/dsh-processes.ts'
 import { releaseHome } from '../../src/release/home.ts'
+import { RELEASE_MODES } from '../../src/release/modes.ts'
 import { decodeFrame, encodeFrame, readFrames } from '../../src/release/zstd-frames.ts'
 
 /** Frames between the floor's minor collections. */
@@ -53,11 +54,12 @@ else if (releaseFolder !== undefined) {
     throw new Error(`the ${side} release of the home did not release every log: ${JSON.stringify(done).slice(0, 2000)}`)
 } else {
   // The whole command on a home of one log, as a user runs it: lock, process check, release, backup.
-  const release = await releaseHome({ ...options(side, path), lookForDsh: createDshLookout() })
+  const settings = options(side, path)
+  const release = await releaseHome({ ...settings, lookForDsh: createDshLookout() })
   const outcome = release.kind === 'done' ? release.files[0] : undefined
   if (outcome?.status !== 'released')
     throw new Error(`the ${side} release did not release the log: ${JSON.stringify(release)}`)
-  rows = outcome.tally.marked + outcome.tally.removed
+  rows = RELEASE_MODES[settings.mode].written(outcome.tally)
 }
 const ms = performance.now() - started
 process.stdout.write(JSON.stringify({ ms, maxRssBytes: process.resourceUsage().maxRSS * 1024, rows }))

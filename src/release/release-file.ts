@@ -13,7 +13,7 @@ import type { Replacement } from './journal.ts'
 import { LaterFormat, LogRefusal, cutShort, type LogHeader } from './log-format.ts'
 import type { ReleaseModeStages, Tally } from './modes.ts'
 import { errorCode, linkImpossible, readChunks, type ReleaseFs } from './release-fs.ts'
-import { changed, createRewrite, type LogRewrite } from './rewrite.ts'
+import { createRewrite, type LogRewrite } from './rewrite.ts'
 import { decodeFrame, encodeFrame, readFrames } from './zstd-frames.ts'
 
 /** What became of one log. */
@@ -252,23 +252,26 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
       temp = tempPathOf(real)
       return fs.open(temp, 'wx', Number(before.mode) & 0o7777)
     }
-    // A dry run only reads; a log its mode counts first is written in a second pass.
-    const countsFirst = (header: LogHeader) => options.dryRun || stages.countsFirst(header)
+    // A dry run only reads; a log its mode counts first (asked once, of the header) is written in a second pass.
+    let countedFirst = false
     const writeAll = rebuild !== undefined
     let out = await rewritePass(
       sources,
       compressed,
       rewrite,
-      (header) => (countsFirst(header) ? undefined : openTemp),
+      (header) => {
+        countedFirst = stages.countsFirst(header)
+        return options.dryRun || countedFirst ? undefined : openTemp
+      },
       writeAll,
     )
     const { header } = rewrite
-    if (!options.dryRun && header !== undefined && stages.countsFirst(header) && (writeAll || changed(rewrite.tally))) {
-      rewrite = createRewrite(stages, { header, renumbering: rewrite.renumbering })
+    if (!options.dryRun && countedFirst) {
+      rewrite = createRewrite(stages, { header: header!, renumbering: rewrite.renumbering })
       out = await rewritePass(sources, compressed, rewrite, () => openTemp, writeAll)
     }
-    const settledOutcome = settled(path, rewrite, rebuild?.original)
-    if (out === undefined) return { outcome: settledOutcome }
+    const outcome = readOutcome(path, rewrite, stages, rebuild?.original)
+    if (out === undefined) return { outcome }
     let written
     try {
       // The new file keeps the log's mode (not the umask's) and owner.
@@ -312,7 +315,7 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
       }
     }
     return {
-      outcome: { ...settledOutcome, ...(backup === undefined ? {} : { backup }) },
+      outcome: { ...outcome, ...(backup === undefined ? {} : { backup }) },
       ...(replacement === undefined ? {} : { replacement }),
     }
   } catch (error) {
@@ -337,10 +340,19 @@ async function appendRange(fs: ReleaseFs, from: FileHandle, start: number, to: s
 }
 
 /** The outcome of a log read to its end: released (or, in a dry run, to be released), or why nothing was written. */
-function settled(path: string, rewrite: LogRewrite, rebuiltFrom: string | undefined): FileOutcome {
+function readOutcome(
+  path: string,
+  rewrite: LogRewrite,
+  stages: ReleaseModeStages,
+  rebuiltFrom: string | undefined,
+): FileOutcome {
   const { tally, loops } = rewrite
   const status =
-    rebuiltFrom !== undefined || changed(tally) ? 'released' : tally.alreadyMarked > 0 ? 'already-released' : 'no-loops'
+    rebuiltFrom !== undefined || stages.written(tally) > 0
+      ? 'released'
+      : tally.alreadyMarked > 0
+        ? 'already-released'
+        : 'no-loops'
   const outcome = {
     path,
     sessionId: rewrite.header?.id,

@@ -64,7 +64,7 @@ export class Renumbering {
    * @param where - the field that names it, for a refusal.
    * @returns its new seq.
    */
-  event(seq: unknown, where: string): number {
+  namedEvent(seq: unknown, where: string): number {
     if (!isCount(seq)) throw new LogRefusal(`${where} is not a seq`)
     const through = this.removedThrough(seq)
     if (through > 0 && this.removed[through - 1] === seq) throw new LogRefusal(`${where} names a loop/change row`)
@@ -100,22 +100,22 @@ export class Renumbering {
 function renumberField(value: unknown, reference: SeqReference, renumbering: Renumbering, where: string): unknown {
   switch (reference) {
     case 'seq':
-      return renumbering.event(value, where)
+      return renumbering.namedEvent(value, where)
     case 'through':
       return renumbering.through(value, where)
     case 'count':
       return renumbering.count(value, where)
     case 'seqs':
       if (!Array.isArray(value)) throw new LogRefusal(`${where} is not a list of seqs`)
-      return value.map((seq, index) => renumbering.event(seq, `${where}[${index}]`))
+      return value.map((seq, index) => renumbering.namedEvent(seq, `${where}[${index}]`))
     case 'surface':
       return value === 'append' ? value : renumberField(value, 'range', renumbering, where)
     case 'range':
       if (!isRecord(value)) throw new LogRefusal(`${where} is not a range`)
       return {
         ...value,
-        start: renumbering.event(value['start'], `${where}.start`),
-        end: renumbering.event(value['end'], `${where}.end`),
+        start: renumbering.namedEvent(value['start'], `${where}.start`),
+        end: renumbering.namedEvent(value['end'], `${where}.end`),
       }
   }
 }

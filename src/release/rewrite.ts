@@ -125,12 +125,3 @@ interface PlacedEdit {
   readonly next: number
   readonly edit: NonNullable<RowEdit>
 }
-
-/**
- * Whether a rewrite changed anything: a log it did not change is left as it is.
- * @param tally - the finished rewrite's counts.
- * @returns true when the file must be replaced.
- */
-export function changed(tally: Readonly<Tally>): boolean {
-  return tally.marked > 0 || tally.removed > 0
-}

@@ -10,12 +10,12 @@ describe('Renumbering', () => {
     renumbering.remove(2)
     renumbering.remove(5)
     expect(renumbering.removedCount).toBe(2)
-    expect([0, 1, 3, 4, 6, 9].map((seq) => renumbering.event(seq, 'x'))).toEqual([0, 1, 2, 3, 4, 7])
-    expect(refusal(() => renumbering.event(5, 'data.sourceEventSeq'))).toBe(
+    expect([0, 1, 3, 4, 6, 9].map((seq) => renumbering.namedEvent(seq, 'x'))).toEqual([0, 1, 2, 3, 4, 7])
+    expect(refusal(() => renumbering.namedEvent(5, 'data.sourceEventSeq'))).toBe(
       'data.sourceEventSeq names a loop/change row',
     )
-    expect(refusal(() => renumbering.event(-1, 'seq'))).toBe('seq is not a seq')
-    expect(refusal(() => renumbering.event('3', 'seq'))).toBe('seq is not a seq')
+    expect(refusal(() => renumbering.namedEvent(-1, 'seq'))).toBe('seq is not a seq')
+    expect(refusal(() => renumbering.namedEvent('3', 'seq'))).toBe('seq is not a seq')
   })
 
   it('maps "through" to the last kept event at or before it, and counts a prefix', () => {

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest'
 import { LogRefusal } from '../../src/release/log-format.ts'
 import { RELEASE_MODES } from '../../src/release/modes.ts'
-import { changed, createRewrite } from '../../src/release/rewrite.ts'
+import { createRewrite } from '../../src/release/rewrite.ts'
 
 const header = '{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}'
 const row = (type: string, seq: number, data: unknown = {}) => JSON.stringify({ type, seq, time: seq, data })
@@ -22,7 +22,7 @@ describe('createRewrite', () => {
       `${row('user/message', 1)}\n${row('loop/change', 2).slice(0, -1)},"ignorable":true}\n`,
     )
     expect(rewrite.tally).toEqual({ rows: 3, marked: 1, alreadyMarked: 0, removed: 0 })
-    expect(changed(rewrite.tally)).toBe(true)
+    expect(RELEASE_MODES.removal.written(rewrite.tally)).toBe(1)
   })
 
   it('removal: counts the rows an earlier run marked, and refuses a loop row that does not end as JSON does', () => {
@@ -30,7 +30,7 @@ describe('createRewrite', () => {
     rewrite.batch(batch(header))
     expect(rewrite.batch(batch(`${row('loop/change', 0).slice(0, -1)},"ignorable":true}`))).toBeUndefined()
     expect(rewrite.tally).toEqual({ rows: 1, marked: 0, alreadyMarked: 1, removed: 0 })
-    expect(changed(rewrite.tally)).toBe(false)
+    expect(RELEASE_MODES.removal.written(rewrite.tally)).toBe(0)
     expect(() => rewrite.batch(batch('{"type":"loop/change","seq":1,"data":{'))).toThrow(
       new LogRefusal('row 2 does not end as a JSON object does'),
     )
