@@ -24,7 +24,7 @@ import { flushSession } from './persistence.ts'
 import { createReport, type LoopReport } from './report.ts'
 import { WakeTimer, realClock, type LoopClock } from './clock.ts'
 import { describeError } from './shared/format.ts'
-import type { LoopChange, LoopCreateChange, LoopDeleteChange, LoopRecord } from './types.ts'
+import type { LoopChange, LoopCreateChange, LoopDeleteChange, LoopForkChange, LoopRecord } from './types.ts'
 
 /** First retry delay after a failed drive (flush, send); doubles up to {@link MAX_RETRY_DELAY_MS}. */
 const FIRST_RETRY_DELAY_MS = 1_000
@@ -87,6 +87,8 @@ export class LoopRuntime {
   private readonly report: LoopReport
   /** The session's fold, read from the log at first need; undefined until then. */
   private fold: LoopFold | undefined
+  /** A fork's `fork` change, found at the first read and appended before the runtime's first change or drive. */
+  private pendingFork: LoopForkChange | undefined
   /** The agent's inbox, for deliveries, the delete's withdrawal and the claims DSH reports. */
   private readonly inbox: HeartbeatInbox
   private readonly timer: WakeTimer
@@ -292,8 +294,9 @@ export class LoopRuntime {
    * Read the log once: the open turn, for the inbox, and the fold. Events
    * inherited through a fork seed are the parent's, never this session's. DSH web
    * shows a session that is not open by folding its whole log, so a fork whose log
-   * still shows inherited loops names them once here, appending a `fork` change,
-   * which that reading drops (the next flush saves it).
+   * still shows inherited loops names them in a `fork` change, which that reading
+   * drops; it waits for the runtime's first change or drive, so a refused call
+   * appends nothing (the next flush saves it).
    */
   private readLogAndNameInheritedLoops(): LoopFold {
     const { events, header } = this.agent.session
@@ -301,13 +304,21 @@ export class LoopRuntime {
     this.inbox.readOpenTurn(events, from)
     const fold = foldLoopEvents(events, from)
     const inherited = from > 0 && fold.corrupt === undefined ? inheritedLoopIds(events, fold) : []
-    if (inherited.length === 0) return fold
-    return foldLoopChange(fold, this.agent.session.append(LOOP_CHANGE_EVENT, forkChange(inherited)).data)
+    if (inherited.length > 0) this.pendingFork = forkChange(inherited)
+    return fold
+  }
+
+  /** Append a fork's pending `fork` change, once; it drops no loop of the fold, which reads from the seed. */
+  private appendPendingFork(): void {
+    if (this.pendingFork === undefined) return
+    this.agent.session.append(LOOP_CHANGE_EVENT, this.pendingFork)
+    this.pendingFork = undefined
   }
 
   /** Append one change to the fold it was decided on, and fold it. */
   private append(change: LoopChange): void {
     const fold = this.soundFold()
+    this.appendPendingFork()
     const event = this.agent.session.append(LOOP_CHANGE_EVENT, change)
     this.fold = foldLoopChange(fold, event.data)
   }
@@ -358,6 +369,12 @@ export class LoopRuntime {
     if (this.disposing || !this.isLive()) return
     const fold = this.foldUnlessCorrupt()
     if (fold === undefined) return
+    try {
+      this.appendPendingFork()
+    } catch (error) {
+      this.retryLater(`the fork's record of its inherited loops could not be appended: ${describeError(error)}`)
+      return
+    }
     const decision = decideDrive(fold.loops, this.clock.now(), this.isArchived())
     if (decision.kind === 'wait') {
       this.retryDelay = FIRST_RETRY_DELAY_MS

@@ -15,7 +15,7 @@ import { MAX_TIMER_WAIT_MS } from '../src/drive.ts'
 import { createChange, deleteChange } from '../src/fold.ts'
 import type { LoopRuntime } from '../src/loop.ts'
 import { registerLoopTools } from '../src/tools.ts'
-import { failFlush, holdFlushes, observeAppends, observeFlushes } from './support/faults.ts'
+import { failFlush, failNextLoopAppend, holdFlushes, observeAppends, observeFlushes } from './support/faults.ts'
 import { heartbeatText } from './support/heartbeat-xml.ts'
 import { heartbeatMessage } from './support/loop-fixtures.ts'
 import { ManualClock } from './support/manual-clock.ts'
@@ -23,6 +23,7 @@ import {
   advance,
   AGENT_OPTIONS,
   createFakeAgent,
+  createRelatedFakeAgent,
   failureMessageOf,
   failureOf,
   loopChanges,
@@ -429,6 +430,39 @@ describe('the queue, driven directly', () => {
     await settle()
     expect(agent.send).not.toHaveBeenCalled()
     expect(loopChanges(agent.agent)).toHaveLength(1)
+  })
+
+  it("holds a fork's record of its inherited loops for its first change or drive: a refused call appends nothing", async () => {
+    agent.agent.session.append(
+      'loop/change',
+      createChange({ id: 'loop_parent', prompt: "the parent's", time_in_seconds: 60, next_at: Date.now() + 60_000 }),
+    )
+    const fork = await createRelatedFakeAgent(bare, 'ses-queue-fork', 'fork', agent.agent)
+    const own = () =>
+      fork.agent.session.events
+        .slice(fork.agent.session.header.seedLength)
+        .filter((event) => event.type === 'loop/change')
+        .map((event) => event.data)
+    const runtime = ownRuntime(bare, fork.agent)
+    // A call refused over the fold reads the log, and appends nothing.
+    const refused = new LoopError('loop_not_found', 'No active loop loop_parent.')
+    await expect(
+      runtime.transact('loop_delete', signal(), () => {
+        throw refused
+      }),
+    ).rejects.toBe(refused)
+    expect(own()).toEqual([])
+    // Its first drive appends it; an append that throws is retried a second later.
+    failNextLoopAppend(fork.agent.session)
+    runtime.start()
+    await vi.advanceTimersByTimeAsync(0)
+    expect(own()).toEqual([])
+    await advance(1000)
+    expect(own()).toEqual([{ version: 1, operation: 'fork', ids: ['loop_parent'] }])
+    // Once: a change after it appends only itself.
+    await runtime.transact('loop_delete', signal(), () => ({ result: undefined }))
+    expect(own()).toHaveLength(1)
+    await runtime.dispose()
   })
 
   it('a runtime for an agent that is not a live root never drives or transacts', async () => {
