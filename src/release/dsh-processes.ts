@@ -45,30 +45,15 @@ export type DshLook =
   | { readonly kind: 'cannot-look'; readonly why: string }
 
 /** Node options whose value is the next argument (`node -r ./preload.js bin.js`). */
-const NODE_OPTIONS_WITH_VALUE = new Set([
-  '-r',
-  '--require',
-  '--import',
-  '--loader',
-  '--experimental-loader',
-  '-C',
-  '--conditions',
-  '--title',
-  '--input-type',
-  '--inspect-port',
-  '--debug-port',
-  '--env-file',
-  '--env-file-if-exists',
-  '--cpu-prof-dir',
-  '--heap-prof-dir',
-  '--diagnostic-dir',
-  '--report-dir',
-  '--redirect-warnings',
-  '--secure-heap',
-  '--secure-heap-min',
-  '--disable-warning',
-  '--stack-trace-limit',
-])
+const NODE_OPTIONS_WITH_VALUE = new Set(
+  [
+    '-r --require --import --loader --experimental-loader -C --conditions --title --input-type --inspect-port',
+    '--debug-port --env-file --env-file-if-exists --cpu-prof-dir --heap-prof-dir --diagnostic-dir --report-dir',
+    '--redirect-warnings --secure-heap --secure-heap-min --disable-warning --stack-trace-limit',
+  ]
+    .join(' ')
+    .split(' '),
+)
 
 /** Node options after which no entry file runs: the program is given inline. */
 const NODE_INLINE_PROGRAM = new Set(['-e', '--eval', '-p', '--print'])
