@@ -10,7 +10,7 @@ import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { createDshLookout } from '../../src/release/dsh-processes.ts'
 import { releaseHome } from '../../src/release/home.ts'
-import { RELEASE_MODES } from '../../src/release/modes.ts'
+import { RELEASE_MODES, type ReleaseMode, type ReleaseModeName } from '../../src/release/modes.ts'
 import { decodeFrame, encodeFrame, readFrames } from '../../src/release/zstd-frames.ts'
 
 /** Frames between the floor's minor collections. */
@@ -49,26 +49,42 @@ else if (releaseFolder !== undefined) {
   const { createDshLookout: lookout } = (await import(
     join(releaseFolder, 'dsh-processes.ts')
   )) as typeof import('../../src/release/dsh-processes.ts')
-  const done = await release({ ...options(side, path), lookForDsh: lookout() })
+  const { RELEASE_MODES: modes } = (await import(
+    join(releaseFolder, 'modes.ts')
+  )) as typeof import('../../src/release/modes.ts')
+  const mode = modes[modeName(side)]
+  // An earlier release (before its modes created stages) took the mode by its name.
+  const done = await release({
+    ...options(path),
+    mode: 'createStage' in mode ? mode : (modeName(side) as unknown as ReleaseMode),
+    lookForDsh: lookout(),
+  })
   if (done.kind !== 'done' || done.files.some((file) => file.status !== 'released'))
     throw new Error(`the ${side} release of the home did not release every log: ${JSON.stringify(done).slice(0, 2000)}`)
 } else {
   // The whole command on a home of one log, as a user runs it: lock, process check, release, backup.
-  const settings = options(side, path)
-  const release = await releaseHome({ ...settings, lookForDsh: createDshLookout() })
+  const release = await releaseHome({
+    ...options(path),
+    mode: RELEASE_MODES[modeName(side)],
+    lookForDsh: createDshLookout(),
+  })
   const outcome = release.kind === 'done' ? release.files[0] : undefined
   if (outcome?.status !== 'released')
     throw new Error(`the ${side} release did not release the log: ${JSON.stringify(release)}`)
-  rows = RELEASE_MODES[settings.mode].written(outcome.tally)
+  rows = outcome.tally.written
 }
 const ms = performance.now() - started
 process.stdout.write(JSON.stringify({ ms, maxRssBytes: process.resourceUsage().maxRSS * 1024, rows }))
 
-/** A release's options for a home, but how it looks for DSH. */
-function options(side: string, home: string) {
+/** The release a side runs. */
+function modeName(side: string): ReleaseModeName {
+  return side === 'upgrade' ? 'upgrade' : 'removal'
+}
+
+/** A release's options for a home, but its mode and how it looks for DSH. */
+function options(home: string) {
   return {
     home,
-    mode: side === 'upgrade' ? ('upgrade' as const) : ('removal' as const),
     dryRun: false,
     fs: fsPromises,
     startedAt: new Date(),

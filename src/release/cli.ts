@@ -10,7 +10,7 @@ import { relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { dshHomeOf, type DshLookout } from './dsh-processes.ts'
 import { PROJECTION_CACHE, releaseHome, type HomeRefusal, type HomeRelease } from './home.ts'
-import { RELEASE_MODES, type ReleaseMode } from './modes.ts'
+import { RELEASE_MODES, type ReleaseMode, type Tense } from './modes.ts'
 import type { FileOutcome, RemovedLoop } from './release-file.ts'
 import { errorCode } from './release-fs.ts'
 
@@ -96,7 +96,7 @@ export function parseArguments(argv: readonly string[]): CliArguments {
     if (values[option] === '') return { kind: 'usage-error', message: `--${option} needs a value` }
   return {
     kind: 'release',
-    mode: values['for-upgrade'] === true ? 'upgrade' : 'removal',
+    mode: RELEASE_MODES[values['for-upgrade'] === true ? 'upgrade' : 'removal'],
     home: values.home,
     session: values.session,
     dryRun: values['dry-run'] === true,
@@ -105,8 +105,23 @@ export function parseArguments(argv: readonly string[]): CliArguments {
   }
 }
 
+/** A report's words: what was done, or what a dry run would do. */
+interface ReportWords extends Tense {
+  readonly lead: string
+  readonly remove: string
+  readonly were: string
+}
+
+const DONE: ReportWords = Object.freeze({ lead: '', passive: '', remove: 'removed', were: 'were' })
+const DRY_RUN: ReportWords = Object.freeze({
+  lead: 'Dry run, nothing written: ',
+  passive: 'would be ',
+  remove: 'would remove',
+  were: 'would be',
+})
+
 /** One file's line: what was done to it, or why it was left. */
-function describeFile(file: FileOutcome, release: HomeRelease): string {
+function describeFile(file: FileOutcome, release: HomeRelease, mode: ReleaseMode, words: ReportWords): string {
   const where = relative(release.home, file.path)
   const session = file.sessionId ?? '(no header)'
   switch (file.status) {
@@ -125,7 +140,7 @@ function describeFile(file: FileOutcome, release: HomeRelease): string {
         rebuiltFrom === undefined
           ? ''
           : ` (rebuilt from ${relative(release.home, rebuiltFrom)} and the rows a DSH wrote after an earlier release)`
-      return `released  ${session}  ${where}: ${RELEASE_MODES[release.mode].describe(file.tally, release.dryRun)}${rebuilt}${kept}`
+      return `released  ${session}  ${where}: ${mode.describe(file.tally, words)}${rebuilt}${kept}`
     }
     case 'already-released':
       return `already   ${session}  ${where}: all ${file.tally.alreadyMarked} loop/change rows already marked; nothing written`
@@ -137,13 +152,13 @@ function describeFile(file: FileOutcome, release: HomeRelease): string {
 }
 
 /** The lines naming the active loops an upgrade removed from a log, as `/loop` recreates them. */
-function lostLoops(file: FileOutcome, dryRun: boolean): string[] {
+function lostLoops(file: FileOutcome, words: ReportWords): string[] {
   if (file.status === 'left' || file.status === 'written-meanwhile') return []
   if (file.unreadableLoops !== undefined)
     return [`          its loops could not be read to name them (${file.unreadableLoops})`]
   if (file.removedLoops === undefined || file.removedLoops.length === 0) return []
   return [
-    `          ${file.removedLoops.length} active loops ${dryRun ? 'would be' : 'were'} removed; to recreate them in this session after the upgrade:`,
+    `          ${file.removedLoops.length} active loops ${words.were} removed; to recreate them in this session after the upgrade:`,
     ...recreate(file.removedLoops),
   ]
 }
@@ -174,27 +189,26 @@ function loopLine(head: string, prompt: string): string {
 /**
  * The report a user reads: a line per log and a total.
  * @param release - what the release did.
+ * @param mode - the release that did it.
  * @returns the text, one line per log then the total and what to do next.
  */
-export function formatReport(release: HomeRelease): string {
+export function formatReport(release: HomeRelease, mode: ReleaseMode): string {
+  const words = release.dryRun ? DRY_RUN : DONE
   const count = (status: FileOutcome['status']) => release.files.filter((file) => file.status === status).length
   let rows = 0
-  for (const file of release.files)
-    if (file.status === 'released') rows += RELEASE_MODES[release.mode].written(file.tally)
+  for (const file of release.files) if (file.status === 'released') rows += file.tally.written
   const lines: string[] = []
   if (release.tookOverFrom !== undefined)
     lines.push(
       `An earlier release (pid ${release.tookOverFrom.pid}, since ${release.tookOverFrom.startedAt}) stopped before it finished; this run takes over.`,
     )
   for (const temp of release.leftovers)
-    lines.push(
-      `${release.dryRun ? 'would remove' : 'removed'}  ${relative(release.home, temp)}: a temp file an interrupted release left`,
-    )
-  for (const file of release.files) lines.push(describeFile(file, release), ...lostLoops(file, release.dryRun))
+    lines.push(`${words.remove}  ${relative(release.home, temp)}: a temp file an interrupted release left`)
+  for (const file of release.files) lines.push(describeFile(file, release, mode, words), ...lostLoops(file, words))
   const left = count('left')
   const writtenMeanwhile = count('written-meanwhile')
   lines.push(
-    `${release.dryRun ? 'Dry run, nothing written: ' : ''}${release.files.length} session logs: ` +
+    `${words.lead}${release.files.length} session logs: ` +
       `${count('released')} released (${rows} loop/change rows), ${count('already-released')} already released, ` +
       `${count('no-loops')} without loops, ${count('later-format')} already migrated, ${left} left unreleased` +
       `${writtenMeanwhile > 0 ? `, ${writtenMeanwhile} written by a DSH meanwhile` : ''}` +
@@ -323,7 +337,7 @@ export async function runCli(argv: readonly string[], io: CliProcess): Promise<n
   if (release.kind !== 'done') {
     io.stderr(`dsh-plugin-loop: ${formatRefusal(release)}\n`)
     if (parsed.json) io.stdout(`${JSON.stringify(release, null, 2)}\n`)
-  } else io.stdout(`${parsed.json ? JSON.stringify(release, null, 2) : formatReport(release)}\n`)
+  } else io.stdout(`${parsed.json ? JSON.stringify(release, null, 2) : formatReport(release, parsed.mode)}\n`)
   return exitCodeOf(release)
 }
 

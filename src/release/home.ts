@@ -9,8 +9,8 @@ import type { DshLook, DshLookout, DshProcess } from './dsh-processes.ts'
 import { takeHomeLock, type LockHeld, type LockHolder } from './home-lock.ts'
 import { BACKUP_FOLDER, JOURNAL_FILE, journalLine, readEarlierRuns, type Replacement } from './journal.ts'
 import { findReplacement, loopsKeptIn, releaseLog, stateNow } from './mend.ts'
-import { RELEASE_MODES, type ReleaseMode } from './modes.ts'
-import { isReleaseTemp, type FileOutcome, type RemovedLoop } from './release-file.ts'
+import type { ReleaseMode, ReleaseModeName } from './modes.ts'
+import { isReleaseTemp, type FileOutcome, type ReleaseWrite, type RemovedLoop } from './release-file.ts'
 import { errorCode, syncedWrite, type ReleaseFs } from './release-fs.ts'
 
 /** The file names a session log has in rc.8: plain, or Zstandard frames. */
@@ -25,6 +25,7 @@ export interface HomeReleaseOptions {
   readonly mode: ReleaseMode
   /** One session's log (and nothing else), by id. */
   readonly session?: string
+  /** A run that writes nothing: no lock, no temp file removed, no log written or kept. */
   readonly dryRun: boolean
   readonly fs: ReleaseFs
   /** Names this run's folder of originals and its lock: the time it started, as the user's clock has it. */
@@ -47,7 +48,7 @@ export interface HomeReleaseOptions {
 export interface HomeRelease {
   readonly kind: 'done'
   readonly home: string
-  readonly mode: ReleaseMode
+  readonly mode: ReleaseModeName
   readonly dryRun: boolean
   readonly files: readonly FileOutcome[]
   /** An interrupted run's lock, taken over: its process is gone. */
@@ -180,29 +181,28 @@ function stampOf(date: Date): string {
  * @throws Error when the home has no sessions folder, or not the session asked for.
  */
 export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRelease | HomeRefusal> {
-  const { home, mode, dryRun, fs } = options
+  const { home, mode, fs } = options
   const sessionsFolder = await fs.stat(join(home, 'sessions')).catch(() => undefined)
   if (sessionsFolder === undefined || !sessionsFolder.isDirectory())
     throw new Error(`no DSH home at ${home}: it has no sessions folder (name the home with --home DIR or DSH_HOME)`)
   const refusal = dshDecision(await options.lookForDsh(home), options.dshStopped)
   if (refusal !== undefined) return refusal
-  // A dry run writes nothing, the lock included.
-  const lock = dryRun
-    ? undefined
-    : await takeHomeLock(
-        home,
-        { pid: options.pid, host: options.host, startedAt: options.startedAt.toISOString(), mode },
-        fs,
-        options.isAlive,
-      )
-  if (lock?.kind === 'held') return lockedBy(lock)
+  // The one place a dry run differs: it reads as a run does, and writes nothing.
+  if (options.dryRun) return releaseLogs(options, READ_ONLY)
+  const lock = await takeHomeLock(
+    home,
+    { pid: options.pid, host: options.host, startedAt: options.startedAt.toISOString(), mode: mode.name },
+    fs,
+    options.isAlive,
+  )
+  if (lock.kind === 'held') return lockedBy(lock)
   try {
     return {
-      ...(await releaseLogs(options)),
-      ...(lock?.tookOverFrom === undefined ? {} : { tookOverFrom: lock.tookOverFrom }),
+      ...(await releaseLogs(options, writing(options))),
+      ...(lock.tookOverFrom === undefined ? {} : { tookOverFrom: lock.tookOverFrom }),
     }
   } finally {
-    await lock?.giveBack()
+    await lock.giveBack()
   }
 }
 
@@ -216,20 +216,46 @@ function lockedBy({ path, holder, unlike }: LockHeld): HomeRefusal {
   }
 }
 
-/** The release proper, under the lock. */
-async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
-  const { home, mode, dryRun, fs } = options
-  const stages = RELEASE_MODES[mode]
-  const { logs, temps } = await findSessionLogs(home, fs, options.session)
-  // This run holds the home: a temp file beside a log is an interrupted run's.
-  if (!dryRun) for (const temp of temps) await fs.rm(temp, { force: true })
-  const earlier = await readEarlierRuns(fs, home)
-  const folder = join(home, BACKUP_FOLDER, stampOf(options.startedAt))
+/** What a run writes besides the logs' replacements, and what it learns doing so: nothing, in a dry run. */
+interface RunWrites {
+  /** Remove the temp files an interrupted run left beside the logs. */
+  removeLeftovers(temps: readonly string[]): Promise<void>
+  /** How one log is written (its original kept, a look for DSH first), or `undefined` to only read it. */
+  logWrite(log: string): ReleaseWrite | undefined
+  /** The look that stopped the run before a replacement, if one did. */
+  readonly stoppedBy: DshRefusal | undefined
+  /** Upgrade: where DSH's projection checkpoints were set aside. */
+  readonly projectionCache: string | undefined
+  /**
+   * A clean run's end: a removal keeps nothing (rc.8 reads what it wrote, and no DSH wrote meanwhile).
+   * @param earlierRuns - whether earlier runs' folders are beside this run's.
+   */
+  endClean(earlierRuns: boolean): Promise<void>
+}
+
+/** A dry run's writes: none. */
+const READ_ONLY: RunWrites = Object.freeze({
+  removeLeftovers: async () => {},
+  logWrite: () => undefined,
+  stoppedBy: undefined,
+  projectionCache: undefined,
+  endClean: async () => {},
+})
+
+/** The folder of this run's originals. */
+function runFolder(options: HomeReleaseOptions): string {
+  return join(options.home, BACKUP_FOLDER, stampOf(options.startedAt))
+}
+
+/** The writes of a run that holds the home's lock. */
+function writing(options: HomeReleaseOptions): RunWrites {
+  const { home, mode, fs } = options
+  const folder = runFolder(options)
   const journal = join(folder, JOURNAL_FILE)
   let journalStarted = false
   const record = async (replacement: Replacement) => {
     const line = journalLine({ kind: 'replaced', ...replacement })
-    await syncedWrite(fs, journal, journalStarted ? line : journalLine({ kind: 'run', mode }) + line, 'a')
+    await syncedWrite(fs, journal, journalStarted ? line : journalLine({ kind: 'run', mode: mode.name }) + line, 'a')
     journalStarted = true
   }
   let projectionCache: string | undefined
@@ -251,20 +277,41 @@ async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
   const beforeReplace = async () => {
     stoppedBy = dshDecision(await options.lookForDsh(home), options.dshStopped)
     if (stoppedBy !== undefined) return false
-    if (stages.keepsOriginals) await setCheckpointsAside()
+    if (mode.keepsOriginals) await setCheckpointsAside()
     return true
   }
+  return {
+    async removeLeftovers(temps) {
+      // This run holds the home: a temp file beside a log is an interrupted run's.
+      for (const temp of temps) await fs.rm(temp, { force: true })
+    },
+    logWrite: (log) => ({ keep: { path: join(folder, relative(home, log)), record }, beforeReplace }),
+    get stoppedBy() {
+      return stoppedBy
+    },
+    get projectionCache() {
+      return projectionCache
+    },
+    async endClean(earlierRuns) {
+      if (mode.keepsOriginals) return
+      await fs.rm(folder, { recursive: true, force: true })
+      if (!earlierRuns) await fs.rm(join(home, BACKUP_FOLDER), { recursive: true, force: true })
+    },
+  }
+}
+
+/** The release proper: every log read, and through `writes`, written. */
+async function releaseLogs(options: HomeReleaseOptions, writes: RunWrites): Promise<HomeRelease> {
+  const { home, mode, fs } = options
+  const { logs, temps } = await findSessionLogs(home, fs, options.session)
+  await writes.removeLeftovers(temps)
+  const earlier = await readEarlierRuns(fs, home)
   const files: FileOutcome[] = []
   const replaced = new Map<number, Replacement>()
   const earlierRemoved: EarlierRemoved[] = []
   for (const log of logs) {
     const before = await findReplacement(fs, log, earlier)
-    const done = await releaseLog(log, before, {
-      stages,
-      fs,
-      dryRun,
-      ...(dryRun ? {} : { keep: { path: join(folder, relative(home, log)), record }, beforeReplace }),
-    })
+    const done = await releaseLog(log, before, { mode, fs, write: writes.logWrite(log) })
     if ('stopped' in done) break
     // The loops an earlier upgrade removed, read again from the original it kept: it may have been stopped before its report.
     if (before?.run.journal?.mode === 'upgrade' && before.state.kind === 'whole') {
@@ -275,8 +322,9 @@ async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
     if (done.replacement !== undefined) replaced.set(files.length - 1, done.replacement)
   }
   // Once more at the end, when anything was replaced: a DSH running now may still write to it.
-  if (replaced.size > 0 && stoppedBy === undefined)
-    stoppedBy = dshDecision(await options.lookForDsh(home), options.dshStopped)
+  const stoppedBy =
+    writes.stoppedBy ??
+    (replaced.size > 0 ? dshDecision(await options.lookForDsh(home), options.dshStopped) : undefined)
   // Every log this run replaced is still as written, its original as read.
   for (const [index, replacement] of replaced) {
     if ((await stateNow(fs, replacement)).kind === 'whole') continue
@@ -284,23 +332,20 @@ async function releaseLogs(options: HomeReleaseOptions): Promise<HomeRelease> {
     files[index] = { path, sessionId, status: 'written-meanwhile', original: replacement.kept }
   }
   const clean = stoppedBy === undefined && files.every((file) => file.status !== 'written-meanwhile')
-  // A clean removal keeps nothing: rc.8 reads what it wrote, and no DSH wrote meanwhile.
-  if (clean && !dryRun && !stages.keepsOriginals) {
-    await fs.rm(folder, { recursive: true, force: true })
-    if (earlier.length === 0) await fs.rm(join(home, BACKUP_FOLDER), { recursive: true, force: true })
-  }
-  const keptFolder = replaced.size > 0 && (stages.keepsOriginals || !clean)
+  if (clean) await writes.endClean(earlier.length > 0)
+  const keptFolder = replaced.size > 0 && (mode.keepsOriginals || !clean)
+  const { projectionCache } = writes
   return {
     kind: 'done',
     home,
-    mode,
-    dryRun,
+    mode: mode.name,
+    dryRun: options.dryRun,
     files,
     leftovers: temps,
     untouched: logs.slice(files.length),
     earlierFolders: earlier.map((run) => run.folder),
     earlierRemoved,
-    ...(keptFolder ? { backupFolder: folder } : {}),
+    ...(keptFolder ? { backupFolder: runFolder(options) } : {}),
     ...(projectionCache === undefined ? {} : { projectionCache }),
     ...(stoppedBy === undefined ? {} : { stoppedBy }),
   }

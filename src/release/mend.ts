@@ -163,6 +163,6 @@ export async function releaseLog(
  * @returns the loops; none when the original cannot be read, or its loop records cannot.
  */
 export async function loopsKeptIn(fs: ReleaseFs, kept: string): Promise<readonly RemovedLoop[]> {
-  const read = await releaseFile(kept, { stages: RELEASE_MODES.upgrade, fs, dryRun: true })
+  const read = await releaseFile(kept, { mode: RELEASE_MODES.upgrade, fs })
   return 'outcome' in read && read.outcome.status === 'released' ? (read.outcome.removedLoops ?? []) : []
 }

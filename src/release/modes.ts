@@ -1,11 +1,12 @@
 /**
- * The two releases, each one object: its header and row stages, whether it counts a log before
- * writing it, what it keeps, and how its report reads (SPEC.md §13 "Leaving loop"). Everything
- * that differs between removal and upgrade is here; the code around them does not branch on
- * the mode. Pure.
+ * The two releases, each one object: what it keeps, how its report reads, and the stage it
+ * creates for each log, which decides every row's edit and owns that log's counts and state, as
+ * DSH's format-migration edges create theirs (SPEC.md §13 "Leaving loop"). Everything that
+ * differs between removal and upgrade is here; the code around them does not branch on the
+ * mode. Pure.
  * @module dsh-plugin-loop/release/modes
  */
-import { foldLoopChange, type LoopFold } from '../fold.ts'
+import { EMPTY_LOOP_FOLD, foldLoopChange, type LoopFold } from '../fold.ts'
 import {
   LogRefusal,
   holdsAt,
@@ -23,58 +24,61 @@ import { Renumbering, renumberHeader, renumberRow } from './renumbering.ts'
  * session without `loop`); `upgrade` removes them and renumbers the log (DSH's format-0
  * migration refuses the type even when ignorable).
  */
-export type ReleaseMode = 'removal' | 'upgrade'
+export type ReleaseModeName = 'removal' | 'upgrade'
 
-/** What a rewrite found and did. */
+/** What a log's stage counted. */
 export interface Tally {
   /** Rows read after the header (a packed chunk run counts once). */
-  rows: number
-  /** `loop/change` rows marked ignorable now. */
-  marked: number
-  /** `loop/change` rows an earlier run had marked. */
-  alreadyMarked: number
-  /** `loop/change` rows removed. */
-  removed: number
+  readonly rows: number
+  /** `loop/change` rows written: marked ignorable (removal) or removed (upgrade). */
+  readonly written: number
+  /** Removal: `loop/change` rows an earlier run had marked. */
+  readonly alreadyMarked?: number
 }
 
-/** What a row stage reads and keeps of its log's rewrite. */
-export interface RowContext {
-  readonly header: LogHeader
+/** One pass of a release over one log, created once its header is read: it owns the pass's counts and state. */
+export interface LogStage {
+  /** The header row's edit. */
+  readonly headerEdit: RowEdit
+  /**
+   * One row's edit; rows come in order.
+   * @param row - the row's bytes, without its line ending.
+   */
+  row(row: Buffer): RowEdit
+  /** Counts so far. */
   readonly tally: Tally
-  readonly renumbering: Renumbering
-  /** The fold of the session's own loop records removed so far (upgrade). */
-  loops: LoopFold
+  /** Upgrade: the fold of the session's own loop records removed so far (a fork's inherited ones not among them). */
+  readonly removedLoops?: LoopFold
+  /**
+   * Whether this pass only counts and `afterCount()` writes: a fork's upgrade, whose header
+   * counts inherited rows some of which go.
+   */
+  readonly countsFirst: boolean
+  /** The pass that writes a log this one counted. */
+  afterCount(): LogStage
+}
+
+/** The words of a report: what was done, or what a dry run would do. */
+export interface Tense {
+  /** `'would be '` for a dry run, else nothing: "3 rows would be marked". */
+  readonly passive: string
 }
 
 /** One release. */
-export interface ReleaseModeStages {
-  readonly mode: ReleaseMode
+export interface ReleaseMode {
+  readonly name: ReleaseModeName
   /**
-   * Whether a log is read once to count before it is written: a fork's upgrade, whose header
-   * counts inherited rows some of which go.
+   * A stage for one log.
+   * @param header - the log's header, as read.
    */
-  countsFirst(header: LogHeader): boolean
-  /**
-   * The header row's edit.
-   * @param header - the header, as read.
-   * @param seed - the counting pass's renumbering, when there was one.
-   */
-  header(header: LogHeader, seed: Renumbering | undefined): RowEdit
-  /**
-   * One row's edit (the row's number is `context.tally.rows`).
-   * @param row - the row's bytes, without its line ending.
-   * @param context - the rewrite's state, which the stage updates.
-   */
-  row(row: Buffer, context: RowContext): RowEdit
+  createStage(header: LogHeader): LogStage
   /**
    * Whether it keeps the originals once a run ended clean (every run keeps them until then), and
    * sets DSH's projection checkpoints aside with them.
    */
   readonly keepsOriginals: boolean
-  /** The `loop/change` rows it wrote (marked, or removed). */
-  written(tally: Readonly<Tally>): number
   /** A released log's line after its path: what was (or, in a dry run, would be) done. */
-  describe(tally: Readonly<Tally>, dryRun: boolean): string
+  describe(tally: Tally, tense: Tense): string
 }
 
 /** The marker as the removal writes it: the row's last member. */
@@ -83,7 +87,7 @@ const MARKER_END = Buffer.from(`${MARKER}}`)
 const CLOSE_BRACE = 0x7d
 
 /**
- * The removal's stage for a `loop/change` row: it gains `"ignorable":true` as its last member,
+ * The removal's edit of a `loop/change` row: it gains `"ignorable":true` as its last member,
  * every other byte of it kept. A row an earlier run marked ends with the marker.
  * @param row - the row's bytes, without its line ending.
  * @param where - where the row is, for a refusal.
@@ -96,57 +100,85 @@ export function markRow(row: Buffer, where: string): RowEdit {
   return { kind: 'splice', at: row.length - 1, length: 0, insert: MARKER }
 }
 
-const removal: ReleaseModeStages = Object.freeze({
-  mode: 'removal',
-  countsFirst: () => false,
-  header: () => undefined,
-  row(row: Buffer, { tally }: RowContext): RowEdit {
-    // Only a row that begins as a loop/change row is one; every other row is kept unread.
-    if (!isLoopRow(row)) return undefined
-    const edit = markRow(row, `row ${tally.rows}`)
-    if (edit === undefined) tally.alreadyMarked += 1
-    else tally.marked += 1
-    return edit
-  },
+/** The removal's stage: every `loop/change` row marked, in one pass. */
+function removalStage(): LogStage {
+  const tally = { rows: 0, written: 0, alreadyMarked: 0 }
+  const stage: LogStage = {
+    headerEdit: undefined,
+    row(row) {
+      tally.rows += 1
+      // Only a row that begins as a loop/change row is one; every other row is kept unread.
+      if (!isLoopRow(row)) return undefined
+      const edit = markRow(row, `row ${tally.rows}`)
+      if (edit === undefined) tally.alreadyMarked += 1
+      else tally.written += 1
+      return edit
+    },
+    tally,
+    countsFirst: false,
+    afterCount: () => stage,
+  }
+  return stage
+}
+
+/**
+ * The upgrade's stage: every `loop/change` row removed, every kept row's seq and the seqs it
+ * names renumbered, and the session's own removed records folded into the loops it loses.
+ * @param header - the log's header.
+ * @param seed - a counting pass's renumbering, for the pass that writes a fork.
+ */
+function upgradeStage(header: LogHeader, seed?: Renumbering): LogStage {
+  const tally = { rows: 0, written: 0 }
+  const renumbering = new Renumbering()
+  let removedLoops = EMPTY_LOOP_FOLD
+  return {
+    headerEdit: seed === undefined ? undefined : renumberHeader(header.fields, seed),
+    row(row) {
+      const number = (tally.rows += 1)
+      const loopRow = isLoopRow(row)
+      // Before the first removed row every row keeps its seq: only a loop row is read.
+      if (renumbering.removedCount === 0 && !loopRow) return undefined
+      const head = readRowHead(row, number)
+      if (!loopRow) return renumberRow(row, head, renumbering, number)
+      renumbering.remove(head.seq)
+      tally.written += 1
+      // The session's own records (a fork's inherited ones are its parent's) say which loops it loses.
+      if (header.seedLength === undefined || head.seq >= header.seedLength) {
+        let data: unknown
+        try {
+          data = parseRow(textOf(row, `row ${number}`), `row ${number}`)['data']
+        } catch {
+          // left undefined: the fold names the record unreadable
+        }
+        removedLoops = foldLoopChange(removedLoops, data)
+      }
+      return { kind: 'drop' }
+    },
+    tally,
+    get removedLoops() {
+      return removedLoops
+    },
+    countsFirst: seed === undefined && header.seedLength !== undefined,
+    afterCount: () => upgradeStage(header, renumbering),
+  }
+}
+
+const removal: ReleaseMode = Object.freeze({
+  name: 'removal',
+  createStage: removalStage,
   keepsOriginals: false,
-  written: (tally: Readonly<Tally>) => tally.marked,
-  describe: (tally: Readonly<Tally>, dryRun: boolean) =>
-    `${tally.marked} loop/change rows ${dryRun ? 'would be ' : ''}marked ignorable` +
-    (tally.alreadyMarked > 0 ? ` (${tally.alreadyMarked} already were)` : ''),
+  describe: (tally: Tally, { passive }: Tense) =>
+    `${tally.written} loop/change rows ${passive}marked ignorable` +
+    ((tally.alreadyMarked ?? 0) > 0 ? ` (${tally.alreadyMarked} already were)` : ''),
 })
 
-const upgrade: ReleaseModeStages = Object.freeze({
-  mode: 'upgrade',
-  countsFirst: (header: LogHeader) => header.seedLength !== undefined,
-  header: (header: LogHeader, seed: Renumbering | undefined) =>
-    seed === undefined ? undefined : renumberHeader(header.fields, seed),
-  row(row: Buffer, context: RowContext): RowEdit {
-    const { header, tally, renumbering } = context
-    const number = tally.rows
-    const loopRow = isLoopRow(row)
-    // Before the first removed row every row keeps its seq: only a loop row is read.
-    if (renumbering.removedCount === 0 && !loopRow) return undefined
-    const head = readRowHead(row, number)
-    if (!loopRow) return renumberRow(row, head, renumbering, number)
-    renumbering.remove(head.seq)
-    tally.removed += 1
-    // The session's own records (a fork's inherited ones are its parent's) say which loops it loses.
-    if (header.seedLength === undefined || head.seq >= header.seedLength) {
-      let data: unknown
-      try {
-        data = parseRow(textOf(row, `row ${number}`), `row ${number}`)['data']
-      } catch {
-        // left undefined: the fold names the record unreadable
-      }
-      context.loops = foldLoopChange(context.loops, data)
-    }
-    return { kind: 'drop' }
-  },
+const upgrade: ReleaseMode = Object.freeze({
+  name: 'upgrade',
+  createStage: (header: LogHeader) => upgradeStage(header),
   keepsOriginals: true,
-  written: (tally: Readonly<Tally>) => tally.removed,
-  describe: (tally: Readonly<Tally>, dryRun: boolean) =>
-    `${tally.removed} loop/change rows ${dryRun ? 'would be ' : ''}removed, ${tally.rows - tally.removed} rows kept`,
+  describe: (tally: Tally, { passive }: Tense) =>
+    `${tally.written} loop/change rows ${passive}removed, ${tally.rows - tally.written} rows kept`,
 })
 
 /** The two releases, by name. */
-export const RELEASE_MODES: Readonly<Record<ReleaseMode, ReleaseModeStages>> = Object.freeze({ removal, upgrade })
+export const RELEASE_MODES: Readonly<Record<ReleaseModeName, ReleaseMode>> = Object.freeze({ removal, upgrade })

@@ -10,8 +10,8 @@ import { constants } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
 import type { Replacement } from './journal.ts'
-import { LaterFormat, LogRefusal, cutShort, type LogHeader } from './log-format.ts'
-import type { ReleaseModeStages, Tally } from './modes.ts'
+import { LaterFormat, LogRefusal, cutShort } from './log-format.ts'
+import type { LogStage, ReleaseMode, Tally } from './modes.ts'
 import { errorCode, linkImpossible, readChunks, type ReleaseFs } from './release-fs.ts'
 import { createRewrite, type LogRewrite } from './rewrite.ts'
 import { decodeFrame, encodeFrame, readFrames } from './zstd-frames.ts'
@@ -40,7 +40,7 @@ export type FileOutcome = {
 } & (
   | {
       readonly status: Exclude<FileStatus, 'left' | 'written-meanwhile'>
-      readonly tally: Readonly<Tally>
+      readonly tally: Tally
       /** Where the original of a log this run replaced is kept, and how. */
       readonly backup?: { readonly path: string; readonly kind: 'link' | 'copy' }
       /** The original an earlier run kept, which with the rows a DSH wrote after it made the log this run released. */
@@ -63,10 +63,16 @@ export interface RemovedLoop {
 
 /** How to release one log. */
 export interface ReleaseFileOptions {
-  readonly stages: ReleaseModeStages
+  readonly mode: ReleaseMode
   readonly fs: ReleaseFs
-  /** Read and check everything, write nothing. */
-  readonly dryRun: boolean
+  /** How the log is written; without it (a dry run, a kept original read for its loops) it is only read and checked. */
+  readonly write?: ReleaseWrite | undefined
+  /** A rebuild: the log's events are an earlier run's kept original, then the log's own bytes from `tailFrom`. */
+  readonly rebuild?: { readonly original: string; readonly tailFrom: number }
+}
+
+/** What a release that writes does around a log's replacement. */
+export interface ReleaseWrite {
   /** Where the original is kept (its folder is created), and how the replacement is written to the journal, both before the rename. */
   readonly keep?: { readonly path: string; readonly record: (replacement: Replacement) => Promise<void> }
   /**
@@ -74,8 +80,6 @@ export interface ReleaseFileOptions {
    * and says whether to go on: `false` stops the run, the log left as it was.
    */
   readonly beforeReplace?: () => Promise<boolean>
-  /** A rebuild: the log's events are an earlier run's kept original, then the log's own bytes from `tailFrom`. */
-  readonly rebuild?: { readonly original: string; readonly tailFrom: number }
 }
 
 /** What releasing one log did: its outcome, and the journal's line when it was replaced; or that the run stops here. */
@@ -141,13 +145,13 @@ interface Source {
 
 /**
  * Read a log through a rewrite. The first changed batch (with `writeAll`, the first batch) asks
- * `writeTo` (its header known by then) for a temp file, which gets the bytes before it copied
+ * `writeTo` (the log's stage known by then) for a temp file, which gets the bytes before it copied
  * and every batch after it: a log with nothing to change is not written, and a pass that must
  * not write (a count, a dry run) gets none.
  * @param sources - the files whose batches, in order, are the log.
  * @param compressed - whether the log is Zstandard frames.
  * @param rewrite - the rewrite.
- * @param writeTo - given the header, opens the temp file, or `undefined` for a pass that writes nothing.
+ * @param writeTo - given the stage, opens the temp file, or `undefined` for a pass that writes nothing.
  * @param writeAll - write even when no row changes (a rebuild).
  * @returns the temp file, open and written, or `undefined` when nothing was written.
  */
@@ -155,7 +159,7 @@ async function rewritePass(
   sources: readonly Source[],
   compressed: boolean,
   rewrite: LogRewrite,
-  writeTo: (header: LogHeader) => (() => Promise<FileHandle>) | undefined,
+  writeTo: (stage: LogStage) => (() => Promise<FileHandle>) | undefined,
   writeAll: boolean,
 ): Promise<FileHandle | undefined> {
   let temp: FileHandle | undefined
@@ -164,7 +168,7 @@ async function rewritePass(
       for await (const { start, stored, plaintext } of readBatches(handle, compressed, from)) {
         const out = rewrite.batch(plaintext)
         if (temp === undefined) {
-          const open = out === undefined && !writeAll ? undefined : writeTo(rewrite.header!)
+          const open = out === undefined && !writeAll ? undefined : writeTo(rewrite.stage!)
           if (open === undefined) continue
           temp = await open()
           await copyPrefix(handle, temp, start)
@@ -218,12 +222,13 @@ async function syncPath(fs: ReleaseFs, path: string): Promise<void> {
  * the folder; then check, on the original it still holds open, that no DSH appended to it after
  * it was read. A log that is a link is released through it. Any failure leaves it as it was.
  * @param path - the log.
- * @param options - the release, file system, dry run, what is kept, what runs before the replacement, a rebuild.
+ * @param options - the release, file system, how it writes (none in a dry run), a rebuild.
  * @returns what became of it, and the journal's line when it was replaced; or that `beforeReplace` stopped the run.
  */
 export async function releaseFile(path: string, options: ReleaseFileOptions): Promise<FileRelease> {
-  const { fs, stages, keep, rebuild } = options
-  let rewrite = createRewrite(stages)
+  const { fs, mode, write, rebuild } = options
+  const keep = write?.keep
+  let rewrite = createRewrite(mode)
   let temp: string | undefined
   const opened: FileHandle[] = []
   const open = async (file: string) => {
@@ -252,25 +257,25 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
       temp = tempPathOf(real)
       return fs.open(temp, 'wx', Number(before.mode) & 0o7777)
     }
-    // A dry run only reads; a log its mode counts first (asked once, of the header) is written in a second pass.
+    // A log its stage counts first is written in a second pass, once the first found a change.
     let countedFirst = false
     const writeAll = rebuild !== undefined
     let out = await rewritePass(
       sources,
       compressed,
       rewrite,
-      (header) => {
-        countedFirst = stages.countsFirst(header)
-        return options.dryRun || countedFirst ? undefined : openTemp
+      (stage) => {
+        countedFirst = stage.countsFirst
+        return write === undefined || countedFirst ? undefined : openTemp
       },
       writeAll,
     )
-    const { header } = rewrite
-    if (!options.dryRun && countedFirst) {
-      rewrite = createRewrite(stages, { header: header!, renumbering: rewrite.renumbering })
+    const { header, stage } = rewrite
+    if (write !== undefined && countedFirst) {
+      rewrite = createRewrite(mode, { header: header!, stage: stage! })
       out = await rewritePass(sources, compressed, rewrite, () => openTemp, writeAll)
     }
-    const outcome = readOutcome(path, rewrite, stages, rebuild?.original)
+    const outcome = readOutcome(path, rewrite, rebuild?.original)
     if (out === undefined) return { outcome }
     let written
     try {
@@ -286,7 +291,7 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
     }
     if (sizeAndMtime(await fs.stat(real, { bigint: true })) !== sizeAndMtime(before))
       throw new LogRefusal('the log changed while the release ran: stop DSH, then run the release again')
-    if (options.beforeReplace !== undefined && !(await options.beforeReplace())) {
+    if (write?.beforeReplace !== undefined && !(await write.beforeReplace())) {
       await fs.rm(temp!, { force: true })
       return { stopped: true }
     }
@@ -321,7 +326,7 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
   } catch (error) {
     if (temp !== undefined) await fs.rm(temp, { force: true }).catch(() => {})
     if (error instanceof LaterFormat)
-      return { outcome: { path, sessionId: error.sessionId, status: 'later-format', tally: rewrite.tally } }
+      return { outcome: { path, sessionId: error.sessionId, status: 'later-format', tally: NOTHING_COUNTED } }
     return { outcome: { path, sessionId: rewrite.header?.id, status: 'left', reason: reasonOf(error) } }
   } finally {
     for (const handle of opened) await handle.close()
@@ -339,18 +344,18 @@ async function appendRange(fs: ReleaseFs, from: FileHandle, start: number, to: s
   }
 }
 
+/** The tally of a log with no rows, or one not read. */
+const NOTHING_COUNTED: Tally = Object.freeze({ rows: 0, written: 0 })
+
 /** The outcome of a log read to its end: released (or, in a dry run, to be released), or why nothing was written. */
-function readOutcome(
-  path: string,
-  rewrite: LogRewrite,
-  stages: ReleaseModeStages,
-  rebuiltFrom: string | undefined,
-): FileOutcome {
-  const { tally, loops } = rewrite
+function readOutcome(path: string, rewrite: LogRewrite, rebuiltFrom: string | undefined): FileOutcome {
+  // An empty log has no header, and so no stage.
+  const tally = rewrite.stage?.tally ?? NOTHING_COUNTED
+  const loops = rewrite.stage?.removedLoops
   const status =
-    rebuiltFrom !== undefined || stages.written(tally) > 0
+    rebuiltFrom !== undefined || tally.written > 0
       ? 'released'
-      : tally.alreadyMarked > 0
+      : (tally.alreadyMarked ?? 0) > 0
         ? 'already-released'
         : 'no-loops'
   const outcome = {
@@ -360,7 +365,7 @@ function readOutcome(
     tally,
     ...(rebuiltFrom === undefined ? {} : { rebuiltFrom }),
   } as const
-  if (tally.removed === 0) return outcome
+  if (loops === undefined || tally.written === 0) return outcome
   if (loops.corrupt !== undefined) return { ...outcome, unreadableLoops: loops.corrupt }
   return {
     ...outcome,

@@ -1,13 +1,11 @@
 /**
- * How a release rewrites one log, batch by batch: each row's edit decided by its mode's stages
- * (`modes.ts`), then made in one new batch. Pure: it sits between reading a file and writing
- * its replacement (SPEC.md §13 "Leaving loop").
+ * How a release rewrites one log, batch by batch: the batch split into rows, each row's edit
+ * decided by the log's stage (`modes.ts`), the edits made in one new batch. Pure: it sits
+ * between reading a file and writing its replacement (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/rewrite
  */
-import { EMPTY_LOOP_FOLD, type LoopFold } from '../fold.ts'
 import { LogRefusal, readHeader, type LogHeader, type RowEdit } from './log-format.ts'
-import type { ReleaseModeStages, RowContext, Tally } from './modes.ts'
-import { Renumbering } from './renumbering.ts'
+import type { LogStage, ReleaseMode } from './modes.ts'
 
 /** One log's rewrite, fed its batches in order. */
 export interface LogRewrite {
@@ -20,36 +18,28 @@ export interface LogRewrite {
   batch(bytes: Buffer): Buffer | undefined
   /** The header, once the first batch was read. */
   readonly header: LogHeader | undefined
-  /** Upgrade: the fold of the session's own loop records removed so far (a fork's inherited ones not among them). */
-  readonly loops: LoopFold
-  /** The rows removed so far (upgrade). */
-  readonly renumbering: Renumbering
-  /** Counts so far. */
-  readonly tally: Readonly<Tally>
+  /** The log's stage, once the header was read. */
+  readonly stage: LogStage | undefined
 }
 
 /**
  * Start one log's rewrite.
- * @param stages - the release.
- * @param counted - a counting pass's header and renumbering: the header is not read again, and a fork's `seedLength` is renumbered.
+ * @param mode - the release.
+ * @param counted - a counting pass over the same log: its header is not read again, and the pass that writes follows it.
  * @returns the rewrite.
  */
 export function createRewrite(
-  stages: ReleaseModeStages,
-  counted?: { readonly header: LogHeader; readonly renumbering: Renumbering },
+  mode: ReleaseMode,
+  counted?: { readonly header: LogHeader; readonly stage: LogStage },
 ): LogRewrite {
-  const tally: Tally = { rows: 0, marked: 0, alreadyMarked: 0, removed: 0 }
-  const renumbering = new Renumbering()
-  let context: RowContext | undefined
+  let header: LogHeader | undefined
+  let stage: LogStage | undefined
 
   const rewriteRow = (row: Buffer): RowEdit => {
-    if (context === undefined) {
-      const header = counted?.header ?? readHeader(row)
-      context = { header, tally, renumbering, loops: EMPTY_LOOP_FOLD }
-      return stages.header(header, counted?.renumbering)
-    }
-    tally.rows += 1
-    return stages.row(row, context)
+    if (stage !== undefined) return stage.row(row)
+    header = counted?.header ?? readHeader(row)
+    stage = counted?.stage.afterCount() ?? mode.createStage(header)
+    return stage.headerEdit
   }
 
   return {
@@ -67,13 +57,11 @@ export function createRewrite(
       return edits.length === 0 ? undefined : applyEdits(bytes, edits)
     },
     get header() {
-      return context?.header
+      return header
     },
-    get loops() {
-      return context?.loops ?? EMPTY_LOOP_FOLD
+    get stage() {
+      return stage
     },
-    renumbering,
-    tally,
   }
 }
 

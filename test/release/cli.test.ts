@@ -6,6 +6,7 @@ import { describe, expect, it, vi } from 'vitest'
 import { USAGE, formatRefusal, formatReport, parseArguments, runCli, type CliProcess } from '../../src/release/cli.ts'
 import type { DshProcess } from '../../src/release/dsh-processes.ts'
 import type { HomeRelease } from '../../src/release/home.ts'
+import { RELEASE_MODES, type Tally } from '../../src/release/modes.ts'
 import { nodeRefusal } from '../../src/release/node-version.ts'
 import { NO_DSH } from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
@@ -14,7 +15,7 @@ describe('parseArguments', () => {
   it('reads every option', () => {
     expect(parseArguments(['release'])).toEqual({
       kind: 'release',
-      mode: 'removal',
+      mode: RELEASE_MODES.removal,
       home: undefined,
       session: undefined,
       dryRun: false,
@@ -34,7 +35,7 @@ describe('parseArguments', () => {
       ]),
     ).toEqual({
       kind: 'release',
-      mode: 'upgrade',
+      mode: RELEASE_MODES.upgrade,
       home: '/h',
       session: 'session-1',
       dryRun: true,
@@ -63,13 +64,7 @@ describe('parseArguments', () => {
   })
 })
 
-const tally = (counts: Partial<{ rows: number; marked: number; alreadyMarked: number; removed: number }>) => ({
-  rows: 10,
-  marked: 0,
-  alreadyMarked: 0,
-  removed: 0,
-  ...counts,
-})
+const tally = (counts: Partial<Tally>): Tally => ({ rows: 10, written: 0, ...counts })
 
 describe('formatReport', () => {
   it('says per log what was done and totals only what was written', () => {
@@ -84,12 +79,17 @@ describe('formatReport', () => {
       leftovers: ['/h/sessions/p/a/session.jsonl.zstd.loop-release-7-0a0b0c0d.tmp'],
       tookOverFrom: { pid: 7, host: 'box', startedAt: '2026-12-01T10:00:00.000Z', mode: 'removal' },
       files: [
-        { path: '/h/sessions/p/a/session.jsonl.zstd', sessionId: 'a', status: 'released', tally: tally({ marked: 3 }) },
+        {
+          path: '/h/sessions/p/a/session.jsonl.zstd',
+          sessionId: 'a',
+          status: 'released',
+          tally: tally({ written: 3 }),
+        },
         {
           path: '/h/sessions/p/b/session.jsonl.zstd',
           sessionId: 'b',
           status: 'released',
-          tally: tally({ marked: 2, alreadyMarked: 4 }),
+          tally: tally({ written: 2, alreadyMarked: 4 }),
         },
         {
           path: '/h/sessions/p/c/session.jsonl',
@@ -108,7 +108,7 @@ describe('formatReport', () => {
         },
       ],
     }
-    expect(formatReport(release)).toBe(
+    expect(formatReport(release, RELEASE_MODES.removal)).toBe(
       [
         'An earlier release (pid 7, since 2026-12-01T10:00:00.000Z) stopped before it finished; this run takes over.',
         'removed  sessions/p/a/session.jsonl.zstd.loop-release-7-0a0b0c0d.tmp: a temp file an interrupted release left',
@@ -130,29 +130,32 @@ describe('formatReport', () => {
       path: '/h/sessions/p/a/session.jsonl.zstd',
       sessionId: 'a',
       status: 'released' as const,
-      tally: tally({ removed: 4 }),
+      tally: tally({ written: 4 }),
     }
     expect(
-      formatReport({
-        kind: 'done',
-        home: '/h',
-        mode: 'upgrade',
-        dryRun: false,
-        untouched: [],
-        earlierFolders: [],
-        earlierRemoved: [],
-        leftovers: [],
-        files: [
-          { ...file, backup: { path: '/h/loop-release-backup/t/sessions/p/a/session.jsonl.zstd', kind: 'link' } },
-          {
-            ...file,
-            path: '/h/sessions/p/b/session.jsonl',
-            backup: { path: '/h/loop-release-backup/t/sessions/p/b/session.jsonl', kind: 'copy' },
-          },
-        ],
-        backupFolder: '/h/loop-release-backup/t',
-        projectionCache: '/h/loop-release-backup/t/storages/session_projcache.json',
-      }),
+      formatReport(
+        {
+          kind: 'done',
+          home: '/h',
+          mode: 'upgrade',
+          dryRun: false,
+          untouched: [],
+          earlierFolders: [],
+          earlierRemoved: [],
+          leftovers: [],
+          files: [
+            { ...file, backup: { path: '/h/loop-release-backup/t/sessions/p/a/session.jsonl.zstd', kind: 'link' } },
+            {
+              ...file,
+              path: '/h/sessions/p/b/session.jsonl',
+              backup: { path: '/h/loop-release-backup/t/sessions/p/b/session.jsonl', kind: 'copy' },
+            },
+          ],
+          backupFolder: '/h/loop-release-backup/t',
+          projectionCache: '/h/loop-release-backup/t/storages/session_projcache.json',
+        },
+        RELEASE_MODES.upgrade,
+      ),
     ).toBe(
       [
         'released  a  sessions/p/a/session.jsonl.zstd: 4 loop/change rows removed, 6 rows kept; the original is loop-release-backup/t/sessions/p/a/session.jsonl.zstd',
@@ -163,21 +166,24 @@ describe('formatReport', () => {
       ].join('\n'),
     )
     expect(
-      formatReport({
-        kind: 'done',
-        home: '/h',
-        mode: 'upgrade',
-        dryRun: true,
-        files: [
-          { ...file, removedLoops: [{ id: 'loop_1', time_in_seconds: 90, prompt: 'check' }] },
-          { ...file, sessionId: 'b', unreadableLoops: 'corrupt loop/change record: invalid id' },
-          { ...file, sessionId: 'c', removedLoops: [] },
-        ],
-        untouched: [],
-        earlierFolders: [],
-        earlierRemoved: [],
-        leftovers: ['/h/sessions/p/a/session.jsonl.zstd.loop-release.tmp'],
-      }),
+      formatReport(
+        {
+          kind: 'done',
+          home: '/h',
+          mode: 'upgrade',
+          dryRun: true,
+          files: [
+            { ...file, removedLoops: [{ id: 'loop_1', time_in_seconds: 90, prompt: 'check' }] },
+            { ...file, sessionId: 'b', unreadableLoops: 'corrupt loop/change record: invalid id' },
+            { ...file, sessionId: 'c', removedLoops: [] },
+          ],
+          untouched: [],
+          earlierFolders: [],
+          earlierRemoved: [],
+          leftovers: ['/h/sessions/p/a/session.jsonl.zstd.loop-release.tmp'],
+        },
+        RELEASE_MODES.upgrade,
+      ),
     ).toBe(
       [
         'would remove  sessions/p/a/session.jsonl.zstd.loop-release.tmp: a temp file an interrupted release left',

@@ -12,7 +12,7 @@ import { SessionId } from '@deepseek-ai/dsh-session'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { DshProcess } from '../../src/release/dsh-processes.ts'
-import { exitCodeOf, formatReport, runCli } from '../../src/release/cli.ts'
+import { exitCodeOf, runCli } from '../../src/release/cli.ts'
 import type { HomeRelease } from '../../src/release/home.ts'
 import { migrateFormat0 } from '../support/format-migration.ts'
 import { advance, resumeFakeAgent, runCommand, useHosts, type FakeAgent, type Host } from '../support/host.ts'
@@ -21,6 +21,7 @@ import {
   gatedFs,
   logOf,
   releaseDone,
+  reportOf,
   tallyOf,
   writeHome,
   useLoopTypeForgettable,
@@ -95,12 +96,12 @@ describe('a DSH that starts while the release runs', () => {
     const original = written.status === 'written-meanwhile' ? written.original : undefined
     expect(original).toBe(join(first.backupFolder!, relative(home, log)))
     expect(first.stoppedBy).toEqual(seen ? { kind: 'dsh-running', running: [STARTED] } : undefined)
-    expect(formatReport(first)).toContain(
+    expect(reportOf(first)).toContain(
       `WRITTEN   session-looped  ${relative(home, log)}: a DSH wrote to it while the release ran, so it is not released; ` +
         `its original, with every event DSH wrote to it, is ${relative(home, original!)}`,
     )
 
-    expect(formatReport(first)).toContain(
+    expect(reportOf(first)).toContain(
       `The originals are in ${first.backupFolder}; keep it: the next run rebuilds from it what DSH wrote meanwhile.`,
     )
     // DSH stops: what it wrote and showed is every event of the session.
@@ -119,9 +120,7 @@ describe('a DSH that starts while the release runs', () => {
     ])
     expect(rerun.files[1]).toMatchObject({ rebuiltFrom: original })
     expect(rerun.earlierFolders).toEqual([first.backupFolder])
-    expect(tallyOf(rerun.files[1]!)[mode === 'removal' ? 'marked' : 'removed']).toBe(
-      shown.filter((event) => event.type === 'loop/change').length,
-    )
+    expect(tallyOf(rerun.files[1]!).written).toBe(shown.filter((event) => event.type === 'loop/change').length)
 
     if (mode === 'upgrade') {
       // DSH's own migration accepts it, and it holds every event DSH wrote but the loop records.
@@ -206,7 +205,7 @@ describe('a DSH the release sees once it has started', () => {
         if (index < replaced)
           expect(readFileSync(join(folder, relative(home, path)), 'utf8')).toBe(Object.values(logs)[index])
       })
-      expect(formatReport(release)).toContain(
+      expect(reportOf(release)).toContain(
         'A DSH started on this home while the release ran: stop it, then run the release again, which checks and mends what it wrote.\n' +
           `  pid ${STARTED.pid}: ${STARTED.command}`,
       )
@@ -232,7 +231,7 @@ describe('a process list that cannot be read once the release has started', () =
     const release = await releaseDone(home, { lookForDsh })
     expect(release.files.map((file) => file.status)).toEqual(['released'])
     expect(release.untouched).toEqual([paths[1]])
-    expect(formatReport(release)).toContain(
+    expect(reportOf(release)).toContain(
       'The release stopped: the process list could not be read (EMFILE), so it could not tell whether a DSH had started on this home. Stop DSH, then run the release again.',
     )
     // The user's word that DSH is stopped goes where the system gives no way to look.
@@ -287,7 +286,7 @@ describe('DSH appends at any step of a release', () => {
     const release = await releaseDone(home, { mode: 'upgrade', fs })
     expect(release.files).toMatchObject([{ status: 'written-meanwhile' }])
     expect(exitCodeOf(release)).toBe(1)
-    expect(formatReport(release)).toMatch(/^WRITTEN   s  /m)
+    expect(reportOf(release)).toMatch(/^WRITTEN   s  /m)
     expect(readFileSync(log, 'utf8').trimEnd().split('\n').at(-1)).toBe(commandRow(12, 'dsh-0'))
     // The rerun rebuilds it: the row follows the original's numbering, renumbered with it.
     const rerun = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1) })
@@ -370,7 +369,7 @@ describe('a log an earlier release replaced', () => {
     const rerun = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1) })
     expect(rerun.files).toMatchObject([{ status: 'released', rebuiltFrom: kept }])
     expect(readFileSync(log, 'utf8')).toContain('"commandId":"dsh-0"')
-    expect(formatReport(rerun)).toContain(
+    expect(reportOf(rerun)).toContain(
       `released  s  ${relative(home, log)}: 3 loop/change rows removed, 10 rows kept (rebuilt from ${relative(home, kept)} and the rows a DSH wrote after an earlier release)`,
     )
   })

@@ -9,11 +9,10 @@ import { basename, dirname, join, relative } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { isReleaseTemp } from '../../src/release/release-file.ts'
 import { LOCK_FILE } from '../../src/release/home-lock.ts'
-import { formatReport } from '../../src/release/cli.ts'
 import { PROJECTION_CACHE, releaseHome } from '../../src/release/home.ts'
-import { RELEASE_MODES, type ReleaseMode } from '../../src/release/modes.ts'
+import { RELEASE_MODES, type ReleaseModeName } from '../../src/release/modes.ts'
 import { useHosts } from '../support/host.ts'
-import { gatedFs, releaseDone, releaseOptions, releasedFile, useLoopedLog } from '../support/release-home.ts'
+import { gatedFs, releaseDone, releaseOptions, releasedFile, reportOf, useLoopedLog } from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
 
 /** The release temp files beside a log. */
@@ -33,7 +32,7 @@ const KILLED_PID = 2 ** 22 + 17
  * Start a release of a home that dies at its `kill`-th file system call: nothing after it runs,
  * no clean-up included, and its descriptors close as the OS closes a dead process's.
  */
-async function killedRelease(home: string, mode: ReleaseMode, kill: number): Promise<void> {
+async function killedRelease(home: string, mode: ReleaseModeName, kill: number): Promise<void> {
   let calls = 0
   let killed: () => void = () => {}
   const reached = new Promise<void>((resolve) => {
@@ -99,7 +98,7 @@ describe('a kill at each step of a release', () => {
             : [],
         )
         if (mode === 'upgrade' && !left.equals(looped.written()))
-          expect(formatReport(rerun), at).toContain(
+          expect(reportOf(rerun), at).toContain(
             `${relative(home, log)}: 1 active loops were removed by an earlier upgrade release (its original is in ${relative(home, killedFolder(home))}); ` +
               'to recreate them in this session after the upgrade:\n            /loop 2 check the build',
           )
@@ -141,8 +140,8 @@ describe('a failing call', () => {
   ])('%s failing with %s leaves the log as it was and no temp file', async (failing, code, reason) => {
     const { log } = copyOfLog()
     const outcome = await releasedFile(log, {
-      stages: RELEASE_MODES.removal,
-      dryRun: false,
+      mode: RELEASE_MODES.removal,
+      write: {},
       fs: gatedFs((step) => {
         if (step === failing) throw error(code)
       }),
@@ -155,8 +154,8 @@ describe('a failing call', () => {
   it('keeps the first failure as the reason when the clean-up fails too', async () => {
     const { log } = copyOfLog()
     const outcome = await releasedFile(log, {
-      stages: RELEASE_MODES.removal,
-      dryRun: false,
+      mode: RELEASE_MODES.removal,
+      write: {},
       fs: gatedFs((step) => {
         if (step === 'handle.write') throw error('ENOSPC')
         if (step === 'fs.rm') throw error('EIO')
@@ -172,8 +171,8 @@ describe('a log that changes while the release runs', () => {
     const { log } = copyOfLog()
     let closes = 0
     const outcome = await releasedFile(log, {
-      stages: RELEASE_MODES.removal,
-      dryRun: false,
+      mode: RELEASE_MODES.removal,
+      write: {},
       fs: gatedFs((step) => {
         // The first close is the reader's, at the end of the log: DSH appends a batch right then.
         if (step === 'handle.close' && closes++ === 0) appendFileSync(log, looped.written().subarray(-40))
@@ -224,7 +223,7 @@ describe('bad logs among good ones', () => {
 
     const release = await releaseDone(home)
     // An empty log holds no loop/change row, in either mode.
-    expect(await releasedFile(empty, { stages: RELEASE_MODES.upgrade, dryRun: false, fs: fsPromises })).toMatchObject({
+    expect(await releasedFile(empty, { mode: RELEASE_MODES.upgrade, write: {}, fs: fsPromises })).toMatchObject({
       status: 'no-loops',
       sessionId: undefined,
     })
@@ -247,12 +246,10 @@ describe('bad logs among good ones', () => {
     expect(byPath.get(empty)).toMatchObject({ status: 'no-loops', sessionId: undefined })
     // The removal reads no row but the loop rows; the upgrade reads every row after one, as text where it must parse it.
     expect(byPath.get(badUtf8)).toMatchObject({ status: 'released' })
-    expect(await releasedFile(badUtf8, { stages: RELEASE_MODES.upgrade, dryRun: false, fs: fsPromises })).toMatchObject(
-      {
-        status: 'left',
-        reason: 'row 2 holds bytes that are not UTF-8',
-      },
-    )
+    expect(await releasedFile(badUtf8, { mode: RELEASE_MODES.upgrade, write: {}, fs: fsPromises })).toMatchObject({
+      status: 'left',
+      reason: 'row 2 holds bytes that are not UTF-8',
+    })
     expect([torn, notJson, later, plainTorn, notZstd].map((path) => readFileSync(path))).toEqual(snapshot)
   })
 })

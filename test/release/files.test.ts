@@ -212,7 +212,7 @@ describe('a plain log with a row longer than a read', () => {
     const long = COMMAND_ROW.replace('" list"', `"${'x'.repeat(5 << 19)}"`)
     writeFileSync(join(folder, 'session.jsonl'), `${HEADER}\n${long}\n${LOOP_ROW.replace('"seq":0', '"seq":2')}\n`)
     const release = await releaseDone(root, { mode: 'upgrade' })
-    expect(release.files).toMatchObject([{ status: 'released', tally: { rows: 2, removed: 1 } }])
+    expect(release.files).toMatchObject([{ status: 'released', tally: { rows: 2, written: 1 } }])
     expect(readFileSync(join(folder, 'session.jsonl'), 'utf8')).toBe(`${HEADER}\n${long}\n`)
   })
 })

@@ -29,29 +29,48 @@ describe('markRow', () => {
 })
 
 describe('RELEASE_MODES', () => {
-  const tally = { rows: 10, marked: 3, alreadyMarked: 2, removed: 4 }
-  const fork = { id: 'f', seedLength: 2, fields: {} }
+  const tally = { rows: 10, written: 3, alreadyMarked: 2 }
+  const fork = { id: 'f', seedLength: 2, fields: { type: 'session', id: 'f', seedLength: 2 } }
   const root = { id: 's', seedLength: undefined, fields: {} }
+  const loopRow = (seq: number) => Buffer.from(`{"type":"loop/change","seq":${seq},"time":1,"data":{}}`)
 
-  it('removal: marks, reads every log in one pass, keeps no originals, and says what it marked', () => {
+  it('removal: a stage per log that marks in one pass and counts what it marked; no originals kept', () => {
     const { removal } = RELEASE_MODES
     expect(Object.isFrozen(removal)).toBe(true)
-    expect([removal.countsFirst(fork), removal.countsFirst(root), removal.keepsOriginals]).toEqual([
+    const stage = removal.createStage(fork)
+    expect([stage.countsFirst, stage.headerEdit, stage.afterCount(), removal.keepsOriginals]).toEqual([
       false,
-      false,
+      undefined,
+      stage,
       false,
     ])
-    expect(removal.written(tally)).toBe(3)
-    expect(removal.describe(tally, false)).toBe('3 loop/change rows marked ignorable (2 already were)')
-    expect(removal.describe({ ...tally, alreadyMarked: 0 }, true)).toBe('3 loop/change rows would be marked ignorable')
+    expect(stage.row(loopRow(0))).toMatchObject({ kind: 'splice' })
+    expect(stage.row(Buffer.from('{"type":"loop/change","seq":1,"data":{},"ignorable":true}'))).toBeUndefined()
+    expect(stage.row(Buffer.from('{"type":"user/message","seq":2}'))).toBeUndefined()
+    expect(stage.tally).toEqual({ rows: 3, written: 1, alreadyMarked: 1 })
+    // Each log's stage counts its own.
+    expect(removal.createStage(root).tally).toEqual({ rows: 0, written: 0, alreadyMarked: 0 })
+    expect(removal.describe(tally, { passive: '' })).toBe('3 loop/change rows marked ignorable (2 already were)')
+    expect(removal.describe({ rows: 10, written: 3, alreadyMarked: 0 }, { passive: 'would be ' })).toBe(
+      '3 loop/change rows would be marked ignorable',
+    )
   })
 
-  it('upgrade: counts a fork first, keeps the originals, and says what it removed and kept', () => {
+  it('upgrade: counts a fork first and writes it in a second pass seeded by the first; keeps the originals', () => {
     const { upgrade } = RELEASE_MODES
     expect(Object.isFrozen(upgrade)).toBe(true)
-    expect([upgrade.countsFirst(fork), upgrade.countsFirst(root), upgrade.keepsOriginals]).toEqual([true, false, true])
-    expect(upgrade.written(tally)).toBe(4)
-    expect(upgrade.describe(tally, false)).toBe('4 loop/change rows removed, 6 rows kept')
-    expect(upgrade.describe(tally, true)).toBe('4 loop/change rows would be removed, 6 rows kept')
+    expect([upgrade.createStage(root).countsFirst, upgrade.keepsOriginals]).toEqual([false, true])
+    const counting = upgrade.createStage(fork)
+    expect([counting.countsFirst, counting.headerEdit]).toEqual([true, undefined])
+    expect(counting.row(loopRow(0))).toEqual({ kind: 'drop' })
+    const writing = counting.afterCount()
+    expect(writing.countsFirst).toBe(false)
+    expect(writing.headerEdit).toEqual({ kind: 'replace', text: '{"type":"session","id":"f","seedLength":1}' })
+    expect(writing.tally).toEqual({ rows: 0, written: 0 })
+    expect(counting.tally).toEqual({ rows: 1, written: 1 })
+    expect(upgrade.describe({ rows: 10, written: 4 }, { passive: '' })).toBe('4 loop/change rows removed, 6 rows kept')
+    expect(upgrade.describe({ rows: 10, written: 4 }, { passive: 'would be ' })).toBe(
+      '4 loop/change rows would be removed, 6 rows kept',
+    )
   })
 })

@@ -132,13 +132,13 @@ describe('two runs on one home', () => {
     const { log } = homeWithLog()
     // Without the lock (as two runs of an earlier build met): the first has written its temp file whole…
     const counted = pausingFs(Number.POSITIVE_INFINITY)
-    await releaseFile(homeWithLog().log, { stages: RELEASE_MODES.removal, fs: counted.fs, dryRun: false })
+    await releaseFile(homeWithLog().log, { mode: RELEASE_MODES.removal, fs: counted.fs, write: {} })
     const first = pausingFs(counted.steps.indexOf('handle.sync') + 1)
-    const running = releasedFile(log, { stages: RELEASE_MODES.removal, fs: first.fs, dryRun: false })
+    const running = releasedFile(log, { mode: RELEASE_MODES.removal, fs: first.fs, write: {} })
     await first.paused
     // …when a second opens its own and dies there.
     const second = pausingFs(counted.steps.indexOf('fs.open', counted.steps.indexOf('handle.read') + 1) + 1)
-    void releaseFile(log, { stages: RELEASE_MODES.removal, fs: second.fs, dryRun: false })
+    void releaseFile(log, { mode: RELEASE_MODES.removal, fs: second.fs, write: {} })
     await second.paused
     first.resume()
     expect(await running).toMatchObject({ status: 'released' })

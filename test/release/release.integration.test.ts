@@ -57,8 +57,8 @@ describe('release for removal', () => {
     ])
 
     const done = await release(home)
-    expect(done.files.map((file) => [file.sessionId, file.status, tallyOf(file).marked])).toEqual(
-      dry.files.map((file) => [file.sessionId, file.status, tallyOf(file).marked]),
+    expect(done.files.map((file) => [file.sessionId, file.status, tallyOf(file).written])).toEqual(
+      dry.files.map((file) => [file.sessionId, file.status, tallyOf(file).written]),
     )
     // Frame for frame: a frame without loop rows keeps its bytes; one with them differs only by the markers.
     const releasedFrames = (await framesOf(logOf(home, 'session-looped'))).map(({ frame }) => frame)
@@ -120,8 +120,8 @@ describe('release for removal', () => {
       third.files.map((file) => [
         file.sessionId,
         file.status,
-        tallyOf(file).marked > 0,
-        tallyOf(file).alreadyMarked > 0,
+        tallyOf(file).written > 0,
+        (tallyOf(file).alreadyMarked ?? 0) > 0,
       ]),
     ).toEqual([
       ['session-fork', 'already-released', false, true],

@@ -252,12 +252,12 @@ describe('the upgrade release renumbering', () => {
               const raw = await released.ctx.sessionPersistence.readRaw(SessionId(id))
               const log = join(withLoops, (await fsPromises.readdir(withLoops))[0]!, id, 'session.jsonl.zstd')
               const outcome = await releasedFile(log, {
-                stages: RELEASE_MODES.upgrade,
+                mode: RELEASE_MODES.upgrade,
                 fs: fsPromises,
-                dryRun: false,
+                write: {},
               })
               // As written, DSH's migration refuses exactly the logs that held loop rows.
-              if (tallyOf(outcome).removed > 0) {
+              if (tallyOf(outcome).written > 0) {
                 expect(outcome.status).toBe('released')
                 expect(() => migrateFormat0(raw!.content)).toThrow(/unknown historical event type "loop\/change"/)
               } else {

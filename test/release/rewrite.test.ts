@@ -21,16 +21,14 @@ describe('createRewrite', () => {
     expect(text(rewrite.batch(batch(row('user/message', 1), row('loop/change', 2))))).toBe(
       `${row('user/message', 1)}\n${row('loop/change', 2).slice(0, -1)},"ignorable":true}\n`,
     )
-    expect(rewrite.tally).toEqual({ rows: 3, marked: 1, alreadyMarked: 0, removed: 0 })
-    expect(RELEASE_MODES.removal.written(rewrite.tally)).toBe(1)
+    expect(rewrite.stage?.tally).toEqual({ rows: 3, written: 1, alreadyMarked: 0 })
   })
 
   it('removal: counts the rows an earlier run marked, and refuses a loop row that does not end as JSON does', () => {
     const rewrite = createRewrite(RELEASE_MODES.removal)
     rewrite.batch(batch(header))
     expect(rewrite.batch(batch(`${row('loop/change', 0).slice(0, -1)},"ignorable":true}`))).toBeUndefined()
-    expect(rewrite.tally).toEqual({ rows: 1, marked: 0, alreadyMarked: 1, removed: 0 })
-    expect(RELEASE_MODES.removal.written(rewrite.tally)).toBe(0)
+    expect(rewrite.stage?.tally).toEqual({ rows: 1, written: 0, alreadyMarked: 1 })
     expect(() => rewrite.batch(batch('{"type":"loop/change","seq":1,"data":{'))).toThrow(
       new LogRefusal('row 2 does not end as a JSON object does'),
     )
@@ -51,7 +49,7 @@ describe('createRewrite', () => {
     expect(text(rewrite.batch(batch(row('user/message', 2))))).toBe(
       `${JSON.stringify({ type: 'user/message', seq: 1, time: 2, data: {} })}\n`,
     )
-    expect(rewrite.tally).toEqual({ rows: 3, marked: 0, alreadyMarked: 0, removed: 1 })
+    expect(rewrite.stage?.tally).toEqual({ rows: 3, written: 1 })
   })
 
   it('upgrade: refuses a reference to a removed row, and a row that does not begin as DSH writes one', () => {
@@ -71,11 +69,11 @@ describe('createRewrite', () => {
     const first = createRewrite(RELEASE_MODES.upgrade)
     first.batch(batch(fork, ...rows))
     // The header is not read again: the first pass's is handed on.
-    const second = createRewrite(RELEASE_MODES.upgrade, { header: first.header!, renumbering: first.renumbering })
+    const second = createRewrite(RELEASE_MODES.upgrade, { header: first.header!, stage: first.stage! })
     expect(text(second.batch(batch(fork, ...rows)))).toBe(
       `{"type":"session","version":0,"id":"f","seedLength":2}\n${row('user/message', 0)}\n${JSON.stringify({ type: 'user/message', seq: 1, time: 2, data: {} })}\n`,
     )
-    expect(second.tally).toEqual({ rows: 4, marked: 0, alreadyMarked: 0, removed: 2 })
+    expect(second.stage?.tally).toEqual({ rows: 4, written: 2 })
   })
 
   it('refuses a batch that does not end with a whole row', () => {
@@ -95,10 +93,10 @@ describe('createRewrite', () => {
         row('loop/change', 2, { version: 1, operation: 'create', loop: loop('loop_own', 'mine') }),
       ),
     )
-    expect(fork.loops).toEqual({ loops: [loop('loop_own', 'mine')], lastIdNumber: 0 })
+    expect(fork.stage?.removedLoops).toEqual({ loops: [loop('loop_own', 'mine')], lastIdNumber: 0 })
     const unreadable = createRewrite(RELEASE_MODES.upgrade)
     unreadable.batch(batch(header, '{"type":"loop/change","seq":0,"data":{'))
-    expect(unreadable.loops).toEqual({
+    expect(unreadable.stage?.removedLoops).toEqual({
       loops: [],
       lastIdNumber: 0,
       corrupt: 'corrupt loop/change record: payload is not an object',

@@ -77,7 +77,7 @@ describe('release for upgrade', () => {
     expect(release.backupFolder).toBe(backupFolder)
     expect(release.projectionCache).toBe(join(backupFolder, PROJECTION_CACHE))
     expect(existsSync(join(home, PROJECTION_CACHE))).toBe(false)
-    expect(release.files.map((file) => [file.sessionId, file.status, tallyOf(file).removed])).toEqual([
+    expect(release.files.map((file) => [file.sessionId, file.status, tallyOf(file).written])).toEqual([
       ['session-fork', 'released', 8],
       ['session-looped', 'released', 8],
       ['session-plain', 'no-loops', 0],

@@ -10,10 +10,11 @@ import { dirname, join, relative } from 'node:path'
 import { KNOWN_SESSION_EVENT_TYPES } from '@deepseek-ai/dsh-session'
 import { afterEach, beforeAll, expect } from 'vitest'
 import { LOOP_CHANGE_EVENT } from '../../src/fold.ts'
+import { formatReport } from '../../src/release/cli.ts'
 import { releaseHome, type HomeRelease, type HomeReleaseOptions } from '../../src/release/home.ts'
 import { LogRefusal } from '../../src/release/log-format.ts'
 import { releaseFile, type FileOutcome, type ReleaseFileOptions } from '../../src/release/release-file.ts'
-import type { Tally } from '../../src/release/modes.ts'
+import { RELEASE_MODES, type ReleaseModeName, type Tally } from '../../src/release/modes.ts'
 import type { ReleaseFs } from '../../src/release/release-fs.ts'
 import { readFrames } from '../../src/release/zstd-frames.ts'
 import {
@@ -81,16 +82,22 @@ export function logOf(home: string, id: string): string {
 /** No DSH on the home: what the release's process check finds in these tests, unless a test says otherwise. */
 export const NO_DSH: HomeReleaseOptions['lookForDsh'] = async () => ({ kind: 'looked', running: [] })
 
+/** What a test sets of a release's options: the mode by its name. */
+export type ReleaseOverrides = Partial<Omit<HomeReleaseOptions, 'mode'>> & { readonly mode?: ReleaseModeName }
+
 /**
  * A release's options for a test: removal, this process, no DSH running, every other pid gone.
  * @param home - the home.
  * @param overrides - what the test sets.
  * @returns the options.
  */
-export function releaseOptions(home: string, overrides: Partial<HomeReleaseOptions> = {}): HomeReleaseOptions {
+export function releaseOptions(
+  home: string,
+  { mode = 'removal', ...overrides }: ReleaseOverrides = {},
+): HomeReleaseOptions {
   return {
     home,
-    mode: 'removal',
+    mode: RELEASE_MODES[mode],
     dryRun: false,
     fs: fsPromises,
     startedAt: new Date(0),
@@ -109,10 +116,19 @@ export function releaseOptions(home: string, overrides: Partial<HomeReleaseOptio
  * @param overrides - what the test sets.
  * @returns what it did.
  */
-export async function releaseDone(home: string, overrides: Partial<HomeReleaseOptions> = {}): Promise<HomeRelease> {
+export async function releaseDone(home: string, overrides: ReleaseOverrides = {}): Promise<HomeRelease> {
   const release = await releaseHome(releaseOptions(home, overrides))
   expect(release.kind).toBe('done')
   return release as HomeRelease
+}
+
+/**
+ * The text report of a release, as the command prints it.
+ * @param release - what the release did.
+ * @returns the report.
+ */
+export function reportOf(release: HomeRelease): string {
+  return formatReport(release, RELEASE_MODES[release.mode])
 }
 
 /**
@@ -120,7 +136,7 @@ export async function releaseDone(home: string, overrides: Partial<HomeReleaseOp
  * @param file - the log's outcome.
  * @returns its counts.
  */
-export function tallyOf(file: FileOutcome): Readonly<Tally> {
+export function tallyOf(file: FileOutcome): Tally {
   if (file.status === 'left') throw new Error(`${file.path} was left: ${file.reason}`)
   if (file.status === 'written-meanwhile') throw new Error(`${file.path} was written meanwhile`)
   return file.tally
