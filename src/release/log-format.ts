@@ -33,7 +33,7 @@ const SURFACE_ENVELOPE: SeqFields = Object.freeze({ surfaceOp: 'surface', source
  */
 export const SEQ_REFERENCES: Readonly<{
   header: SeqFields
-  events: Readonly<Record<string, Readonly<{ envelope?: SeqFields; data?: SeqFields }>>>
+  events: Readonly<Record<string, EventSeqFields>>
 }> = Object.freeze({
   header: Object.freeze({ seedLength: 'count' }),
   events: Object.freeze({
@@ -188,9 +188,10 @@ export function isLoopRow(row: Buffer): boolean {
   return holdsAt(row, LOOP_ROW_HEAD, 0)
 }
 
-/** The head of a row: its type, and where its seq (a packed run's first) is written. */
+/** The head of a row: where its type ends, and its seq (a packed run's first) and where that is written. */
 export interface RowHead {
-  readonly type: string
+  /** The byte after the type's name. */
+  readonly typeEnd: number
   readonly seq: number
   /** The seq's digits: `[seqStart, seqEnd)` in the row. */
   readonly seqStart: number
@@ -201,7 +202,7 @@ export interface RowHead {
  * Read a row's head from its bytes: every row DSH writes begins with its type and seq, in that order.
  * @param row - the row's bytes.
  * @param rowNumber - which row it is, for a refusal.
- * @returns the type and the seq with its place.
+ * @returns where the type ends, and the seq with its place.
  */
 export function readRowHead(row: Buffer, rowNumber: number): RowHead {
   const refuse = () => new LogRefusal(`row ${rowNumber} does not begin with its type and seq as DSH writes a row`)
@@ -215,8 +216,29 @@ export function readRowHead(row: Buffer, rowNumber: number): RowHead {
   let seq = 0
   for (; row[seqEnd]! >= DIGIT_0 && row[seqEnd]! <= DIGIT_9; seqEnd += 1) seq = seq * 10 + row[seqEnd]! - DIGIT_0
   if (seqEnd === seqStart || row[seqEnd] !== COMMA || !Number.isSafeInteger(seq)) throw refuse()
-  // Types are ASCII names: latin1 reads them as they are, faster.
-  return { type: row.toString('latin1', TYPE_KEY.length, typeEnd), seq, seqStart, seqEnd }
+  return { typeEnd, seq, seqStart, seqEnd }
+}
+
+/** The fields of one event type that name events, in its envelope and its data. */
+export type EventSeqFields = Readonly<{ envelope?: SeqFields; data?: SeqFields }>
+
+/** Each type of {@link SEQ_REFERENCES} with its name's bytes: a row's type is matched without decoding it. */
+const TYPES_NAMING_EVENTS = Object.entries(SEQ_REFERENCES.events).map(([type, fields]) => ({
+  name: Buffer.from(type),
+  fields,
+}))
+
+/**
+ * The fields of a row that name other events, by its type.
+ * @param row - the row's bytes.
+ * @param head - its head.
+ * @returns the fields; `undefined` for a type whose rows name no other event.
+ */
+export function eventSeqFieldsOf(row: Buffer, head: RowHead): EventSeqFields | undefined {
+  const length = head.typeEnd - TYPE_KEY.length
+  for (const { name, fields } of TYPES_NAMING_EVENTS)
+    if (name.length === length && holdsAt(row, name, TYPE_KEY.length)) return fields
+  return undefined
 }
 
 /**

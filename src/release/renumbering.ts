@@ -8,6 +8,7 @@ import { isCount, isRecord } from '../shared/guards.ts'
 import {
   LogRefusal,
   SEQ_REFERENCES,
+  eventSeqFieldsOf,
   parseRow,
   textOf,
   type JsonObject,
@@ -39,6 +40,8 @@ export class Renumbering {
 
   /** How many removed rows have a seq at or below `seq` (binary search: rows come in order). */
   private removedThrough(seq: number): number {
+    // A row's own seq is past every row removed before it: no search.
+    if (this.removed.length === 0 || seq >= this.removed[this.removed.length - 1]!) return this.removed.length
     let low = 0
     let high = this.removed.length
     while (low < high) {
@@ -162,7 +165,7 @@ export function renumberHeader(header: JsonObject, renumbering: Renumbering): Ro
 export function renumberRow(row: Buffer, head: RowHead, renumbering: Renumbering, rowNumber: number): RowEdit {
   // A kept row's own seq names no removed row.
   const seq = String(renumbering.kept(head.seq))
-  const references = SEQ_REFERENCES.events[head.type]
+  const references = eventSeqFieldsOf(row, head)
   if (references === undefined)
     return { kind: 'splice', at: head.seqStart, length: head.seqEnd - head.seqStart, insert: seq }
   const where = `row ${rowNumber}`

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import {
   LaterFormat,
   SEQ_REFERENCES,
+  eventSeqFieldsOf,
   isLoopRow,
   readHeader,
   readRowHead,
@@ -44,12 +45,12 @@ describe('readHeader', () => {
 })
 
 describe('readRowHead', () => {
-  it('reads the type and the seq of an event row and of a packed chunk run, with the place of the seq', () => {
+  it('reads where the type ends and the seq of an event row and of a packed chunk run, with the place of the seq', () => {
     const row = '{"type":"user/message","seq":12,"time":3,"data":{}}'
-    expect(readRowHead(Buffer.from(row), 1)).toEqual({ type: 'user/message', seq: 12, seqStart: 29, seqEnd: 31 })
-    expect(row.slice(29, 31)).toBe('12')
+    expect(readRowHead(Buffer.from(row), 1)).toEqual({ typeEnd: 21, seq: 12, seqStart: 29, seqEnd: 31 })
+    expect([row.slice(9, 21), row.slice(29, 31)]).toEqual(['user/message', '12'])
     expect(readRowHead(Buffer.from('{"type":"text-chunks","seq0":4,"time0":1,"data":{}}'), 1)).toMatchObject({
-      type: 'text-chunks',
+      typeEnd: 20,
       seq: 4,
     })
   })
@@ -68,6 +69,17 @@ describe('readRowHead', () => {
     expect(refusal(() => readRowHead(Buffer.from(row), 2))).toBe(
       'row 2 does not begin with its type and seq as DSH writes a row',
     )
+  })
+})
+
+describe('eventSeqFieldsOf', () => {
+  it("finds a row's fields that name events by its type's bytes, and none for another type", () => {
+    const fieldsOf = (row: string) => eventSeqFieldsOf(Buffer.from(row), readRowHead(Buffer.from(row), 1))
+    for (const [type, fields] of Object.entries(SEQ_REFERENCES.events))
+      expect(fieldsOf(`{"type":"${type}","seq":1,"time":1,"data":{}}`)).toBe(fields)
+    // Same length as tool/result, and one a prefix of a type that names events.
+    for (const type of ['text-chunks', 'tool/resul', 'tool/results'])
+      expect(fieldsOf(`{"type":"${type}","seq":1,"time":1,"data":{}}`)).toBeUndefined()
   })
 })
 
