@@ -1,19 +1,12 @@
 /**
- * The delivery rule (`chooseDelivery`, pure: plain facts in) and one agent's
- * inbox as the runtime uses it: a due loop's heartbeat goes in by that rule,
- * and a loop's waiting heartbeats come out when it is deleted or a stale one
- * is replaced. The inbox also keeps which loops' heartbeats the open turn
- * took: read once from the log's tail, then kept current by the agent's
- * claims, which name their turn.
+ * The delivery rules, pure: how a due occurrence reaches the agent (`chooseDelivery`), which of
+ * an inbox's messages are a loop's waiting heartbeats, and which claimed heartbeats a step keeps.
+ * Plain values in; no host access. The agent's inbox itself is `heartbeat-inbox.ts`.
  * @module dsh-plugin-loop/delivery
  */
-import type { Agent } from '@deepseek-ai/dsh-agent'
-import { createUserMessage } from '@deepseek-ai/dsh-llm'
-import type { SessionEvent } from '@deepseek-ai/dsh-session'
-import { waitingHeartbeats, type InboxMessage } from './inbox.ts'
-import type { LoopReport } from './report.ts'
-import { describeError } from './shared/format.ts'
-import { HEARTBEAT_SOURCE, readHeartbeat, renderHeartbeat } from './shared/heartbeat.ts'
+import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
+import type { MessageId } from '@deepseek-ai/dsh-llm'
+import { readHeartbeat } from './shared/heartbeat.ts'
 import type { LoopRecord } from './types.ts'
 
 /** What the session says about one loop's heartbeats at the instant it is due. */
@@ -49,107 +42,51 @@ export function chooseDelivery(facts: DeliveryFacts): Delivery {
   return facts.inOpenTurn ? { kind: 'coalesce' } : { kind: 'send', target: 'next-step' }
 }
 
-/** Heartbeats in and out of one agent's inbox. */
-export class HeartbeatInbox {
-  /** The turn {@link loopsInOpenTurn} belongs to; undefined when no turn is known to be open. */
-  private turn: number | undefined
-  /** Loops whose heartbeat is a user message of {@link turn}. */
-  private readonly loopsInOpenTurn = new Set<string>()
+/** An inbox message as read here: a heartbeat or anything else, with the id the inbox removes it by. */
+export interface InboxMessage {
+  readonly id: MessageId
+}
 
-  /**
-   * @param agent - the exact agent whose inbox this is.
-   * @param report - where a replaced heartbeat is noted.
-   */
-  constructor(
-    private readonly agent: Agent,
-    private readonly report: Pick<LoopReport, 'info'>,
-  ) {}
-
-  /**
-   * Read the open turn from the log: the user messages after its last turn
-   * boundary, found from the end, so a long log is not copied or walked.
-   * @param events - the session's log.
-   * @param from - the seed boundary; a fork's inherited turns are not this session's.
-   */
-  readOpenTurn(events: readonly SessionEvent[], from: number): void {
-    let start = from
-    for (let index = events.length - 1; index >= from; index -= 1) {
-      const event = events[index]!
-      if (event.type === 'turn/end') this.enterTurn(undefined)
-      else if (event.type === 'turn/start') this.enterTurn(event.data.turn)
-      else continue
-      start = index + 1
-      break
-    }
-    for (let index = start; index < events.length; index += 1) {
-      const event = events[index]!
-      if (event.type === 'user/message') this.noteHeartbeat(event.data)
-    }
-  }
-
-  /**
-   * Count a message the agent took out of its inbox for a turn, before DSH logs
-   * it as the step's user message. A newer turn than the one known begins a new set.
-   * @param message - the claimed message, untrusted.
-   * @param turn - the turn that claimed it.
-   */
-  noteClaimed(message: unknown, turn: number): void {
-    this.enterTurn(turn)
-    this.noteHeartbeat(message)
-  }
-
-  /**
-   * Hand one due loop's heartbeat to the inbox by the delivery rule.
-   * @param loop - the due loop.
-   * @returns why the inbox refused it, if it did.
-   */
-  deliver(loop: LoopRecord): string | undefined {
-    const delivery = chooseDelivery({
-      running: this.agent.status === 'running',
-      waiting: waitingHeartbeats(this.messages()).has(loop.id),
-      inOpenTurn: this.loopsInOpenTurn.has(loop.id),
-    })
-    if (delivery.kind === 'coalesce') return undefined
-    try {
-      if (delivery.kind === 'replace') {
-        // Nothing would deliver it (an idle agent does not wake by itself): the fresh heartbeat takes its place.
-        this.report.info(
-          `session "${this.agent.id}": the heartbeat of ${loop.id} waited in the inbox of an idle agent; replacing it with one that wakes the agent`,
-        )
-        this.withdraw(loop.id)
-      }
-      const content = [{ type: 'text' as const, text: renderHeartbeat(loop) }]
-      this.agent.send(createUserMessage({ content, source: { ...HEARTBEAT_SOURCE } }), delivery.target, true)
-      return undefined
-    } catch (error) {
-      return `heartbeat for ${loop.id} was not admitted: ${describeError(error)}`
-    }
-  }
-
-  /**
-   * Take a loop's waiting heartbeats out of the inbox; DSH logs each removal as
-   * a durable cancellation, saved with the next flush.
-   * @param loopId - the loop.
-   */
-  withdraw(loopId: string): void {
-    for (const id of waitingHeartbeats(this.messages()).get(loopId) ?? []) this.agent.inbox.remove(id)
-  }
-
-  /** Begin a turn's set (undefined: no turn open); the same turn keeps what it has. */
-  private enterTurn(turn: number | undefined): void {
-    if (turn !== undefined && turn === this.turn) return
-    this.turn = turn
-    this.loopsInOpenTurn.clear()
-  }
-
-  /** Remember a heartbeat the open turn took. */
-  private noteHeartbeat(message: unknown): void {
+/**
+ * Each loop's heartbeats among `messages`, in inbox order.
+ * @param messages - the inbox's waiting messages.
+ * @returns loop id → the message ids of its waiting heartbeats; loops without one are absent.
+ */
+export function waitingHeartbeats(messages: Iterable<InboxMessage>): Map<string, MessageId[]> {
+  const waiting = new Map<string, MessageId[]>()
+  for (const message of messages) {
     const heartbeat = readHeartbeat(message)
-    if (heartbeat !== undefined) this.loopsInOpenTurn.add(heartbeat.loopId)
+    if (heartbeat === undefined) continue
+    const ids = waiting.get(heartbeat.loopId)
+    if (ids === undefined) waiting.set(heartbeat.loopId, [message.id])
+    else ids.push(message.id)
   }
+  return waiting
+}
 
-  /** The inbox's unconsumed messages (replayed by DSH from the log), next-step first. */
-  private messages(): InboxMessage[] {
-    return [...this.agent.inbox.nextStep, ...this.agent.inbox.nextTurn]
+/**
+ * Keep heartbeats of loops that are no longer active out of a step. DSH claims a
+ * step's input before its pre-step hooks run, so a delete decided in between can
+ * no longer take the message out of the inbox. Anything else passes unchanged.
+ * When every claimed message is such a heartbeat, the step gets no input at all
+ * (what hooks added for it goes too), so DSH ends the turn instead of calling the model.
+ * @param claimed - the messages DSH took out of the inbox for this step.
+ * @param decision - what the inner pre-step hooks decided.
+ * @param loops - the active loops.
+ * @returns the same decision, or a copy without the deleted loops' heartbeats.
+ */
+export function admitClaimedHeartbeats(
+  claimed: readonly unknown[],
+  decision: PreStepDecision,
+  loops: readonly LoopRecord[],
+): PreStepDecision {
+  if (decision.kind === 'reject') return decision
+  const dropped = (message: unknown): boolean => {
+    const heartbeat = readHeartbeat(message)
+    return heartbeat !== undefined && !loops.some((loop) => loop.id === heartbeat.loopId)
   }
+  const messages = decision.messages.filter((message) => !dropped(message))
+  if (messages.length === decision.messages.length) return decision
+  // Decided on the claimed batch itself: a hook may have replaced a claimed message with an edited copy.
+  return { ...decision, messages: claimed.some(dropped) && claimed.every(dropped) ? [] : messages }
 }

@@ -18,8 +18,8 @@ import {
   inheritedLoopIds,
   type LoopFold,
 } from './fold.ts'
-import { HeartbeatInbox } from './delivery.ts'
-import { admitClaimedHeartbeats } from './inbox.ts'
+import { admitClaimedHeartbeats } from './delivery.ts'
+import { HeartbeatInbox } from './heartbeat-inbox.ts'
 import { flushSession } from './persistence.ts'
 import { createReport, type LoopReport } from './report.ts'
 import { WakeTimer, realClock, type LoopClock } from './clock.ts'

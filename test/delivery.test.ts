@@ -1,86 +1,144 @@
 /**
- * The delivery rule (src/delivery.ts) over plain facts, and the heartbeat inbox over a stub agent
- * and plain events: which loops the open turn already took, read from the log and from the claims noted since.
+ * The delivery rules (src/delivery.ts) over plain values: how a due occurrence is delivered, a
+ * loop's waiting heartbeats, and the claimed heartbeats a step keeps.
  */
-import type { Agent } from '@deepseek-ai/dsh-agent'
-import type { SessionEvent } from '@deepseek-ai/dsh-session'
-import { describe, expect, it, vi } from 'vitest'
-import { HeartbeatInbox, chooseDelivery, type DeliveryFacts } from '../src/delivery.ts'
-import { createChange, dispatchChange } from '../src/fold.ts'
+import { describe, expect, it } from 'vitest'
+import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
+import { freezeMessage, MessageId, type UserMessage } from '@deepseek-ai/dsh-llm'
+import { admitClaimedHeartbeats, chooseDelivery, waitingHeartbeats, type DeliveryFacts } from '../src/delivery.ts'
+import { renderHeartbeat } from '../src/shared/heartbeat.ts'
+import type { LoopRecord } from '../src/types.ts'
 import { NOW } from './support/epoch.ts'
 import { heartbeatMessage } from './support/loop-fixtures.ts'
 
-const LOOP = { id: 'loop_00000001', prompt: 'check CI', time_in_seconds: 60, next_at: NOW + 1000 }
+/** An active loop with this id. */
+const record = (id: string): LoopRecord => ({ id, prompt: `check ${id}`, time_in_seconds: 60, next_at: NOW })
 
-/** A log built from plain values: each entry's position is its seq. */
-function plainLog(...entries: readonly (readonly [string, unknown])[]): SessionEvent[] {
-  return entries.map(([type, data], seq) => ({ type, seq, time: 0, data }) as SessionEvent)
-}
-
-describe('the open turn, read from plain events', () => {
-  const events = plainLog(
-    ['loop/change', createChange(LOOP)],
-    ['turn/start', { turn: 3 }],
-    ['user/message', heartbeatMessage('loop_00000001')],
-    ['loop/change', dispatchChange('loop_00000001', NOW + 61_000)],
-  )
-  const closedEvents = [...events, ...plainLog(['turn/end', { turn: 3 }]).map((event) => ({ ...event, seq: 4 }))]
-
-  /**
-   * A heartbeat inbox over a stub running agent with an empty inbox, and which of some loops the open turn took:
-   * those whose occurrence it would coalesce, sending nothing (every other goes `next-step`).
-   */
-  function stubInbox() {
-    const send = vi.fn()
-    const agent = { id: 'ses-plain', status: 'running', inbox: { nextStep: [], nextTurn: [] }, send }
-    const inbox = new HeartbeatInbox(agent as unknown as Agent, { info: vi.fn() })
-    const taken = (...ids: string[]) =>
-      ids.filter((id) => {
-        send.mockClear()
-        expect(inbox.deliver({ ...LOOP, id })).toBeUndefined()
-        if (send.mock.calls.length === 0) return true
-        expect(send.mock.calls[0]![1]).toBe('next-step')
-        return false
-      })
-    return { inbox, taken }
-  }
-
-  it("takes the open turn's heartbeats from after the last turn boundary, and a turn/end closes it", () => {
-    const open = stubInbox()
-    open.inbox.readOpenTurn(events, 0)
-    expect(open.taken('loop_00000001', 'loop_b')).toEqual(['loop_00000001'])
-    const closed = stubInbox()
-    closed.inbox.readOpenTurn(closedEvents, 0)
-    expect(closed.taken('loop_00000001')).toEqual([])
-    // A fork's inherited turn is not this session's: read from the seed boundary, nothing of it counts.
-    const forked = stubInbox()
-    forked.inbox.readOpenTurn(events, 4)
-    expect(forked.taken('loop_00000001')).toEqual([])
+/** A message that is not a heartbeat. */
+const text = (id: string, body: string, plugin?: string): UserMessage =>
+  freezeMessage({
+    id: MessageId(id),
+    role: 'user',
+    content: [{ type: 'text', text: body }],
+    source: plugin === undefined ? { kind: 'user' } : { kind: 'plugin', plugin },
   })
 
-  it('keeps a turn by the number its claims name: the same turn adds, a newer one starts over', () => {
-    const { inbox, taken } = stubInbox()
-    // A claim noted before the log is read, in the turn the log shows open: kept through the read.
-    inbox.noteClaimed(heartbeatMessage('loop_early'), 3)
-    inbox.readOpenTurn(events, 0)
-    expect(taken('loop_early', 'loop_00000001', 'loop_b')).toEqual(['loop_early', 'loop_00000001'])
-    inbox.noteClaimed(heartbeatMessage('loop_b'), 3)
-    expect(taken('loop_early', 'loop_00000001', 'loop_b')).toEqual(['loop_early', 'loop_00000001', 'loop_b'])
-    inbox.noteClaimed({ role: 'user', content: [{ type: 'text', text: 'a user message opens turn 4' }] }, 4)
-    expect(taken('loop_early', 'loop_00000001', 'loop_b')).toEqual([])
-    inbox.noteClaimed(heartbeatMessage('loop_c'), 4)
-    expect(taken('loop_b', 'loop_c')).toEqual(['loop_c'])
-    // A turn/start without a number (not DSH's): its heartbeats count until the first claim names a turn.
-    const unnumbered = stubInbox()
-    unnumbered.inbox.readOpenTurn(plainLog(['turn/start', {}], ['user/message', heartbeatMessage('loop_a')]), 0)
-    expect(unnumbered.taken('loop_a', 'loop_b')).toEqual(['loop_a'])
-    unnumbered.inbox.noteClaimed(heartbeatMessage('loop_b'), 1)
-    expect(unnumbered.taken('loop_a', 'loop_b')).toEqual(['loop_b'])
-    // A claim from before the last closed turn is not kept through a read that finds the turn ended.
-    const ended = stubInbox()
-    ended.inbox.noteClaimed(heartbeatMessage('loop_early'), 3)
-    ended.inbox.readOpenTurn(closedEvents, 0)
-    expect(ended.taken('loop_early')).toEqual([])
+const user = text('msg-user', 'hello')
+
+describe('waiting heartbeats', () => {
+  it('groups heartbeats by loop, in inbox order, skipping every other message', () => {
+    const first = heartbeatMessage('loop_a', { id: 'msg-1' })
+    const second = heartbeatMessage('loop_a', { id: 'msg-2' })
+    const third = heartbeatMessage('loop_b', { id: 'msg-3' })
+    // The text of a heartbeat, sent by the user or another plugin, is not one.
+    const copied = text('msg-copy', renderHeartbeat(record('loop_c')))
+    const foreign = text('msg-goal', renderHeartbeat(record('loop_c')), 'goal')
+    const waiting = waitingHeartbeats([first, user, third, copied, second, foreign])
+    expect([...waiting]).toEqual([
+      ['loop_a', [MessageId('msg-1'), MessageId('msg-2')]],
+      ['loop_b', [MessageId('msg-3')]],
+    ])
+  })
+
+  it('is empty for an empty inbox or one without heartbeats', () => {
+    expect(waitingHeartbeats([])).toEqual(new Map())
+    expect(waitingHeartbeats([user, text('msg-2', 'hi')]).size).toBe(0)
+  })
+
+  it('reads any iterable once, in order', () => {
+    function* inbox() {
+      yield heartbeatMessage('loop_b', { id: 'msg-b' })
+      yield heartbeatMessage('loop_a', { id: 'msg-a' })
+    }
+    expect([...waitingHeartbeats(inbox())]).toEqual([
+      ['loop_b', [MessageId('msg-b')]],
+      ['loop_a', [MessageId('msg-a')]],
+    ])
+  })
+})
+
+describe('admitting a step', () => {
+  const live = heartbeatMessage('loop_live')
+  const gone = heartbeatMessage('loop_gone')
+  const active = [record('loop_live')]
+  const enter = (...messages: UserMessage[]): PreStepDecision => Object.freeze({ kind: 'enter', messages })
+
+  it('keeps the decision itself when nothing is dropped', () => {
+    const kept = enter(user, live)
+    expect(admitClaimedHeartbeats([user, live], kept, active)).toBe(kept)
+    const plain = enter(user)
+    expect(admitClaimedHeartbeats([user], plain, [])).toBe(plain)
+    const empty = enter()
+    expect(admitClaimedHeartbeats([], empty, active)).toBe(empty)
+  })
+
+  it('passes a rejection as it is', () => {
+    const rejected: PreStepDecision = { kind: 'reject' }
+    expect(admitClaimedHeartbeats([gone], rejected, active)).toBe(rejected)
+  })
+
+  it('drops only heartbeats of loops that are not active, the rest in order', () => {
+    const decision = enter(gone, user, live)
+    expect(admitClaimedHeartbeats([gone, user, live], decision, active)).toStrictEqual({
+      kind: 'enter',
+      messages: [user, live],
+    })
+    // A copy: the decision it was given is as it was.
+    expect(decision).toStrictEqual({ kind: 'enter', messages: [gone, user, live] })
+  })
+
+  it('drops every heartbeat when no loop is active', () => {
+    expect(admitClaimedHeartbeats([live, user], enter(live, user), [])).toStrictEqual({
+      kind: 'enter',
+      messages: [user],
+    })
+  })
+
+  it('gives the step no input at all when every claimed message was such a heartbeat, what hooks added included', () => {
+    const snapshot = text('msg-context', 'Current runtime context.', 'runtime-context')
+    expect(admitClaimedHeartbeats([gone], enter(gone, snapshot), active)).toStrictEqual({
+      kind: 'enter',
+      messages: [],
+    })
+    const other = heartbeatMessage('loop_other')
+    expect(admitClaimedHeartbeats([gone, other], enter(gone, other, snapshot), active)).toStrictEqual({
+      kind: 'enter',
+      messages: [],
+    })
+  })
+
+  it('decides on the claimed batch, not the messages a hook edited', () => {
+    // A hook merged two claimed heartbeats of deleted loops into one: still nothing to run.
+    const merged = heartbeatMessage('loop_gone', { id: 'msg-merged' })
+    expect(
+      admitClaimedHeartbeats(
+        [gone, heartbeatMessage('loop_old')],
+        enter(merged, text('msg-note', 'note', 'memory')),
+        active,
+      ),
+    ).toStrictEqual({ kind: 'enter', messages: [] })
+    // A hook replaced the claimed user message with an edited copy: the step runs with it.
+    const edited = text('msg-user', 'hello, edited')
+    expect(admitClaimedHeartbeats([gone, user], enter(gone, edited), active)).toStrictEqual({
+      kind: 'enter',
+      messages: [edited],
+    })
+    // A hook replaced the claimed heartbeat with a user message: nothing to drop, the decision stands.
+    const replaced = enter(edited)
+    expect(admitClaimedHeartbeats([gone], replaced, active)).toBe(replaced)
+  })
+
+  it('runs a step that claimed nothing (after tool calls) without a heartbeat a hook added for a deleted loop', () => {
+    expect(admitClaimedHeartbeats([], enter(gone, user), active)).toStrictEqual({ kind: 'enter', messages: [user] })
+    // Even when that heartbeat was all the step had.
+    expect(admitClaimedHeartbeats([], enter(gone), active)).toStrictEqual({ kind: 'enter', messages: [] })
+  })
+
+  it('keeps every other claimed value as it is, messages or not', () => {
+    expect(admitClaimedHeartbeats([null, 'x', gone], enter(gone, user), active)).toStrictEqual({
+      kind: 'enter',
+      messages: [user],
+    })
   })
 })
 
