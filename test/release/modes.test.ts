@@ -1,4 +1,4 @@
-/** The two releases, each one object, with plain values (SPEC.md §13 "Leaving loop"). */
+/** The two releases and the stage each creates per log, with plain values (SPEC.md §13 "Leaving loop"). */
 import { describe, expect, it } from 'vitest'
 import { RELEASE_MODES, markRow } from '../../src/release/modes.ts'
 import { refusal } from '../support/release-home.ts'
