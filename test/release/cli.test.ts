@@ -66,16 +66,22 @@ describe('parseArguments', () => {
 
 const tally = (counts: Partial<Tally>): Tally => ({ rows: 10, written: 0, ...counts })
 
+/** A release's report fields for a run that wrote, found and left nothing beside its logs. */
+const QUIET_RUN = {
+  kind: 'done',
+  dryRun: false,
+  untouched: [],
+  earlierFolders: [],
+  earlierRemoved: [],
+  leftovers: [],
+} as const
+
 describe('formatReport', () => {
   it('says per log what was done and totals only what was written', () => {
     const release: HomeRelease = {
-      kind: 'done',
+      ...QUIET_RUN,
       home: '/h',
       mode: 'removal',
-      dryRun: false,
-      untouched: [],
-      earlierFolders: [],
-      earlierRemoved: [],
       leftovers: ['/h/sessions/p/a/session.jsonl.zstd.loop-release-7-0a0b0c0d.tmp'],
       tookOverFrom: { pid: 7, host: 'box', startedAt: '2026-12-01T10:00:00.000Z', mode: 'removal' },
       files: [
@@ -135,14 +141,9 @@ describe('formatReport', () => {
     expect(
       formatReport(
         {
-          kind: 'done',
+          ...QUIET_RUN,
           home: '/h',
           mode: 'upgrade',
-          dryRun: false,
-          untouched: [],
-          earlierFolders: [],
-          earlierRemoved: [],
-          leftovers: [],
           files: [
             { ...file, backup: { path: '/h/loop-release-backup/t/sessions/p/a/session.jsonl.zstd', kind: 'link' } },
             {
@@ -168,7 +169,7 @@ describe('formatReport', () => {
     expect(
       formatReport(
         {
-          kind: 'done',
+          ...QUIET_RUN,
           home: '/h',
           mode: 'upgrade',
           dryRun: true,
@@ -177,9 +178,6 @@ describe('formatReport', () => {
             { ...file, sessionId: 'b', unreadableLoops: 'corrupt loop/change record: invalid id' },
             { ...file, sessionId: 'c', removedLoops: [] },
           ],
-          untouched: [],
-          earlierFolders: [],
-          earlierRemoved: [],
           leftovers: ['/h/sessions/p/a/session.jsonl.zstd.loop-release.tmp'],
         },
         RELEASE_MODES.upgrade,
@@ -320,14 +318,9 @@ describe('runCli', () => {
     const io = captured()
     expect(await runCli(['release', '--home', home, '--json'], io)).toBe(1)
     expect(JSON.parse(io.out)).toEqual({
-      kind: 'done',
+      ...QUIET_RUN,
       home,
       mode: 'removal',
-      dryRun: false,
-      untouched: [],
-      earlierFolders: [],
-      earlierRemoved: [],
-      leftovers: [],
       files: [
         {
           path: join(folder, 'session.jsonl'),
