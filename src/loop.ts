@@ -24,7 +24,7 @@ import { flushSession } from './persistence.ts'
 import { createReport, type LoopReport } from './report.ts'
 import { WakeTimer, realClock, type LoopClock } from './clock.ts'
 import { describeError } from './shared/format.ts'
-import type { LoopChange, LoopCreateChange, LoopDeleteChange, LoopForkChange, LoopRecord } from './types.ts'
+import type { LoopChange, LoopForkChange, LoopRecord, LoopTransaction } from './types.ts'
 
 /** First retry delay after a failed drive (flush, send); doubles up to {@link MAX_RETRY_DELAY_MS}. */
 const FIRST_RETRY_DELAY_MS = 1_000
@@ -39,32 +39,6 @@ const WORKSPACE_REGISTRY_SERVICE = 'workspaceRegistry'
 interface WorkspaceArchive {
   readonly archivedSessionIds: readonly string[]
 }
-
-/**
- * What one state-changing tool call decides over the fold: a plain value, which
- * the runtime carries out. Either only a result, or a result and one durable
- * change (a tool creates or deletes) with what goes with it.
- */
-export type LoopTransaction<T> =
-  | {
-      /** What the tool returns. */
-      readonly result: T
-      /** Nothing to append. */
-      readonly change?: undefined
-    }
-  | {
-      /** What the tool returns once the change is durable. */
-      readonly result: T
-      /** The change to append. */
-      readonly change: LoopCreateChange | LoopDeleteChange
-      /**
-       * The loop whose waiting heartbeats leave the inbox right before the append
-       * (a delete's), so the removals and the change are durable with one flush.
-       */
-      readonly withdrawLoopId?: string
-      /** The caller's error when the change is appended but its flush fails, in the tool's words. */
-      readonly notSaved: (error: unknown) => LoopError
-    }
 
 /** How a runtime behaves in its host. */
 export interface LoopRuntimeOptions {

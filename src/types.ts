@@ -1,8 +1,9 @@
 /**
- * Durable, model-facing and projected `loop` value types.
+ * Durable, model-facing and projected `loop` value types, and the decision a tool call hands the runtime.
  * @module dsh-plugin-loop/types
  */
 import type {} from '@deepseek-ai/dsh-session/types'
+import type { LoopError } from './errors.ts'
 
 /** One active recurring prompt, as the session log and the `loop` projection hold it. */
 export interface LoopRecord {
@@ -97,3 +98,29 @@ declare module '@deepseek-ai/dsh-session/types' {
     'loop/change': StoredLoopChange
   }
 }
+
+/**
+ * What one state-changing tool call decides over the fold: a plain value, which
+ * the runtime carries out. Either only a result, or a result and one durable
+ * change (a tool creates or deletes) with what goes with it.
+ */
+export type LoopTransaction<T> =
+  | {
+      /** What the tool returns. */
+      readonly result: T
+      /** Nothing to append. */
+      readonly change?: undefined
+    }
+  | {
+      /** What the tool returns once the change is durable. */
+      readonly result: T
+      /** The change to append. */
+      readonly change: LoopCreateChange | LoopDeleteChange
+      /**
+       * The loop whose waiting heartbeats leave the inbox right before the append
+       * (a delete's), so the removals and the change are durable with one flush.
+       */
+      readonly withdrawLoopId?: string
+      /** The caller's error when the change is appended but its flush fails, in the tool's words. */
+      readonly notSaved: (error: unknown) => LoopError
+    }

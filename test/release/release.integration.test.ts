@@ -22,8 +22,6 @@ const loopType = useLoopTypeForgettable()
 
 const hosts = useHosts()
 
-const release = releaseDone
-
 describe('release for removal', () => {
   it('marks every loop/change row, touches no other file, and the host opens each session without loop', async () => {
     const { home, loopId } = await writeHome(hosts)
@@ -48,7 +46,7 @@ describe('release for removal', () => {
     await hosts.dispose(reader)
 
     const writtenFrames = (await framesOf(logOf(home, 'session-looped'))).map(({ frame }) => frame)
-    const dry = await release(home, { dryRun: true })
+    const dry = await releaseDone(home, { dryRun: true })
     expect(digests(home)).toEqual(before)
     expect(dry.files.map((file) => [file.sessionId, file.status])).toEqual([
       ['session-fork', 'released'],
@@ -56,7 +54,7 @@ describe('release for removal', () => {
       ['session-plain', 'no-loops'],
     ])
 
-    const done = await release(home)
+    const done = await releaseDone(home)
     expect(done.files.map((file) => [file.sessionId, file.status, tallyOf(file).written])).toEqual(
       dry.files.map((file) => [file.sessionId, file.status, tallyOf(file).written]),
     )
@@ -82,7 +80,7 @@ describe('release for removal', () => {
     expect(Object.keys(after).sort()).toEqual(Object.keys(before).sort())
 
     // A second run writes nothing and says so.
-    const second = await release(home)
+    const second = await releaseDone(home)
     expect(second.files.map((file) => file.status)).toEqual(['already-released', 'already-released', 'no-loops'])
     expect(digests(home)).toEqual(after)
 
@@ -115,7 +113,7 @@ describe('release for removal', () => {
     await hosts.dispose(again)
 
     // New records are written unmarked: a run after that marks just them.
-    const third = await release(home)
+    const third = await releaseDone(home)
     expect(
       third.files.map((file) => [
         file.sessionId,
