@@ -29,9 +29,9 @@ Run it with DSH stopped; it refuses while a DSH process runs on the home, or ano
   --dsh-stopped           DSH is stopped on this home: go on where the system gives no way to
                           look, or shows a DSH (another user's) whose home it cannot read
 
-Exit codes: 0 done, 1 something was left or written by a DSH meanwhile (the report says what),
-2 the command could not start, 3 another release runs on the home, 4 a DSH runs on the home
-(or could not be looked for), or started during the run, which stopped.`
+Exit codes: 0 done, 1 something was left, written by a DSH meanwhile, or failed the final check
+(the report says what), 2 the command could not start, 3 another release runs on the home, 4 a DSH
+runs on the home (or could not be looked for), or started during the run, which stopped.`
 
 /** Exit codes (SPEC.md §13 "Leaving loop"). */
 export const EXIT = Object.freeze({ done: 0, left: 1, cannotStart: 2, locked: 3, dshRunning: 4 })
@@ -129,6 +129,8 @@ function describeFile(file: FileOutcome, release: HomeRelease, mode: ReleaseMode
       return `LEFT      ${session}  ${where}: ${file.reason}; the file is as it was`
     case 'written-meanwhile':
       return `WRITTEN   ${session}  ${where}: a DSH wrote to it while the release ran, so it is not released; its original, with every event DSH wrote to it, is ${relative(release.home, file.original)}`
+    case 'unopenable':
+      return `FAILED    ${session}  ${where}: read back after the release, DSH would not open it: ${file.reason}; ${file.original === undefined ? 'this run did not write it' : `its original is ${relative(release.home, file.original)}`}`
     case 'released': {
       const { backup, rebuiltFrom } = file
       // A clean removal kept no original: only a kept folder is named.
@@ -153,7 +155,7 @@ function describeFile(file: FileOutcome, release: HomeRelease, mode: ReleaseMode
 
 /** The lines naming the active loops an upgrade removed from a log, as `/loop` recreates them. */
 function lostLoops(file: FileOutcome, words: ReportWords): string[] {
-  if (file.status === 'left' || file.status === 'written-meanwhile') return []
+  if (file.status === 'left' || file.status === 'written-meanwhile' || file.status === 'unopenable') return []
   if (file.unreadableLoops !== undefined)
     return [`          its loops could not be read to name them (${file.unreadableLoops})`]
   if (file.removedLoops === undefined || file.removedLoops.length === 0) return []
@@ -207,11 +209,13 @@ export function formatReport(release: HomeRelease, mode: ReleaseMode): string {
   for (const file of release.files) lines.push(describeFile(file, release, mode, words), ...lostLoops(file, words))
   const left = count('left')
   const writtenMeanwhile = count('written-meanwhile')
+  const unopenable = count('unopenable')
   lines.push(
     `${words.lead}${release.files.length} session logs: ` +
       `${count('released')} released (${rows} loop/change rows), ${count('already-released')} already released, ` +
       `${count('no-loops')} without loops, ${count('later-format')} already migrated, ${left} left unreleased` +
       `${writtenMeanwhile > 0 ? `, ${writtenMeanwhile} written by a DSH meanwhile` : ''}` +
+      `${unopenable > 0 ? `, ${unopenable} failed the check DSH's reader would make` : ''}` +
       `${release.untouched.length > 0 ? `, ${release.untouched.length} not reached` : ''}.`,
   )
   if (release.stoppedBy?.kind === 'dsh-running')
@@ -229,13 +233,17 @@ export function formatReport(release: HomeRelease, mode: ReleaseMode): string {
     )
   if (left > 0)
     lines.push('Fix what each LEFT line says, then run the release again: released logs are not touched twice.')
+  if (unopenable > 0)
+    lines.push(
+      'A FAILED log is not released, and DSH would not open it as it is: stop every DSH on this home and run the release again; while one still fails, keep its original and keep loop installed.',
+    )
   if (release.projectionCache !== undefined)
     lines.push(
       `DSH's projection checkpoints (${PROJECTION_CACHE}) went with the originals: they count events the old way, and DSH rebuilds them.`,
     )
   if (release.backupFolder !== undefined)
     lines.push(
-      release.stoppedBy !== undefined || writtenMeanwhile > 0
+      release.stoppedBy !== undefined || writtenMeanwhile > 0 || unopenable > 0
         ? `The originals are in ${release.backupFolder}; keep it: the next run rebuilds from it what DSH wrote meanwhile.`
         : // A run that ended clean keeps its folder only for an upgrade.
           `The originals are in ${release.backupFolder}; delete it once the upgraded DSH has opened these sessions.`,
@@ -268,7 +276,13 @@ export function formatRefusal(refusal: HomeRefusal): string {
             `wait for it to finish. If it no longer runs, delete ${refusal.lock}. Nothing was written.`
     case 'dsh-running': {
       const unread = refusal.running.some((dsh) => dsh.home === undefined)
+      const parent = refusal.running.find((dsh) => dsh.startedRelease === true)
       return [
+        ...(parent === undefined
+          ? []
+          : [
+              `The release was started by DSH (pid ${parent.pid}), which writes this session's log after the release ends: run it from a terminal, with DSH stopped.`,
+            ]),
         'DSH is running on this home: stop it, then run the release again. Nothing was written.',
         ...refusal.running.map(
           (dsh) => `  pid ${dsh.pid}: ${dsh.command}${dsh.home === undefined ? ' (its home could not be read)' : ''}`,
@@ -350,7 +364,9 @@ export async function runCli(argv: readonly string[], io: CliProcess): Promise<n
 export function exitCodeOf(release: HomeRelease | HomeRefusal): number {
   if (release.kind === 'locked') return EXIT.locked
   if (release.kind !== 'done' || release.stoppedBy !== undefined) return EXIT.dshRunning
-  return release.files.some((file) => file.status === 'left' || file.status === 'written-meanwhile')
+  return release.files.some(
+    (file) => file.status === 'left' || file.status === 'written-meanwhile' || file.status === 'unopenable',
+  )
     ? EXIT.left
     : EXIT.done
 }

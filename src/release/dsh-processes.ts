@@ -5,7 +5,7 @@
  * @module dsh-plugin-loop/release/dsh-processes
  */
 import { execFile } from 'node:child_process'
-import { readFileSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs'
+import { closeSync, openSync, readFileSync, readSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { basename, isAbsolute, join, resolve } from 'node:path'
 
@@ -37,6 +37,8 @@ export interface DshProcess {
   readonly pid: number
   readonly command: string
   readonly home?: string
+  /** It is among the release's ancestors: the release was started by it (its `bash` tool). */
+  readonly startedRelease?: true
 }
 
 /** What looking for DSH found: the processes on this home, or why the system gave no way to look. */
@@ -44,62 +46,52 @@ export type DshLook =
   | { readonly kind: 'looked'; readonly running: readonly DshProcess[] }
   | { readonly kind: 'cannot-look'; readonly why: string }
 
-/** Node options whose value is the next argument (`node -r ./preload.js bin.js`). */
-const NODE_OPTIONS_WITH_VALUE = new Set(
-  [
-    '-r --require --import --loader --experimental-loader -C --conditions --title --input-type --inspect-port',
-    '--debug-port --env-file --env-file-if-exists --cpu-prof-dir --heap-prof-dir --diagnostic-dir --report-dir',
-    '--redirect-warnings --secure-heap --secure-heap-min --disable-warning --stack-trace-limit',
-  ]
-    .join(' ')
-    .split(' '),
-)
-
-/** Node options after which no entry file runs: the program is given inline. */
-const NODE_INLINE_PROGRAM = new Set(['-e', '--eval', '-p', '--print'])
-
-/** A program that runs DSH: Node under any of its names, a shell running the `dsh` launcher script, or the launcher itself. */
-const DSH_PROGRAM = /^(?:node(?:js)?[\d.]*|sh|bash|dash|zsh|ksh|ash|dsh)$/
+/** DSH's entry, as every install lays it out. */
+const DSH_ENTRY = '@deepseek-ai/dsh/lib/bin.js'
 
 /**
- * The entry a Node (or shell) command line runs: the first argument after the program that is
- * not an option, or not one at all when the program is given inline.
- * @param argv - the process's arguments, its program first.
- * @returns the entry, or `undefined`.
+ * What a command-line argument names on disk, as the process that holds it sees it: the real
+ * path (relative to its working folder, through links), or the path as given where it cannot be
+ * resolved (a file gone since, another user's folder); and, for a file named `dsh`, its first bytes.
  */
-function entryOf(argv: readonly string[]): string | undefined {
-  for (let index = 1; index < argv.length; index += 1) {
-    const arg = argv[index]!
-    if (arg === '--') return argv[index + 1]
-    if (NODE_INLINE_PROGRAM.has(arg)) return undefined
-    if (NODE_OPTIONS_WITH_VALUE.has(arg)) index += 1
-    else if (!arg.startsWith('-') || arg === '-') return arg
-  }
-  return undefined
-}
-
-/** Whether a path names DSH's entry or a `dsh` launcher. */
-function isDshEntry(path: string): boolean {
-  const slashed = path.replaceAll('\\', '/')
-  return slashed.endsWith('@deepseek-ai/dsh/lib/bin.js') || basename(slashed) === 'dsh'
+export interface ArgumentFile {
+  readonly path: string
+  readonly head?: string
 }
 
 /**
- * Whether a command line runs DSH: Node (or a shell, for the launcher script) whose entry, the
- * first argument that is not an option, is `@deepseek-ai/dsh/lib/bin.js` or the `dsh` launcher;
- * or the launcher run as the program itself.
- * @param argv - the process's arguments, its program first.
- * @returns true for `dsh web`, `node --max-old-space-size=512 …/bin.js web`, the terminal UI,
- *   `dsh --profile headless` and `dsh plugin …` alike; false for `tail dsh -f`.
+ * Whether a file is DSH: its entry (`lib/bin.js`, under any name that links to it), or a `dsh`
+ * launcher script that runs it (pnpm's shim).
+ * @param file - what an argument names.
+ * @returns true for DSH's entry or launcher.
  */
-export function isDshCommand(argv: readonly string[]): boolean {
-  const program = argv[0]
-  if (program === undefined) return false
-  const name = basename(program.replaceAll('\\', '/')).replace(/\.exe$/i, '')
-  if (!DSH_PROGRAM.test(name)) return false
-  if (name === 'dsh') return true
-  const entry = entryOf(argv)
-  return entry !== undefined && isDshEntry(entry)
+function isDshFile(file: ArgumentFile): boolean {
+  const slashed = file.path.replaceAll('\\', '/')
+  return slashed.endsWith(`/${DSH_ENTRY}`) || (basename(slashed) === 'dsh' && file.head?.includes(DSH_ENTRY) === true)
+}
+
+/**
+ * Whether a command line runs DSH: any of its arguments (options aside) names DSH's entry or
+ * its launcher, once resolved as the process sees it. No table of Node's options: the entry is
+ * found wherever it stands, and a file merely named `dsh` is not DSH.
+ * @param argv - the process's arguments, its program first.
+ * @param resolveArgument - what an argument names on disk.
+ * @returns true for `dsh web`, `node --any-option value …/bin.js web`, a renamed link to
+ *   `bin.js`, the terminal UI, `dsh --profile headless` and `dsh plugin …` alike; false for `tail dsh -f`.
+ */
+export function isDshCommand(argv: readonly string[], resolveArgument: (argument: string) => ArgumentFile): boolean {
+  return argv.some((argument) => argument !== '' && !argument.startsWith('-') && isDshFile(resolveArgument(argument)))
+}
+
+/**
+ * Whether a DSH command line is `dsh plugin … exec …`, which runs a plugin's bin (the release)
+ * as its child and waits: the one DSH process that may be the release's ancestor.
+ * @param argv - a DSH process's arguments.
+ * @returns true for `dsh plugin --profile web exec dsh-plugin-loop release`.
+ */
+function isPluginExec(argv: readonly string[]): boolean {
+  const plugin = argv.indexOf('plugin')
+  return plugin !== -1 && argv.indexOf('exec', plugin + 1) !== -1
 }
 
 /**
@@ -142,11 +134,12 @@ export function mayWrite(user: ProcessUser, folder: FolderAccess): boolean {
 }
 
 /**
- * The DSH processes that may write a home: every DSH process but this one and its ancestors
- * (`dsh plugin exec` runs the release as its child and waits), whose home is this one, or
- * cannot be read while its user may write the home's sessions folder.
+ * The DSH processes that may write a home: every DSH process whose home is this one, or cannot
+ * be read while its user may write the home's sessions folder. Among the release's ancestors
+ * only `dsh plugin … exec` is passed over; a `dsh web`, terminal UI or headless DSH that started
+ * the release (its `bash` tool) writes the session after the release ends, so it counts, marked.
  * @param home - the home, as a real path.
- * @param processes - every process of the system.
+ * @param processes - every process of the system, each with whether it runs DSH.
  * @param self - this process's pid.
  * @param realHomeOf - a DSH process's home as a real path, or `undefined` when it cannot be read.
  * @param sessions - the home's sessions folder's owner and mode.
@@ -154,7 +147,7 @@ export function mayWrite(user: ProcessUser, folder: FolderAccess): boolean {
  */
 export function dshProcessesOn(
   home: string,
-  processes: readonly ProcessEntry[],
+  processes: readonly (ProcessEntry & { readonly dsh: boolean })[],
   self: number,
   realHomeOf: (entry: ProcessEntry) => string | undefined,
   sessions: FolderAccess,
@@ -165,12 +158,18 @@ export function dshProcessesOn(
     ancestors.add(pid)
   const running: DshProcess[] = []
   for (const entry of processes) {
-    if (ancestors.has(entry.pid) || !isDshCommand(entry.argv)) continue
-    const command = entry.argv.join(' ')
+    if (!entry.dsh || entry.pid === self) continue
+    const ancestor = ancestors.has(entry.pid)
+    if (ancestor && isPluginExec(entry.argv)) continue
+    const found = {
+      pid: entry.pid,
+      command: entry.argv.join(' '),
+      ...(ancestor ? { startedRelease: true as const } : {}),
+    }
     const theirs = realHomeOf(entry)
     if (theirs === undefined) {
-      if (entry.user === undefined || mayWrite(entry.user, sessions)) running.push({ pid: entry.pid, command })
-    } else if (theirs === home) running.push({ pid: entry.pid, command, home: theirs })
+      if (entry.user === undefined || mayWrite(entry.user, sessions)) running.push(found)
+    } else if (theirs === home) running.push({ ...found, home: theirs })
   }
   return running
 }
@@ -229,53 +228,91 @@ function userOf(status: string): ProcessUser | undefined {
   return { uid, gids: [gid, ...(statusNumbers(status, 'Groups') ?? [])] }
 }
 
+/** A process as a look found it: whether it runs DSH, decided once when it was first read. */
+type LookedProcess = ProcessEntry & { readonly dsh: boolean }
+
+/** How much of a file named `dsh` is read to tell a launcher script. */
+const LAUNCHER_HEAD_BYTES = 4096
+
+/**
+ * What an argument names on this machine: resolved against the process's folder (when it is
+ * known), through links; as given where it cannot be resolved.
+ * @param argument - the argument.
+ * @param cwd - the process's working folder, read when first needed; `undefined` when hidden.
+ */
+function resolveOnThisMachine(argument: string, cwd: () => string | undefined): ArgumentFile {
+  const folder = isAbsolute(argument) ? '/' : cwd()
+  if (folder === undefined) return { path: argument }
+  const path = resolve(folder, argument)
+  const real = readIfAllowed(() => realpathSync(path)) ?? path
+  if (basename(real) !== 'dsh') return { path: real }
+  const head = readIfAllowed(() => {
+    const bytes = Buffer.alloc(LAUNCHER_HEAD_BYTES)
+    const handle = openSync(real, 'r')
+    try {
+      return bytes.toString('latin1', 0, readSync(handle, bytes, 0, LAUNCHER_HEAD_BYTES, 0))
+    } finally {
+      closeSync(handle)
+    }
+  })
+  return head === undefined ? { path: real } : { path: real, head }
+}
+
 /**
  * Linux: every process of `/proc`; a DSH process's environment, folder and user where the
  * system shows them. `/proc` is the kernel's, in memory: it is read synchronously, a look
- * before every replaced log costing a fraction of a millisecond. A process already read and
- * found not to be DSH is not read again: most processes outlive the run.
+ * before every replaced log costing a fraction of a millisecond. A process already read (the
+ * same pid and start time) is not read again: most processes outlive the run.
  */
-function linuxProcesses(proc: string, notDsh: Map<number, ProcessEntry>): ProcessEntry[] {
-  const entries: ProcessEntry[] = []
-  const live = new Set<number>()
+function linuxProcesses(proc: string, known: Map<string, LookedProcess>): LookedProcess[] {
+  const entries: LookedProcess[] = []
+  const live = new Set<string>()
   for (const name of readdirSync(proc)) {
     if (!/^\d+$/.test(name)) continue
     const pid = Number(name)
-    live.add(pid)
-    const known = notDsh.get(pid)
-    if (known !== undefined) {
-      entries.push(known)
-      continue
-    }
     const folder = join(proc, name)
     const stat = readIfAllowed(() => readFileSync(join(folder, 'stat'), 'latin1'))
-    const cmdline = readIfAllowed(() => readFileSync(join(folder, 'cmdline')))
     // The process ended while it was read.
-    if (stat === undefined || cmdline === undefined) continue
-    // After the command name in parentheses (which may hold anything): state, then ppid.
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-    const argv = nulFields(cmdline)
-    if (!isDshCommand(argv)) {
-      const entry = { pid, ppid, argv }
-      notDsh.set(pid, entry)
-      entries.push(entry)
+    if (stat === undefined) continue
+    // After the command name in parentheses (which may hold anything): state, ppid, …, the start time 20th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    const key = `${pid}:${fields[19]}`
+    live.add(key)
+    const seen = known.get(key)
+    if (seen !== undefined) {
+      entries.push(seen)
       continue
     }
-    const env = readIfAllowed(() => environmentOf(nulFields(readFileSync(join(folder, 'environ')))))
-    const cwd = readIfAllowed(() => readlinkSync(join(folder, 'cwd')))
-    const status = readIfAllowed(() => readFileSync(join(folder, 'status'), 'latin1'))
-    const user = status === undefined ? undefined : userOf(status)
-    entries.push({
-      pid,
-      ppid,
-      argv,
-      ...(env === undefined ? {} : { env }),
-      ...(cwd === undefined ? {} : { cwd }),
-      ...(user === undefined ? {} : { user }),
-    })
+    const cmdline = readIfAllowed(() => readFileSync(join(folder, 'cmdline')))
+    if (cmdline === undefined) continue
+    const ppid = Number(fields[1])
+    const argv = nulFields(cmdline)
+    let cwd: string | undefined | null = null
+    const cwdOnce = () => (cwd === null ? (cwd = readIfAllowed(() => readlinkSync(join(folder, 'cwd')))) : cwd)
+    const entry: LookedProcess = isDshCommand(argv, (argument) => resolveOnThisMachine(argument, cwdOnce))
+      ? dshEntry(folder, pid, ppid, argv, cwdOnce())
+      : { pid, ppid, argv, dsh: false }
+    known.set(key, entry)
+    entries.push(entry)
   }
-  for (const pid of notDsh.keys()) if (!live.has(pid)) notDsh.delete(pid)
+  for (const key of known.keys()) if (!live.has(key)) known.delete(key)
   return entries
+}
+
+/** A DSH process of `/proc`, with its environment, folder and user where the system shows them. */
+function dshEntry(folder: string, pid: number, ppid: number, argv: string[], cwd: string | undefined): LookedProcess {
+  const env = readIfAllowed(() => environmentOf(nulFields(readFileSync(join(folder, 'environ')))))
+  const status = readIfAllowed(() => readFileSync(join(folder, 'status'), 'latin1'))
+  const user = status === undefined ? undefined : userOf(status)
+  return {
+    pid,
+    ppid,
+    argv,
+    dsh: true,
+    ...(env === undefined ? {} : { env }),
+    ...(cwd === undefined ? {} : { cwd }),
+    ...(user === undefined ? {} : { user }),
+  }
 }
 
 /**
@@ -321,16 +358,20 @@ const runCommand: RunCommand = (file, args) =>
     execFile(file, [...args], { maxBuffer: 64 << 20 }, (error, stdout) => (error ? fail(error) : done(stdout))),
   )
 
-/** macOS: every process from `ps`, and each DSH process's environment from `ps -E`. */
-async function macProcesses(run: RunCommand): Promise<ProcessEntry[]> {
+/**
+ * macOS: every process from `ps`, and each DSH process's environment from `ps -E`. `ps` shows
+ * no working folder: an absolute argument is resolved, a relative one read as it is.
+ */
+async function macProcesses(run: RunCommand): Promise<LookedProcess[]> {
   const entries = parsePsList(await run('ps', ['-axww', '-o', 'pid=,ppid=,uid=,command=']))
   return Promise.all(
     entries.map(async (entry) => {
-      if (!isDshCommand(entry.argv)) return entry
+      if (!isDshCommand(entry.argv, (argument) => resolveOnThisMachine(argument, () => undefined)))
+        return { ...entry, dsh: false }
       const line = await run('ps', ['-E', '-ww', '-o', 'command=', '-p', String(entry.pid)]).catch(() => undefined)
       // Without HOME, ps showed no environment (another user's process): the home is unknown.
       const env = line === undefined ? undefined : psEnvironment(line)
-      return env === undefined || env['HOME'] === undefined ? entry : { ...entry, env }
+      return env === undefined || env['HOME'] === undefined ? { ...entry, dsh: true } : { ...entry, env, dsh: true }
     }),
   )
 }
@@ -355,17 +396,16 @@ export const SYSTEM_PROCESSES: ProcessSource = {
 export type DshLookout = (home: string) => Promise<DshLook>
 
 /**
- * Start looking for DSH processes: one lookout per run, which remembers the processes it read
- * that are not DSH.
+ * Start looking for DSH processes: one lookout per run, which remembers the processes it read.
  * @param source - where to look.
  * @returns the lookout.
  */
 export function createDshLookout(source: ProcessSource = SYSTEM_PROCESSES): DshLookout {
-  const notDsh = new Map<number, ProcessEntry>()
+  const known = new Map<string, LookedProcess>()
   return async (home) => {
-    let processes: ProcessEntry[]
+    let processes: LookedProcess[]
     try {
-      if (source.platform === 'linux') processes = linuxProcesses(source.proc, notDsh)
+      if (source.platform === 'linux') processes = linuxProcesses(source.proc, known)
       else if (source.platform === 'darwin') processes = await macProcesses(source.run)
       else return { kind: 'cannot-look', why: `the release cannot list the processes of ${source.platform}` }
     } catch (error) {
@@ -374,7 +414,7 @@ export function createDshLookout(source: ProcessSource = SYSTEM_PROCESSES): DshL
     const realHome = realPathOf(home)
     const homes = new Map<number, string | undefined>()
     for (const entry of processes) {
-      if (!isDshCommand(entry.argv) || entry.env === undefined) continue
+      if (!entry.dsh || entry.env === undefined) continue
       const theirs = dshHomeOf(entry.env, entry.cwd, homedir())
       homes.set(entry.pid, theirs === undefined ? undefined : realPathOf(theirs))
     }

@@ -14,8 +14,14 @@ import type { ReleaseFs } from './release-fs.ts'
 /** The lock's file name under the home. */
 export const LOCK_FILE = 'loop-release.lock'
 
-/** Beside the lock while a run replaces a stale one: one takeover at a time. */
-export const TAKEOVER_FILE = `${LOCK_FILE}.takeover`
+/** How a file that guards the replacement of a stale one is named after it: one takeover at a time. */
+const TAKEOVER_SUFFIX = '.takeover'
+
+/** Beside the lock while a run replaces a stale one. */
+export const TAKEOVER_FILE = `${LOCK_FILE}${TAKEOVER_SUFFIX}`
+
+/** How deep a takeover of a stale takeover may go: each level needs a run killed inside the one before. */
+const TAKEOVER_DEPTH = 3
 
 /** A draft lock of a run (or, from earlier versions, a set-aside one), by its pid. */
 const LOCK_LITTER = /^loop-release\.lock\.(\d+)-[0-9a-f]+\.(?:tmp|stale)$/
@@ -155,35 +161,58 @@ export async function takeHomeLock(
   isAlive: (pid: number) => boolean,
 ): Promise<LockAttempt> {
   const lock = join(home, LOCK_FILE)
-  const takeover = join(home, TAKEOVER_FILE)
   const text = JSON.stringify(self)
   // Written whole under a name of its own, then put in place: never seen half-written where links exist.
-  const draft = `${lock}.${self.pid}-${randomBytes(4).toString('hex')}.tmp`
+  const stem = `${lock}.${self.pid}-${randomBytes(4).toString('hex')}`
+  const draft = `${stem}.tmp`
   await syncedWrite(fs, draft, text, 'wx')
-  let tookOverFrom: LockHolder | undefined
-  try {
-    for (let tries = 0; !(await putExclusive(fs, draft, lock, text)); tries += 1) {
-      const found = await readLock(fs, lock)
+  /**
+   * Put the draft at `path`: exclusively, or over a file there whose run is gone on this host,
+   * replaced by a rename under `<path>.takeover` (claimed the same way, so a takeover a kill
+   * left is cleared as a stale lock is) and checked there to be the one judged stale.
+   */
+  const claim = async (path: string, depth: number): Promise<LockHeld | { kind: 'claimed'; from?: LockHolder }> => {
+    for (let tries = 0; !(await putExclusive(fs, draft, path, text)); tries += 1) {
+      const found = await readLock(fs, path)
       if (found.kind === 'gone') {
         // Another run gave it back meanwhile; a path that keeps coming and going is no lock to wait for.
         if (tries < VANISHING_LOCK_TRIES) continue
-        return { kind: 'held', path: lock, unlike: 'a file that comes and goes' }
+        return { kind: 'held', path, unlike: 'a file that comes and goes' }
       }
-      if (found.kind === 'unlike' || lockDecision(found.holder, self.host, isAlive) === 'held')
-        return heldBy(lock, found)
-      // Stale: replaced by a rename over it, one run at a time, checked under the takeover to be the one judged stale.
-      if (!(await putExclusive(fs, draft, takeover, text))) return heldBy(takeover, await readLock(fs, takeover))
+      if (
+        found.kind === 'unlike' ||
+        lockDecision(found.holder, self.host, isAlive) === 'held' ||
+        depth === TAKEOVER_DEPTH
+      )
+        return heldBy(path, found)
+      const guard = `${path}${TAKEOVER_SUFFIX}`
+      const guarded = await claim(guard, depth + 1)
+      if (guarded.kind === 'held') return guarded
       try {
-        const now = await readLock(fs, lock)
+        const now = await readLock(fs, path)
         if (now.kind === 'file' && now.text === found.text) {
-          await fs.rename(draft, lock)
-          tookOverFrom = found.holder
-          break
+          // A copy of the draft goes over it: the draft stays for the levels above.
+          const copy = `${stem}${depth}.tmp`
+          try {
+            await putExclusive(fs, draft, copy, text)
+            await fs.rename(copy, path)
+          } finally {
+            await fs.rm(copy, { force: true })
+          }
+          // Judged stale, so it named its holder.
+          return { kind: 'claimed', from: found.holder! }
         }
       } finally {
-        await fs.rm(takeover, { force: true })
+        await fs.rm(guard, { force: true })
       }
     }
+    return { kind: 'claimed' }
+  }
+  let tookOverFrom: LockHolder | undefined
+  try {
+    const claimed = await claim(lock, 0)
+    if (claimed.kind === 'held') return claimed
+    tookOverFrom = claimed.from
   } finally {
     await fs.rm(draft, { force: true })
   }

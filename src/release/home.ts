@@ -5,6 +5,7 @@
  * @module dsh-plugin-loop/release/home
  */
 import { basename, dirname, join, relative } from 'node:path'
+import { whyUnopenable } from './check-log.ts'
 import type { DshLook, DshLookout, DshProcess } from './dsh-processes.ts'
 import { takeHomeLock, type LockHeld, type LockHolder } from './home-lock.ts'
 import { BACKUP_FOLDER, JOURNAL_FILE, journalLine, readEarlierRuns, type Replacement } from './journal.ts'
@@ -264,13 +265,18 @@ function writing(options: HomeReleaseOptions): RunWrites {
   const setCheckpointsAside = async () => {
     if (projectionCache !== undefined) return
     const moved = join(folder, PROJECTION_CACHE)
+    const checkpoints = join(home, PROJECTION_CACHE)
     await fs.mkdir(dirname(moved), { recursive: true })
     try {
-      await fs.rename(join(home, PROJECTION_CACHE), moved)
-      projectionCache = moved
+      await fs.rename(checkpoints, moved)
     } catch (error) {
-      if (errorCode(error) !== 'ENOENT') throw error
+      if (errorCode(error) === 'ENOENT') return
+      if (errorCode(error) !== 'EXDEV') throw error
+      // The folder of originals is on another device: a synced copy, then the checkpoints go.
+      await syncedWrite(fs, moved, await fs.readFile(checkpoints), 'wx')
+      await fs.rm(checkpoints)
     }
+    projectionCache = moved
   }
   let stoppedBy: DshRefusal | undefined
   // Looked for again before every replacement: a DSH started meanwhile stops the run there.
@@ -331,7 +337,24 @@ async function releaseLogs(options: HomeReleaseOptions, writes: RunWrites): Prom
     const { path, sessionId } = files[index]!
     files[index] = { path, sessionId, status: 'written-meanwhile', original: replacement.kept }
   }
-  const clean = stoppedBy === undefined && files.every((file) => file.status !== 'written-meanwhile')
+  // The product, not the steps: each log called released (or already) is read back as DSH will open it.
+  if (!options.dryRun)
+    for (const [index, file] of files.entries()) {
+      if (file.status !== 'released' && file.status !== 'already-released') continue
+      const reason = await whyUnopenable(fs, file.path, mode.loopRows, file.path.endsWith('.zstd'))
+      if (reason === undefined) continue
+      const original = replaced.get(index)?.kept
+      files[index] = {
+        path: file.path,
+        sessionId: file.sessionId,
+        status: 'unopenable',
+        reason,
+        ...(original === undefined ? {} : { original }),
+      }
+    }
+  const clean =
+    stoppedBy === undefined &&
+    files.every((file) => file.status !== 'written-meanwhile' && file.status !== 'unopenable')
   if (clean) await writes.endClean(earlier.length > 0)
   const keptFolder = replaced.size > 0 && (mode.keepsOriginals || !clean)
   const { projectionCache } = writes

@@ -6,6 +6,7 @@
  * mode. Pure.
  * @module dsh-plugin-loop/release/modes
  */
+import type { LoopRowRule } from './check-log.ts'
 import { EMPTY_LOOP_FOLD, foldLoopChange, type LoopFold } from '../fold.ts'
 import {
   LogRefusal,
@@ -79,6 +80,8 @@ export interface ReleaseMode {
   readonly keepsOriginals: boolean
   /** A released log's line after its path: what was (or, in a dry run, would be) done. */
   describe(tally: Tally, tense: Tense): string
+  /** What the check of a released log, read back, requires of its loop rows. */
+  readonly loopRows: LoopRowRule
 }
 
 /** The marker as the removal writes it: the row's last member. */
@@ -167,6 +170,7 @@ const removal: ReleaseMode = Object.freeze({
   name: 'removal',
   createStage: removalStage,
   keepsOriginals: false,
+  loopRows: 'marked',
   describe: (tally: Tally, { passive }: Tense) =>
     `${tally.written} loop/change rows ${passive}marked ignorable` +
     ((tally.alreadyMarked ?? 0) > 0 ? ` (${tally.alreadyMarked} already were)` : ''),
@@ -176,6 +180,7 @@ const upgrade: ReleaseMode = Object.freeze({
   name: 'upgrade',
   createStage: (header: LogHeader) => upgradeStage(header),
   keepsOriginals: true,
+  loopRows: 'absent',
   describe: (tally: Tally, { passive }: Tense) =>
     `${tally.written} loop/change rows ${passive}removed, ${tally.rows - tally.written} rows kept`,
 })

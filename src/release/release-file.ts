@@ -6,9 +6,9 @@
  * @module dsh-plugin-loop/release/release-file
  */
 import { randomBytes } from 'node:crypto'
-import { constants } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
+import { whyUnopenable } from './check-log.ts'
 import type { Replacement } from './journal.ts'
 import { LaterFormat, LogRefusal, cutShort } from './log-format.ts'
 import type { LogStage, ReleaseMode, Tally } from './modes.ts'
@@ -30,6 +30,8 @@ export type FileStatus =
   | 'left'
   /** a DSH wrote to it, or to its original, after this run read it: `original` keeps what it replaced, with those writes */
   | 'written-meanwhile'
+  /** read back after the run, DSH would not open it: `reason` says why, `original` keeps what this run replaced */
+  | 'unopenable'
 
 /** One log's outcome; `tally` counts what was written (a left log has none). */
 export type FileOutcome = {
@@ -39,7 +41,7 @@ export type FileOutcome = {
   readonly sessionId: string | undefined
 } & (
   | {
-      readonly status: Exclude<FileStatus, 'left' | 'written-meanwhile'>
+      readonly status: Exclude<FileStatus, 'left' | 'written-meanwhile' | 'unopenable'>
       readonly tally: Tally
       /** Where the original of a log this run replaced is kept, and how. */
       readonly backup?: { readonly path: string; readonly kind: 'link' | 'copy' }
@@ -52,6 +54,7 @@ export type FileOutcome = {
     }
   | { readonly status: 'left'; readonly reason: string }
   | { readonly status: 'written-meanwhile'; readonly original: string }
+  | { readonly status: 'unopenable'; readonly reason: string; readonly original?: string }
 )
 
 /** An active loop an upgrade removed: what `/loop <time_in_seconds> <prompt>` recreates. */
@@ -189,10 +192,17 @@ function sizeAndMtime(stats: { size: bigint; mtimeNs: bigint }): string {
 }
 
 /**
- * Keep the original: a hard link, or where none can be made, a copy synced to disk.
+ * Keep the original: a hard link, or where none can be made, a copy synced to disk of exactly
+ * what was read (from the handle read, up to the size read): what a DSH appends later is added
+ * once, after the rename.
  * @returns how it was kept.
  */
-async function keepOriginal(fs: ReleaseFs, path: string, backup: string): Promise<'link' | 'copy'> {
+async function keepOriginal(
+  fs: ReleaseFs,
+  path: string,
+  read: { readonly handle: FileHandle; readonly size: number },
+  backup: string,
+): Promise<'link' | 'copy'> {
   await fs.mkdir(dirname(backup), { recursive: true })
   try {
     await fs.link(path, backup)
@@ -200,8 +210,13 @@ async function keepOriginal(fs: ReleaseFs, path: string, backup: string): Promis
   } catch (error) {
     if (!linkImpossible(error)) throw error
   }
-  await fs.copyFile(path, backup, constants.COPYFILE_EXCL)
-  await syncPath(fs, backup)
+  const copy = await fs.open(backup, 'wx')
+  try {
+    await copyPrefix(read.handle, copy, read.size)
+    await copy.sync()
+  } finally {
+    await copy.close()
+  }
   return 'copy'
 }
 
@@ -289,13 +304,25 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
     } finally {
       await out.close()
     }
+    // A rebuild joins files a DSH wrote: it is installed only if DSH will open what it made.
+    const unopenable = rebuild === undefined ? undefined : await whyUnopenable(fs, temp!, mode.loopRows, compressed)
+    if (unopenable !== undefined)
+      throw new LogRefusal(
+        `rebuilt from ${rebuild!.original} and the rows a DSH wrote after an earlier release, it would not open in DSH (${unopenable}); both are kept as they are`,
+      )
     if (sizeAndMtime(await fs.stat(real, { bigint: true })) !== sizeAndMtime(before))
       throw new LogRefusal('the log changed while the release ran: stop DSH, then run the release again')
     if (write?.beforeReplace !== undefined && !(await write.beforeReplace())) {
       await fs.rm(temp!, { force: true })
       return { stopped: true }
     }
-    const backup = keep === undefined ? undefined : { path: keep.path, kind: await keepOriginal(fs, real, keep.path) }
+    const backup =
+      keep === undefined
+        ? undefined
+        : {
+            path: keep.path,
+            kind: await keepOriginal(fs, real, { handle: original, size: Number(before.size) }, keep.path),
+          }
     const replacement: Replacement | undefined =
       backup === undefined
         ? undefined

@@ -237,6 +237,16 @@ describe('formatRefusal', () => {
       'DSH is running on this home: stop it, then run the release again. Nothing was written.\n' +
         '  pid 40: node /x/@deepseek-ai/dsh/lib/bin.js web',
     )
+    expect(
+      formatRefusal({
+        kind: 'dsh-running',
+        running: [{ pid: 40, command: 'node /x/@deepseek-ai/dsh/lib/bin.js web', home: '/h', startedRelease: true }],
+      }),
+    ).toBe(
+      "The release was started by DSH (pid 40), which writes this session's log after the release ends: run it from a terminal, with DSH stopped.\n" +
+        'DSH is running on this home: stop it, then run the release again. Nothing was written.\n' +
+        '  pid 40: node /x/@deepseek-ai/dsh/lib/bin.js web',
+    )
     expect(formatRefusal({ kind: 'locked', lock: '/h/loop-release.lock', unlike: 'a link to nothing' })).toBe(
       "/h/loop-release.lock is in the way of the release's lock: it is a link to nothing, not a lock a release wrote. " +
         'If no release runs, remove it and run the release again. Nothing was written.',

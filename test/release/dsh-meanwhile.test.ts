@@ -354,25 +354,28 @@ describe('a log an earlier release replaced', () => {
     }
   }
 
-  it('with no hard links, keeps a copy made whole of what DSH wrote to the original, and the rerun rebuilds from it', async () => {
-    const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
-    const [log] = paths as [string]
-    const dsh = fakeDsh(log)
-    const noLinks = gatedFs((step, args) => {
-      if (step === 'fs.link') throw Object.assign(new Error('EPERM: simulated'), { code: 'EPERM' })
-      if (step === 'fs.rename' && args[1] === log) dsh.append()
-    })
-    const first = await releaseDone(home, { mode: 'upgrade', fs: noLinks })
-    const kept = join(first.backupFolder!, relative(home, log))
-    expect(first.files).toEqual([{ path: log, sessionId: 's', status: 'written-meanwhile', original: kept }])
-    expect(readFileSync(kept, 'utf8')).toBe(plainLog('s', 12, 4) + `${commandRow(12, 'dsh-0')}\n`)
-    const rerun = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1) })
-    expect(rerun.files).toMatchObject([{ status: 'released', rebuiltFrom: kept }])
-    expect(readFileSync(log, 'utf8')).toContain('"commandId":"dsh-0"')
-    expect(reportOf(rerun)).toContain(
-      `released  s  ${relative(home, log)}: 3 loop/change rows removed, 10 rows kept (rebuilt from ${relative(home, kept)} and the rows a DSH wrote after an earlier release)`,
-    )
-  })
+  it.each(['fs.link', 'fs.rename'])(
+    'with no hard links, keeps a copy made whole of what DSH wrote to the original (at %s), each row once, and the rerun rebuilds from it',
+    async (appendAt) => {
+      const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
+      const [log] = paths as [string]
+      const dsh = fakeDsh(log)
+      const noLinks = gatedFs((step, args) => {
+        if (step === appendAt && args.includes(log)) dsh.append()
+        if (step === 'fs.link') throw Object.assign(new Error('EPERM: simulated'), { code: 'EPERM' })
+      })
+      const first = await releaseDone(home, { mode: 'upgrade', fs: noLinks })
+      const kept = join(first.backupFolder!, relative(home, log))
+      expect(first.files).toEqual([{ path: log, sessionId: 's', status: 'written-meanwhile', original: kept }])
+      expect(readFileSync(kept, 'utf8')).toBe(plainLog('s', 12, 4) + `${commandRow(12, 'dsh-0')}\n`)
+      const rerun = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1) })
+      expect(rerun.files).toMatchObject([{ status: 'released', rebuiltFrom: kept }])
+      expect(readFileSync(log, 'utf8')).toContain('"commandId":"dsh-0"')
+      expect(reportOf(rerun)).toContain(
+        `released  s  ${relative(home, log)}: 3 loop/change rows removed, 10 rows kept (rebuilt from ${relative(home, kept)} and the rows a DSH wrote after an earlier release)`,
+      )
+    },
+  )
 
   it('is left, both files kept, when it was cut, when DSH wrote two numberings, or when its new rows cannot be read', async () => {
     const cut = await releasedOnce('upgrade')
@@ -461,5 +464,66 @@ describe('a log an earlier release replaced', () => {
     })
     expect(release.files).toMatchObject([{ status: 'written-meanwhile' }])
     expect(readFileSync(join(release.backupFolder!, relative(home, log)), 'utf8')).toBe(plainLog('s', 12, 4))
+  })
+})
+
+describe('the read-back check at the end of a run', () => {
+  it('calls no log released that DSH would refuse: FAILED, its original kept and named, exit 1', async () => {
+    // A log a DSH unseen by an earlier run left with a gap (rows only its original held), then a turn's end.
+    const gapped = (id: string) =>
+      `${plainLog(id, 8, 4)
+        .replace(/"seq":5,/, '"seq":9,')
+        .replace(/"seq":6,/, '"seq":10,')}` +
+      '{"type":"turn/end","seq":11,"time":11,"data":{"turn":1,"reason":"completed"}}\n'
+    const withEnd = gapped('gap')
+    const marked = gapped('old').replaceAll('}}}\n', '}},"ignorable":true}\n')
+    const { home, paths } = plainHome({ gap: withEnd, old: marked, whole: plainLog('whole', 8, 4) })
+    const release = await releaseDone(home)
+    const kept = join(release.backupFolder!, relative(home, paths[0]!))
+    expect(release.files).toEqual([
+      {
+        path: paths[0],
+        sessionId: 'gap',
+        status: 'unopenable',
+        reason: 'seq gap at line 7 (expected 5, got 9)',
+        original: kept,
+      },
+      { path: paths[1], sessionId: 'old', status: 'unopenable', reason: 'seq gap at line 7 (expected 5, got 9)' },
+      expect.objectContaining({ sessionId: 'whole', status: 'released' }),
+    ])
+    expect(readFileSync(kept, 'utf8')).toBe(withEnd)
+    expect(exitCodeOf(release)).toBe(1)
+    const report = reportOf(release)
+    expect(report).toContain(
+      `FAILED    gap  ${relative(home, paths[0]!)}: read back after the release, DSH would not open it: seq gap at line 7 (expected 5, got 9); its original is ${relative(home, kept)}`,
+    )
+    expect(report).toContain(
+      `FAILED    old  ${relative(home, paths[1]!)}: read back after the release, DSH would not open it: seq gap at line 7 (expected 5, got 9); this run did not write it`,
+    )
+    expect(report).toContain(
+      "3 session logs: 1 released (2 loop/change rows), 0 already released, 0 without loops, 0 already migrated, 0 left unreleased, 2 failed the check DSH's reader would make.",
+    )
+    expect(report).toContain(`The originals are in ${release.backupFolder}; keep it`)
+  })
+
+  it('installs a rebuild only when DSH would open it', async () => {
+    const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
+    const [log] = paths as [string]
+    await releaseDone(home, { mode: 'upgrade' })
+    const kept = join(home, 'loop-release-backup', '1970-01-01T00-00-00-000Z', relative(home, log))
+    // The kept original lost a row (a backup restored from elsewhere); a DSH wrote on in its numbering.
+    writeFileSync(kept, readFileSync(kept, 'utf8').replace(`${commandRow(5, 's-5')}\n`, ''))
+    appendFileSync(log, `${commandRow(12, 'dsh')}\n`)
+    const before = readFileSync(log, 'utf8')
+    const rerun = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1) })
+    expect(rerun.files).toEqual([
+      {
+        path: log,
+        sessionId: 's',
+        status: 'left',
+        reason: `rebuilt from ${kept} and the rows a DSH wrote after an earlier release, it would not open in DSH (seq gap at line 6 (expected 4, got 5)); both are kept as they are`,
+      },
+    ])
+    expect(readFileSync(log, 'utf8')).toBe(before)
   })
 })

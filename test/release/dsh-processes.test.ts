@@ -13,6 +13,7 @@ import {
   parsePsList,
   psEnvironment,
   SYSTEM_PROCESSES,
+  type ArgumentFile,
   type ProcessEntry,
   type ProcessSource,
 } from '../../src/release/dsh-processes.ts'
@@ -20,31 +21,51 @@ import { tempDir } from '../../harness/temp-dir.ts'
 
 const BIN = '/usr/lib/node_modules/.pnpm/@deepseek-ai+dsh@0.1.0-rc.8/node_modules/@deepseek-ai/dsh/lib/bin.js'
 
+/**
+ * A machine's files as a process sees them: a link to DSH's entry under another name, the
+ * entry reached through `..` or from its own folder, pnpm's launcher script; anything else is
+ * the path as given.
+ */
+function resolvedOn(cwd: string): (argument: string) => ArgumentFile {
+  const links: Record<string, string> = {
+    '/usr/local/bin/dsh': BIN,
+    '/opt/bin/run-agent': BIN,
+    [BIN.replace('/lib/bin.js', '/lib/../lib/bin.js')]: BIN,
+  }
+  return (argument) => {
+    const path = argument.startsWith('/') ? argument : `${cwd}/${argument.replace(/^\.\//, '')}`
+    if (path === '/home/u/.local/share/pnpm/dsh')
+      return { path, head: `#!/bin/sh\nexec node "$basedir/../@deepseek-ai/dsh/lib/bin.js" "$@"\n` }
+    if (path === '/w/dsh') return { path, head: 'notes about dsh\n' }
+    return { path: links[path] ?? path }
+  }
+}
+
 describe('isDshCommand', () => {
-  it('knows DSH by its entry or its launcher, in any mode', () => {
-    expect(isDshCommand(['node', BIN, 'web'])).toBe(true)
-    expect(isDshCommand(['/usr/bin/node', 'C:\\x\\@deepseek-ai\\dsh\\lib\\bin.js'])).toBe(true)
-    expect(isDshCommand(['/usr/local/bin/dsh', '--profile', 'headless'])).toBe(true)
-    expect(isDshCommand(['node', '/usr/local/bin/dsh'])).toBe(true)
-    expect(isDshCommand(['node', '/x/dsh-plugin-loop/lib/cli.js', 'release'])).toBe(false)
-    expect(isDshCommand(['vim', 'dsh.txt'])).toBe(false)
-    expect(isDshCommand([])).toBe(false)
+  const at = resolvedOn('/w')
+  it('knows DSH by an argument that resolves to its entry or launcher, whatever comes before it', () => {
+    expect(isDshCommand(['node', BIN, 'web'], at)).toBe(true)
+    expect(isDshCommand(['/usr/bin/node', 'C:\\x\\@deepseek-ai\\dsh\\lib\\bin.js'], at)).toBe(true)
+    expect(isDshCommand(['node', '/usr/local/bin/dsh', '--profile', 'headless'], at)).toBe(true)
+    expect(isDshCommand(['node', '--unhandled-rejections', 'strict', BIN, 'web'], at)).toBe(true)
+    expect(isDshCommand(['node', '--dns-result-order', 'ipv4first', BIN, 'web'], at)).toBe(true)
+    expect(isDshCommand(['node', '--openssl-config', '/etc/ssl/x.cnf', BIN], at)).toBe(true)
+    // `exec -a dsh-web node bin.js web`, a renamed link, a path through `..`, and `node ./bin.js` from DSH's lib folder.
+    expect(isDshCommand(['dsh-web', BIN, 'web'], at)).toBe(true)
+    expect(isDshCommand(['node', '/opt/bin/run-agent', 'web'], at)).toBe(true)
+    expect(isDshCommand(['node', BIN.replace('/lib/bin.js', '/lib/../lib/bin.js'), 'web'], at)).toBe(true)
+    expect(isDshCommand(['node', './bin.js', 'web'], resolvedOn(BIN.slice(0, -'/bin.js'.length)))).toBe(true)
+    // The launcher script, as the kernel runs it (pnpm's shim is a shell script).
+    expect(isDshCommand(['/bin/sh', '/home/u/.local/share/pnpm/dsh', 'web'], at)).toBe(true)
   })
 
-  it('finds the entry after Node options, and never takes a file named dsh for DSH', () => {
-    expect(isDshCommand(['node', '--max-old-space-size=512', BIN, 'web'])).toBe(true)
-    expect(isDshCommand(['/opt/node22/bin/node22', '--enable-source-maps', '-r', './preload.cjs', BIN])).toBe(true)
-    expect(isDshCommand(['node.exe', '--import', 'tsx', '--', BIN])).toBe(true)
-    expect(isDshCommand(['nodejs', '--title', 'dsh', '/usr/local/bin/dsh', 'web'])).toBe(true)
-    // The launcher script, as the kernel runs it (pnpm's shim is a shell script).
-    expect(isDshCommand(['/bin/sh', '/home/u/.local/share/pnpm/dsh', 'web'])).toBe(true)
-    expect(isDshCommand(['tail', 'dsh', '-f'])).toBe(false)
-    expect(isDshCommand(['less', '/x/@deepseek-ai/dsh/lib/bin.js'])).toBe(false)
-    expect(isDshCommand(['node', '-e', 'require("x")', BIN])).toBe(false)
-    expect(isDshCommand(['node', '--print', '1'])).toBe(false)
-    expect(isDshCommand(['node', '--inspect'])).toBe(false)
-    expect(isDshCommand(['node', '-', BIN])).toBe(false)
-    expect(isDshCommand(['node', '--'])).toBe(false)
+  it('never takes a file merely named dsh, an option, or another program for DSH', () => {
+    expect(isDshCommand(['tail', 'dsh', '-f'], at)).toBe(false)
+    expect(isDshCommand(['dsh', 'web'], resolvedOn('/elsewhere'))).toBe(false)
+    expect(isDshCommand(['node', '/x/dsh-plugin-loop/lib/cli.js', 'release'], at)).toBe(false)
+    expect(isDshCommand(['node', `--require=${BIN}`, '-', ''], at)).toBe(false)
+    expect(isDshCommand(['vim', 'dsh.txt'], at)).toBe(false)
+    expect(isDshCommand([], at)).toBe(false)
   })
 })
 
@@ -77,38 +98,66 @@ describe('dshHomeOf', () => {
 })
 
 describe('dshProcessesOn', () => {
-  const processes: ProcessEntry[] = [
-    { pid: 1, ppid: 0, argv: ['init'] },
-    { pid: 10, ppid: 1, argv: ['node', BIN, 'web'] },
-    { pid: 11, ppid: 1, argv: ['node', BIN, 'web'] },
-    { pid: 12, ppid: 1, argv: ['dsh'] },
-    // `dsh plugin --profile web exec dsh-plugin-loop release`: the release's ancestors wait for it.
-    { pid: 20, ppid: 1, argv: ['node', BIN, 'plugin', '--profile', 'web', 'exec', 'dsh-plugin-loop', 'release'] },
-    { pid: 21, ppid: 20, argv: ['pnpm', 'exec', 'dsh-plugin-loop', 'release'] },
-    { pid: 22, ppid: 21, argv: ['node', 'cli.js', 'release'] },
+  const dsh = (pid: number, ppid: number, argv: string[], user?: ProcessEntry['user']) => ({
+    pid,
+    ppid,
+    argv,
+    dsh: true,
+    ...(user === undefined ? {} : { user }),
+  })
+  const other = (pid: number, ppid: number, argv: string[]) => ({ pid, ppid, argv, dsh: false })
+  const processes = [
+    other(1, 0, ['init']),
+    dsh(10, 1, ['node', BIN, 'web']),
+    dsh(11, 1, ['node', BIN, 'web']),
+    dsh(12, 1, ['node', '/usr/local/bin/dsh']),
+    // `dsh plugin --profile web exec dsh-plugin-loop release`: the release's ancestor waits for it.
+    dsh(20, 1, ['node', BIN, 'plugin', '--profile', 'web', 'exec', 'dsh-plugin-loop', 'release']),
+    other(21, 20, ['pnpm', 'exec', 'dsh-plugin-loop', 'release']),
+    other(22, 21, ['node', 'cli.js', 'release']),
     // Other users' DSH processes, whose homes cannot be read: root's may write any folder, uid 1001 not this one.
-    { pid: 30, ppid: 1, argv: ['node', BIN, 'web'], user: { uid: 0, gids: [0] } },
-    { pid: 31, ppid: 1, argv: ['node', BIN, 'web'], user: { uid: 1001, gids: [1001] } },
+    dsh(30, 1, ['node', BIN, 'web'], { uid: 0, gids: [0] }),
+    dsh(31, 1, ['node', BIN, 'web'], { uid: 1001, gids: [1001] }),
+    // The agent of a `dsh web` on this home ran the release with its bash tool, and will log its result.
+    dsh(40, 1, ['node', BIN, 'web']),
+    other(41, 40, ['/bin/bash', '-c', 'dsh-plugin-loop release --for-upgrade']),
+    other(42, 41, ['node', 'cli.js', 'release', '--for-upgrade']),
+    // …or ran `dsh plugin exec`, which ran the release.
+    other(43, 40, ['/bin/bash', '-c', 'dsh plugin --profile web exec dsh-plugin-loop release']),
+    dsh(44, 43, ['node', BIN, 'plugin', '--profile', 'web', 'exec', 'dsh-plugin-loop', 'release']),
+    other(45, 44, ['node', 'cli.js', 'release']),
   ]
-  const homes: Record<number, string | undefined> = { 10: '/home', 11: '/other', 12: undefined, 20: '/home' }
+  const homes: Record<number, string | undefined> = {
+    10: '/home',
+    11: '/other',
+    12: undefined,
+    20: '/home',
+    40: '/home',
+    44: '/home',
+  }
   const sessions = { uid: 1000, gid: 1000, mode: 0o40755 }
+  const on = (self: number, folder = sessions) =>
+    dshProcessesOn('/home', processes, self, (entry) => homes[entry.pid], folder)
 
-  it('names every DSH process on the home or of a home it cannot read, but itself and its ancestors', () => {
-    expect(dshProcessesOn('/home', processes, 22, (entry) => homes[entry.pid], sessions)).toEqual([
+  it('names every DSH process on the home or of a home it cannot read, but the dsh plugin exec that runs it', () => {
+    expect(on(22)).toEqual([
       { pid: 10, command: `node ${BIN} web`, home: '/home' },
-      { pid: 12, command: 'dsh' },
+      { pid: 12, command: 'node /usr/local/bin/dsh' },
       { pid: 30, command: `node ${BIN} web` },
+      { pid: 40, command: `node ${BIN} web`, home: '/home' },
+      { pid: 44, command: `node ${BIN} plugin --profile web exec dsh-plugin-loop release`, home: '/home' },
     ])
     // The same `dsh plugin exec` not among the release's ancestors is a DSH on the home.
-    expect(dshProcessesOn('/home', processes, 1, (entry) => homes[entry.pid], sessions).map((dsh) => dsh.pid)).toEqual([
-      10, 12, 20, 30,
-    ])
+    expect(on(1).map((found) => found.pid)).toEqual([10, 12, 20, 30, 40, 44])
     // A sessions folder uid 1001 may write: its DSH may be on this home.
-    expect(
-      dshProcessesOn('/home', processes, 22, (entry) => homes[entry.pid], { ...sessions, mode: 0o40777 }).map(
-        (dsh) => dsh.pid,
-      ),
-    ).toEqual([10, 12, 30, 31])
+    expect(on(22, { ...sessions, mode: 0o40777 }).map((found) => found.pid)).toEqual([10, 12, 30, 31, 40, 44])
+  })
+
+  it('counts a DSH that started the release, directly or through dsh plugin exec, and says so', () => {
+    for (const self of [42, 45])
+      expect(on(self).filter((found) => found.startedRelease === true)).toEqual([
+        { pid: 40, command: `node ${BIN} web`, home: '/home', startedRelease: true },
+      ])
   })
 })
 
@@ -161,12 +210,25 @@ describe('createDshLookout', () => {
   }
 
   it('on Linux reads /proc: command line, parent, environment and folder', async () => {
+    // An install: DSH's entry, a link to it named dsh, pnpm's launcher script, and notes in a file named dsh.
+    const install = tempDir('loop-dsh-install-')
+    const lib = join(install, 'node_modules', '@deepseek-ai', 'dsh', 'lib')
+    for (const folder of [lib, join(install, 'bin'), join(install, 'shim'), join(install, 'notes')])
+      mkdirSync(folder, { recursive: true })
+    writeFileSync(join(lib, 'bin.js'), '')
+    symlinkSync(join(lib, 'bin.js'), join(install, 'bin', 'dsh'))
+    writeFileSync(join(install, 'shim', 'dsh'), `#!/bin/sh\nexec node "$basedir/../@deepseek-ai/dsh/lib/bin.js" "$@"\n`)
+    writeFileSync(join(install, 'notes', 'dsh'), 'notes\n')
     const proc = fakeProc([
       { pid: 10, ppid: 1, argv: ['node', BIN, 'web'], env: [`DSH_HOME=${home}`, 'NOT_A_PAIR'] },
       { pid: 11, ppid: 1, argv: ['node', BIN, 'web'], env: ['DSH_HOME=.'], cwd: home },
       { pid: 12, ppid: 1, argv: ['node', BIN, 'web'], env: ['DSH_HOME=/elsewhere'] },
-      { pid: 13, ppid: 1, argv: ['dsh', 'web'] },
+      { pid: 13, ppid: 1, argv: ['node', join(install, 'bin', 'dsh'), 'web'] },
       { pid: 14, ppid: 1, argv: ['node', BIN], env: ['DSH_HOME=rel'] },
+      { pid: 22, ppid: 1, argv: ['node', './bin.js', 'web'], env: [`DSH_HOME=${home}`], cwd: lib },
+      { pid: 23, ppid: 1, argv: ['/bin/sh', join(install, 'shim', 'dsh'), 'web'], env: [`DSH_HOME=${home}`] },
+      { pid: 24, ppid: 1, argv: ['tail', 'dsh', '-f'], cwd: join(install, 'notes') },
+      { pid: 25, ppid: 1, argv: ['node', join(install, 'gone', 'dsh')] },
       { pid: 15, ppid: 1, argv: ['sleep', '9'] },
       { pid: 16, ppid: 1, argv: ['dsh: web'], retitled: true },
       // Another user's DSH, its environment unreadable: uid 4001 may not write this home's sessions; root may.
@@ -190,10 +252,12 @@ describe('createDshLookout', () => {
       running: [
         { pid: 10, command: `node ${BIN} web`, home },
         { pid: 11, command: `node ${BIN} web`, home },
-        { pid: 13, command: 'dsh web' },
+        { pid: 13, command: `node ${join(install, 'bin', 'dsh')} web` },
         { pid: 14, command: `node ${BIN}` },
         { pid: 18, command: `node ${BIN} web` },
         { pid: 19, command: `node ${BIN} web` },
+        { pid: 22, command: 'node ./bin.js web', home },
+        { pid: 23, command: `/bin/sh ${join(install, 'shim', 'dsh')} web`, home },
       ],
     })
     // A home without a sessions folder (refused before a look matters) is one anyone may write.
@@ -208,7 +272,7 @@ describe('createDshLookout', () => {
       proc,
     )
     expect(await look(home)).toMatchObject({
-      running: [11, 13, 14, 18, 19, 20].map((pid) => ({ pid })),
+      running: [11, 13, 14, 18, 19, 20, 22, 23].map((pid) => ({ pid })),
     })
   })
 

@@ -132,6 +132,21 @@ function writeCheckpoints(home: string): void {
   writeFileSync(join(home, PROJECTION_CACHE), '{"checkpoints":"of the old numbering"}')
 }
 
+describe('a folder of originals on another device', () => {
+  it('takes the projection checkpoints there as a synced copy, and the upgrade goes on', async () => {
+    const { home, log } = copyOfLog()
+    writeCheckpoints(home)
+    const crossDevice = gatedFs((step, args) => {
+      if (step === 'fs.rename' && args[0] === join(home, PROJECTION_CACHE)) throw error('EXDEV')
+    })
+    const release = await releaseDone(home, { mode: 'upgrade', fs: crossDevice })
+    expect(release.files).toMatchObject([{ path: log, status: 'released' }])
+    expect(release.projectionCache).toBe(join(killedFolder(home), PROJECTION_CACHE))
+    expect(readFileSync(release.projectionCache!, 'utf8')).toBe('{"checkpoints":"of the old numbering"}')
+    expect(existsSync(join(home, PROJECTION_CACHE))).toBe(false)
+  })
+})
+
 describe('a failing call', () => {
   it.each([
     ['handle.write', 'ENOSPC', /^the disk is full: ENOSPC: simulated$/],

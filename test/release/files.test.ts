@@ -209,8 +209,8 @@ describe('a plain log with a row longer than a read', () => {
   it('is read across the chunks the row spans, and released', async () => {
     const { home: root, folder } = home()
     // 2.5 MiB of text in one row, read a MiB at a time.
-    const long = COMMAND_ROW.replace('" list"', `"${'x'.repeat(5 << 19)}"`)
-    writeFileSync(join(folder, 'session.jsonl'), `${HEADER}\n${long}\n${LOOP_ROW.replace('"seq":0', '"seq":2')}\n`)
+    const long = COMMAND_ROW.replace('" list"', `"${'x'.repeat(5 << 19)}"`).replace('"seq":1', '"seq":0')
+    writeFileSync(join(folder, 'session.jsonl'), `${HEADER}\n${long}\n${LOOP_ROW.replace('"seq":0', '"seq":1')}\n`)
     const release = await releaseDone(root, { mode: 'upgrade' })
     expect(release.files).toMatchObject([{ status: 'released', tally: { rows: 2, written: 1 } }])
     expect(readFileSync(join(folder, 'session.jsonl'), 'utf8')).toBe(`${HEADER}\n${long}\n`)

@@ -242,6 +242,29 @@ describe('two runs on one home', () => {
     expect(readdirSync(home).sort()).toEqual([LOCK_FILE, TAKEOVER_FILE])
   })
 
+  it('clears a takeover a killed run left, as a stale lock is, up to three deep', async () => {
+    const home = tempDir('loop-lock-')
+    const dead = (pid: number): LockHolder => ({ pid, host: hostname(), startedAt: 'then', mode: 'removal' })
+    const self: LockHolder = { pid: 5, host: hostname(), startedAt: 'x', mode: 'removal' }
+    writeFileSync(join(home, LOCK_FILE), JSON.stringify(dead(4_000_002)))
+    writeFileSync(join(home, TAKEOVER_FILE), JSON.stringify(dead(4_000_003)))
+    writeFileSync(join(home, `${TAKEOVER_FILE}.takeover`), JSON.stringify(dead(4_000_004)))
+    const attempt = await takeHomeLock(home, self, fsPromises, (pid) => pid === 5)
+    expect(attempt).toEqual({ kind: 'taken', tookOverFrom: dead(4_000_002), giveBack: expect.any(Function) })
+    expect(readdirSync(home)).toEqual([LOCK_FILE])
+    expect(JSON.parse(readFileSync(join(home, LOCK_FILE), 'utf8'))).toEqual(self)
+    // Four levels of killed takeovers are past what kills inside each other's windows leave: named, not cleared.
+    const deep = tempDir('loop-lock-')
+    const names = [LOCK_FILE, TAKEOVER_FILE, `${TAKEOVER_FILE}.takeover`, `${TAKEOVER_FILE}.takeover.takeover`]
+    names.forEach((name, index) => writeFileSync(join(deep, name), JSON.stringify(dead(4_000_010 + index))))
+    expect(await takeHomeLock(deep, self, fsPromises, (pid) => pid === 5)).toEqual({
+      kind: 'held',
+      path: join(deep, names[3]!),
+      holder: dead(4_000_013),
+    })
+    expect(readdirSync(deep).sort()).toEqual([...names].sort())
+  })
+
   it('refuses within a second beside a dangling link, a folder, an unreadable file or a path that comes and goes', async () => {
     const self: LockHolder = { pid: 5, host: hostname(), startedAt: 'x', mode: 'removal' }
     const cases: [string, (lock: string) => ReleaseFs, string][] = [

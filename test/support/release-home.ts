@@ -137,7 +137,8 @@ export function reportOf(release: HomeRelease): string {
  * @returns its counts.
  */
 export function tallyOf(file: FileOutcome): Tally {
-  if (file.status === 'left') throw new Error(`${file.path} was left: ${file.reason}`)
+  if (file.status === 'left' || file.status === 'unopenable')
+    throw new Error(`${file.path} was ${file.status}: ${file.reason}`)
   if (file.status === 'written-meanwhile') throw new Error(`${file.path} was written meanwhile`)
   return file.tally
 }
@@ -202,19 +203,7 @@ export function gatedFs(gate: Gate, opened: fsPromises.FileHandle[] = []): Relea
   const call = gated(fsPromises, 'fs', (value) =>
     value instanceof Object && 'fd' in value ? wrapHandle(value as fsPromises.FileHandle) : value,
   )
-  const names = [
-    'open',
-    'stat',
-    'lstat',
-    'readdir',
-    'readFile',
-    'realpath',
-    'rename',
-    'link',
-    'copyFile',
-    'mkdir',
-    'rm',
-  ] as const
+  const names = ['open', 'stat', 'lstat', 'readdir', 'readFile', 'realpath', 'rename', 'link', 'mkdir', 'rm'] as const
   return Object.fromEntries(names.map((name) => [name, call(name)])) as unknown as ReleaseFs
 }
 
