@@ -8,7 +8,7 @@ import { basename, dirname, join, relative } from 'node:path'
 import { whyUnopenable } from './check-log.ts'
 import type { DshLook, DshLookout, DshProcess } from './dsh-processes.ts'
 import { takeHomeLock, type LockHeld, type LockHolder } from './home-lock.ts'
-import { BACKUP_FOLDER, JOURNAL_FILE, journalLine, readEarlierRuns, type Replacement } from './journal.ts'
+import { BACKUP_FOLDER, JOURNAL_FILE, journalEntry, journalLine, readEarlierRuns, type Replacement } from './journal.ts'
 import { findReplacement, loopsKeptIn, releaseLog, stateNow } from './mend.ts'
 import type { ReleaseMode, ReleaseModeName } from './modes.ts'
 import { isReleaseTemp, type FileOutcome, type ReleaseWrite, type RemovedLoop } from './release-file.ts'
@@ -255,7 +255,7 @@ function writing(options: HomeReleaseOptions): RunWrites {
   const journal = join(folder, JOURNAL_FILE)
   let journalStarted = false
   const record = async (replacement: Replacement) => {
-    const line = journalLine({ kind: 'replaced', ...replacement })
+    const line = journalLine({ kind: 'replaced', ...journalEntry(replacement, home, await fs.realpath(home)) })
     await syncedWrite(fs, journal, journalStarted ? line : journalLine({ kind: 'run', mode: mode.name }) + line, 'a')
     journalStarted = true
   }

@@ -5,7 +5,7 @@
  * Parsing and every decision here are pure; reading the folders is `readEarlierRuns`.
  * @module dsh-plugin-loop/release/journal
  */
-import { join } from 'node:path'
+import { isAbsolute, join, relative, resolve } from 'node:path'
 import { isCount, isRecord } from '../shared/guards.ts'
 import { errorCode, type ReleaseFs } from './release-fs.ts'
 
@@ -28,6 +28,12 @@ export interface Replacement {
   /** The replacement's inode (a decimal string: it may pass 2^53) and size as written. */
   readonly ino: string
   readonly size: number
+  /**
+   * The sha256 (hex) of the replacement's bytes as written: a later run knows the log is still
+   * that replacement by its first `size` bytes, wherever the home moved and whatever inode it has.
+   * Absent from a line an earlier build wrote (then the inode tells).
+   */
+  readonly hash?: string
 }
 
 /** A line of a journal. */
@@ -57,7 +63,8 @@ function isReplacement(value: Record<string, unknown>): boolean {
     (value['keptAs'] === 'link' || value['keptAs'] === 'copy') &&
     isCount(value['readSize']) &&
     typeof value['ino'] === 'string' &&
-    isCount(value['size'])
+    isCount(value['size']) &&
+    (value['hash'] === undefined || typeof value['hash'] === 'string')
   )
 }
 
@@ -80,8 +87,8 @@ export function parseJournal(text: string): Journal {
     if (!isRecord(value)) continue
     if (value['kind'] === 'run' && typeof value['mode'] === 'string') mode = value['mode']
     else if (isReplacement(value)) {
-      const { log, kept, keptAs, readSize, ino, size } = value as unknown as Replacement
-      replacements.push({ log, kept, keptAs, readSize, ino, size })
+      const { log, kept, keptAs, readSize, ino, size, hash } = value as unknown as Replacement
+      replacements.push({ log, kept, keptAs, readSize, ino, size, ...(hash === undefined ? {} : { hash }) })
     }
   }
   return { mode, replacements }
@@ -109,6 +116,7 @@ export async function readEarlierRuns(fs: ReleaseFs, home: string): Promise<Earl
     if (errorCode(error) === 'ENOENT') return []
     throw error
   }
+  const realHome = await fs.realpath(home)
   const runs: EarlierRun[] = []
   for (const name of names.sort()) {
     const folder = join(root, name)
@@ -116,9 +124,41 @@ export async function readEarlierRuns(fs: ReleaseFs, home: string): Promise<Earl
       if (errorCode(error) === 'ENOENT') return undefined
       throw error
     })
-    runs.push({ folder, journal: text === undefined ? undefined : parseJournal(text) })
+    runs.push({ folder, journal: text === undefined ? undefined : inHome(parseJournal(text), home, realHome) })
   }
   return runs
+}
+
+/**
+ * A journal's paths as this home has them: a line names a log relative to the home's real path
+ * and an original relative to the home (a line an earlier build wrote, absolute: kept as it is).
+ */
+function inHome(journal: Journal, home: string, realHome: string): Journal {
+  return {
+    mode: journal.mode,
+    replacements: journal.replacements.map((line) => ({
+      ...line,
+      log: resolve(realHome, line.log),
+      kept: resolve(home, line.kept),
+    })),
+  }
+}
+
+/**
+ * A replacement as its journal line names it: the log relative to the home's real path (where
+ * it is inside), the original relative to the home, so that a moved home still finds both.
+ * @param replacement - the replacement, its paths absolute.
+ * @param home - the home.
+ * @param realHome - the home's real path.
+ * @returns the line.
+ */
+export function journalEntry(replacement: Replacement, home: string, realHome: string): Replacement {
+  const log = relative(realHome, replacement.log)
+  return {
+    ...replacement,
+    log: log.startsWith('..') || isAbsolute(log) ? replacement.log : log,
+    kept: relative(home, replacement.kept),
+  }
 }
 
 /** A file's identity and size, as a replacement is checked against it. */

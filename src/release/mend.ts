@@ -5,6 +5,7 @@
  * (`rebuildSource`, `journal.ts`) (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/mend
  */
+import { createHash } from 'node:crypto'
 import type { FileHandle } from 'node:fs/promises'
 import { rebuildSource, replacementState, type EarlierRun, type Replacement } from './journal.ts'
 import { readRowHead, seqAfter } from './log-format.ts'
@@ -16,7 +17,7 @@ import {
   type ReleaseFileOptions,
   type RemovedLoop,
 } from './release-file.ts'
-import type { ReleaseFs } from './release-fs.ts'
+import { readChunks, type ReleaseFs } from './release-fs.ts'
 
 /** What an earlier replacement of a log is now. */
 type ReplacementState = ReturnType<typeof replacementState>
@@ -30,8 +31,16 @@ type ReplacementState = ReturnType<typeof replacementState>
 export async function stateNow(fs: ReleaseFs, replacement: Replacement): Promise<ReplacementState> {
   const log = await fs.stat(replacement.log, { bigint: true }).catch(() => undefined)
   if (log === undefined) return { kind: 'superseded' }
-  const kept = await fs.stat(replacement.kept).catch(() => undefined)
-  return replacementState(replacement, { ino: String(log.ino), size: Number(log.size) }, kept?.size)
+  return replacementState(
+    replacement,
+    { ino: String(log.ino), size: Number(log.size) },
+    await keptSize(fs, replacement),
+  )
+}
+
+/** The kept original's size now, or `undefined` when it is gone (then only the log tells). */
+async function keptSize(fs: ReleaseFs, replacement: Replacement): Promise<number | undefined> {
+  return (await fs.stat(replacement.kept).catch(() => undefined))?.size
 }
 
 /** The earlier run whose replacement a log still is, and what became of it since. */
@@ -42,7 +51,31 @@ export interface EarlierReplacement {
 }
 
 /**
- * The earlier replacement a log still is: the journal line naming its real path and its inode.
+ * Whether a log still begins with what a replacement wrote: its first `size` bytes hash as the
+ * line says (a line an earlier build wrote, without a hash: the same inode).
+ */
+async function stillBegins(
+  fs: ReleaseFs,
+  log: string,
+  now: { readonly ino: bigint; readonly size: bigint },
+  replacement: Replacement,
+): Promise<boolean> {
+  if (replacement.hash === undefined) return replacement.ino === String(now.ino)
+  if (Number(now.size) < replacement.size) return false
+  const hash = createHash('sha256')
+  const handle = await fs.open(log, 'r')
+  try {
+    for await (const chunk of readChunks(handle, 0, replacement.size)) hash.update(chunk)
+  } finally {
+    await handle.close()
+  }
+  return hash.digest('hex') === replacement.hash
+}
+
+/**
+ * The earlier replacement a log still is: the newest journal line naming its path whose
+ * replacement the log still begins with. A line that no longer fits (a log copied back from an
+ * original, rewritten since) is passed over: the log is released as it is.
  * @param fs - the file system.
  * @param log - the log, as found under the home.
  * @param earlier - the earlier runs, oldest first.
@@ -57,10 +90,14 @@ export async function findReplacement(
   const found = await Promise.all([fs.realpath(log), fs.stat(log, { bigint: true })]).catch(() => undefined)
   if (found === undefined) return undefined
   const [real, now] = found
-  for (const run of earlier)
-    for (const replacement of run.journal?.replacements ?? [])
-      if (replacement.log === real && replacement.ino === String(now.ino))
-        return { run, replacement, state: await stateNow(fs, replacement) }
+  for (const run of [...earlier].reverse())
+    for (const replacement of [...(run.journal?.replacements ?? [])].reverse()) {
+      if (replacement.log !== real || !(await stillBegins(fs, real, now, replacement))) continue
+      // The log is that replacement (by its content): its inode, after a move, need not be.
+      const size = Number(now.size)
+      const state = replacementState(replacement, { ino: replacement.ino, size }, await keptSize(fs, replacement))
+      return { run, replacement, state }
+    }
   return undefined
 }
 
@@ -127,8 +164,8 @@ export async function releaseLog(
   before: EarlierReplacement | undefined,
   options: ReleaseFileOptions,
 ): Promise<FileRelease> {
-  if (before === undefined || before.state.kind === 'superseded' || before.state.kind === 'whole')
-    return releaseFile(log, options)
+  // Found by its content, a replacement is never cut: only one a DSH wrote to needs mending.
+  if (before === undefined || before.state.kind !== 'appended') return releaseFile(log, options)
   const { run, replacement, state } = before
   const left = (reason: string): FileRelease => ({
     outcome: {
@@ -138,7 +175,6 @@ export async function releaseLog(
       reason: `${reason}; its original is ${replacement.kept}`,
     },
   })
-  if (state.kind === 'cut') return left(`it is shorter than the release of ${run.folder} wrote it`)
   let source: ReturnType<typeof rebuildSource>
   try {
     const joins = await readJoins(options.fs, replacement.log, log.endsWith('.zstd'), replacement)

@@ -5,7 +5,7 @@
  * no DSH wrote to the original meanwhile (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/release-file
  */
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes, type Hash } from 'node:crypto'
 import type { FileHandle } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
 import { whyUnopenable } from './check-log.ts'
@@ -135,9 +135,21 @@ export async function* readBatches(
   if (pending.length > 0) throw cutShort()
 }
 
-/** Copy the first `length` bytes of a file into another. */
-async function copyPrefix(from: FileHandle, to: FileHandle, length: number): Promise<void> {
-  for await (const chunk of readChunks(from, 0, length)) await to.write(chunk)
+/** Copy the first `length` bytes of a file into another (each chunk through `write`). */
+async function copyPrefix(from: FileHandle, length: number, write: (chunk: Buffer) => Promise<unknown>): Promise<void> {
+  for await (const chunk of readChunks(from, 0, length)) await write(chunk)
+}
+
+/** A temp file being written, and the hash of what was written to it: what a journal line names it by. */
+interface TempFile {
+  readonly handle: FileHandle
+  readonly hash: Hash
+}
+
+/** Write bytes to a temp file, hashing them. */
+function put(temp: TempFile, bytes: Buffer): Promise<unknown> {
+  temp.hash.update(bytes)
+  return temp.handle.write(bytes)
 }
 
 /** A file read as a log's events, from a place in it. */
@@ -164,8 +176,8 @@ async function rewritePass(
   rewrite: LogRewrite,
   writeTo: (stage: LogStage) => (() => Promise<FileHandle>) | undefined,
   writeAll: boolean,
-): Promise<FileHandle | undefined> {
-  let temp: FileHandle | undefined
+): Promise<TempFile | undefined> {
+  let temp: TempFile | undefined
   try {
     for (const { handle, from } of sources)
       for await (const { start, stored, plaintext } of readBatches(handle, compressed, from)) {
@@ -173,15 +185,16 @@ async function rewritePass(
         if (temp === undefined) {
           const open = out === undefined && !writeAll ? undefined : writeTo(rewrite.stage!)
           if (open === undefined) continue
-          temp = await open()
-          await copyPrefix(handle, temp, start)
+          const opened: TempFile = { handle: await open(), hash: createHash('sha256') }
+          temp = opened
+          await copyPrefix(handle, start, (chunk) => put(opened, chunk))
         }
-        if (out === undefined) await temp.write(stored)
-        else if (out.length > 0) await temp.write(compressed ? encodeFrame(out) : out)
+        if (out === undefined) await put(temp, stored)
+        else if (out.length > 0) await put(temp, compressed ? encodeFrame(out) : out)
       }
     return temp
   } catch (error) {
-    await temp?.close()
+    await temp?.handle.close()
     throw error
   }
 }
@@ -212,7 +225,7 @@ async function keepOriginal(
   }
   const copy = await fs.open(backup, 'wx')
   try {
-    await copyPrefix(read.handle, copy, read.size)
+    await copyPrefix(read.handle, read.size, (chunk) => copy.write(chunk))
     await copy.sync()
   } finally {
     await copy.close()
@@ -295,14 +308,14 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
     let written
     try {
       // The new file keeps the log's mode (not the umask's) and owner.
-      await out.chmod(Number(before.mode) & 0o7777)
-      const made = await out.stat()
+      await out.handle.chmod(Number(before.mode) & 0o7777)
+      const made = await out.handle.stat()
       if (made.uid !== Number(before.uid) || made.gid !== Number(before.gid))
-        await out.chown(Number(before.uid), Number(before.gid))
-      await out.sync()
-      written = await out.stat({ bigint: true })
+        await out.handle.chown(Number(before.uid), Number(before.gid))
+      await out.handle.sync()
+      written = await out.handle.stat({ bigint: true })
     } finally {
-      await out.close()
+      await out.handle.close()
     }
     // A rebuild joins files a DSH wrote: it is installed only if DSH will open what it made.
     const unopenable = rebuild === undefined ? undefined : await whyUnopenable(fs, temp!, mode.loopRows, compressed)
@@ -333,6 +346,7 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
             readSize: Number(before.size),
             ino: String(written.ino),
             size: Number(written.size),
+            hash: out.hash.digest('hex'),
           }
     if (replacement !== undefined) await keep!.record(replacement)
     await fs.rename(temp!, real)

@@ -41,6 +41,12 @@ function sessionDigests(home: string): Record<string, string> {
   )
 }
 
+/** A session's log as stored, its bytes as text. */
+async function rawLog(home: string, session: string): Promise<string | undefined> {
+  return (await withStoredSessions(home, async (backend, { SessionId }) => backend.readRaw(SessionId(session))))
+    ?.content
+}
+
 /** `dsh-plugin-loop <args>` run from the packed tarball, as the README shows: unpacked, on Node alone. */
 function releaseFromTarball(
   tarball: string,
@@ -251,9 +257,9 @@ describe('leaving loop', () => {
     expect(readdirSync(r.home).sort()).toEqual(homeBefore)
     const files = readdirSync(join(r.home, 'sessions'), { recursive: true }).map(String)
     expect(files.filter((name) => name.includes('loop-release'))).toEqual([])
-    const raw = await withStoredSessions(r.home, async (backend, { SessionId }) => backend.readRaw(SessionId(session)))
-    expect(raw?.content).toContain('"type":"loop/change"')
-    expect(raw?.content).not.toContain('"ignorable":true')
+    const raw = await rawLog(r.home, session)
+    expect(raw).toContain('"type":"loop/change"')
+    expect(raw).not.toContain('"ignorable":true')
     // The session reads whole, and its loop goes on firing.
     const after = Date.now()
     await waitFor('the loop to fire after the refused releases', async () => {
@@ -380,27 +386,71 @@ describe('leaving loop', () => {
 })
 
 describe('leaving loop beside a DSH the release did not expect', () => {
-  test('a dsh web launched with a Node option before its entry is seen: both modes refuse, writing nothing', async ({
-    rig,
-  }) => {
-    const r = await rig({}, { start: false })
-    r.plugin('add')
-    await r.start([], undefined, ['--max-old-space-size=512'])
-    const session = await createSession(r.url)
-    const loop = await createLoop(r.url, session, 1, 'LAUNCHED_WITH_A_NODE_OPTION')
-    await waitForHeartbeats(r.url, session, { [loop]: 1 })
-    const homeBefore = readdirSync(r.home).sort()
-    for (const mode of [[], ['--for-upgrade']]) {
-      const run = releaseFromTarball(r.tarball, ['release', ...mode, '--home', r.home])
-      expect(run.code, `${run.stdout}${run.stderr}`).toBe(4)
-      expect(run.stderr).toMatch(
-        new RegExp(`\\n  pid ${r.web.child.pid}: \\S+ --max-old-space-size=512 \\S+@deepseek-ai/dsh/lib/bin\\.js web`),
+  test.for([[['--max-old-space-size=512']], [['--unhandled-rejections', 'strict']]] as const)(
+    'a dsh web launched with %j before its entry is seen: both modes refuse, writing nothing',
+    async ([nodeOptions], { rig }) => {
+      const r = await rig({}, { start: false })
+      r.plugin('add')
+      await r.start([], undefined, [...nodeOptions])
+      const session = await createSession(r.url)
+      const loop = await createLoop(r.url, session, 1, 'LAUNCHED_WITH_A_NODE_OPTION')
+      await waitForHeartbeats(r.url, session, { [loop]: 1 })
+      const homeBefore = readdirSync(r.home).sort()
+      for (const mode of [[], ['--for-upgrade']]) {
+        const run = releaseFromTarball(r.tarball, ['release', ...mode, '--home', r.home])
+        expect(run.code, `${run.stdout}${run.stderr}`).toBe(4)
+        expect(run.stderr).toMatch(
+          new RegExp(
+            `\\n  pid ${r.web.child.pid}: \\S+ ${nodeOptions.join(' ')} \\S+@deepseek-ai/dsh/lib/bin\\.js web`,
+          ),
+        )
+      }
+      expect(readdirSync(r.home).sort()).toEqual(homeBefore)
+      expect(await rawLog(r.home, session)).not.toContain('"ignorable":true')
+    },
+  )
+
+  test.for([
+    ['removal', []],
+    ['upgrade', ['--for-upgrade']],
+  ] as const)(
+    "%s: run by dsh web's own bash tool, the release refuses, naming that DSH, and writes nothing",
+    async ([, flags], { rig }) => {
+      // The agent runs the release as a user would ask it to; the command reads the home from a file the test writes.
+      const scratch = tempDir('loop-agent-release-')
+      const unpacked = join(scratch, 'unpacked')
+      const output = join(scratch, 'output')
+      const command =
+        `${NODE22} ${join(unpacked, 'package', 'lib', 'cli.js')} release ${flags.join(' ')} ` +
+        `--home "$(cat ${join(scratch, 'home')})" > ${output} 2>&1; echo "exit $?" >> ${output}`
+      const r = await rig({
+        sequence: ['tool_call_success', 'success'],
+        toolName: 'bash',
+        toolArguments: JSON.stringify({ command, description: 'Release the loop plugin' }),
+      })
+      expect(spawnSync('mkdir', [unpacked]).status).toBe(0)
+      expect(spawnSync('tar', ['-xzf', r.tarball, '-C', unpacked]).status).toBe(0)
+      writeFileSync(join(scratch, 'home'), r.home)
+      const session = await createSession(r.url)
+      expect((await runCommand(r.url, session, '/loop 3600 never due here')).text).toMatch(/^Created loop_/)
+      const before = sessionDigests(r.home)
+      await prompt(r.url, session, 'Remove the loop plugin')
+      await waitFor('the bash tool to finish', async () =>
+        existsSync(output) && readFileSync(output, 'utf8').includes('exit ') ? true : undefined,
       )
-    }
-    expect(readdirSync(r.home).sort()).toEqual(homeBefore)
-    const raw = await withStoredSessions(r.home, async (backend, { SessionId }) => backend.readRaw(SessionId(session)))
-    expect(raw?.content).not.toContain('"ignorable":true')
-  })
+      const said = readFileSync(output, 'utf8')
+      expect(said).toContain(
+        `dsh-plugin-loop: The release was started by DSH (pid ${r.web.child.pid}), which writes this session's log after the release ends: run it from a terminal, with DSH stopped.\n`,
+      )
+      expect(said.trimEnd().split('\n').at(-1)).toBe('exit 4')
+      expect(readdirSync(r.home)).not.toContain('loop-release-backup')
+      // The tool's result, logged after the release ended, lands in a log nothing rewrote.
+      await settle(r.url, session)
+      const after = sessionDigests(r.home)
+      expect(Object.keys(after).sort()).toEqual(Object.keys(before).sort())
+      expect(await rawLog(r.home, session)).not.toContain('"ignorable":true')
+    },
+  )
 
   test.for([
     ['removal', []],
@@ -464,10 +514,7 @@ describe('leaving loop beside a DSH the release did not expect', () => {
       await answered(r.url, session, 'still there after a release beside a DSH?')
       await r.stop('SIGTERM')
       if (mode === 'upgrade') {
-        const raw = await withStoredSessions(r.home, async (backend, { SessionId }) =>
-          backend.readRaw(SessionId(session)),
-        )
-        expect(migrateFormat0(raw!.content).events.length).toBeGreaterThan(0)
+        expect(migrateFormat0((await rawLog(r.home, session))!).events.length).toBeGreaterThan(0)
       }
     },
   )

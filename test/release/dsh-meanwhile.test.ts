@@ -5,7 +5,18 @@
  * stopped rebuilds it with every event DSH wrote: rc.8 opens it without `loop` after a removal,
  * DSH's migration accepts it after an upgrade. A DSH the release does see stops it at once.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import { zstdDecompressSync } from 'node:zlib'
 import { SessionId } from '@deepseek-ai/dsh-session'
@@ -377,16 +388,12 @@ describe('a log an earlier release replaced', () => {
     },
   )
 
-  it('is left, both files kept, when it was cut, when DSH wrote two numberings, or when its new rows cannot be read', async () => {
+  it('is left, both files kept, when DSH wrote two numberings or its new rows cannot be read; a cut one is read as it is', async () => {
+    // Cut short (no DSH does so): no longer the replacement its journal names, it is read as it is.
     const cut = await releasedOnce('upgrade')
     truncateSync(cut.log, 100)
     expect((await releaseDone(cut.home, { mode: 'upgrade', startedAt: new Date(1) })).files).toEqual([
-      {
-        path: cut.log,
-        sessionId: undefined,
-        status: 'left',
-        reason: `it is shorter than the release of ${cut.first.backupFolder} wrote it; its original is ${cut.kept}`,
-      },
+      { path: cut.log, sessionId: 's', status: 'left', reason: expect.stringMatching(/^its last write was cut short/) },
     ])
     // One DSH read the original and wrote on in its numbering, another read the new file: the two do not join.
     const twice = await releasedOnce('upgrade')
@@ -464,6 +471,66 @@ describe('a log an earlier release replaced', () => {
     })
     expect(release.files).toMatchObject([{ status: 'written-meanwhile' }])
     expect(readFileSync(join(release.backupFolder!, relative(home, log)), 'utf8')).toBe(plainLog('s', 12, 4))
+  })
+})
+
+describe('a journal line, matched by what it replaced', () => {
+  /** A removal during which a DSH wrote into the original right before the rename: `WRITTEN`. */
+  async function writtenDuring() {
+    const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
+    const [log] = paths as [string]
+    const dsh = fakeDsh(log)
+    const first = await releaseDone(home, {
+      fs: gatedFs((step, args) => {
+        if (step === 'fs.rename' && args[1] === log) dsh.append()
+      }),
+    })
+    return { home, log, dsh, first }
+  }
+
+  it('mends a log whose home was moved after a run a DSH wrote during', async () => {
+    const { home, log, dsh, first } = await writtenDuring()
+    expect(first.files).toMatchObject([{ status: 'written-meanwhile' }])
+    const moved = `${home}-moved`
+    renameSync(home, moved)
+    const movedLog = join(moved, relative(home, log))
+    const rerun = await releaseDone(moved, { startedAt: new Date(1) })
+    expect(rerun.files).toMatchObject([
+      {
+        path: movedLog,
+        status: 'released',
+        rebuiltFrom: join(moved, relative(home, first.backupFolder!), relative(home, log)),
+      },
+    ])
+    expect(readFileSync(movedLog, 'utf8')).toContain(`"commandId":"${dsh.wrote[0]}"`)
+  })
+
+  it('reads a line an earlier build wrote (absolute paths, no hash) by its inode', async () => {
+    const { home, log, dsh, first } = await writtenDuring()
+    const journal = join(first.backupFolder!, 'release.jsonl')
+    const kept = join(first.backupFolder!, relative(home, log))
+    const lines = readFileSync(journal, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+    const old = lines.map(({ hash: _hash, ...line }) => (line['kind'] === 'replaced' ? { ...line, log, kept } : line))
+    writeFileSync(journal, old.map((line) => `${JSON.stringify(line)}\n`).join(''))
+    const rerun = await releaseDone(home, { startedAt: new Date(1) })
+    expect(rerun.files).toMatchObject([{ path: log, status: 'released', rebuiltFrom: kept }])
+    expect(readFileSync(log, 'utf8')).toContain(`"commandId":"${dsh.wrote[0]}"`)
+  })
+
+  it('passes over a line whose log was copied back from its original (same inode), and releases it', async () => {
+    const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
+    const [log] = paths as [string]
+    const first = await releaseDone(home, { mode: 'upgrade' })
+    const kept = join(first.backupFolder!, relative(home, log))
+    const inode = statSync(log).ino
+    copyFileSync(kept, log)
+    expect(statSync(log).ino).toBe(inode)
+    const rerun = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1) })
+    expect(rerun.files).toMatchObject([{ path: log, status: 'released', tally: { rows: 12, written: 3 } }])
+    expect(() => migrateFormat0(readFileSync(log, 'utf8'))).not.toThrow()
   })
 })
 
