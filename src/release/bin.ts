@@ -18,6 +18,7 @@ if (refusal !== undefined) {
   process.exitCode = await runCli(process.argv.slice(2), {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
+    stderrIsTerminal: process.stderr.isTTY,
     env: process.env,
     cwd: process.cwd(),
     now: () => new Date(),

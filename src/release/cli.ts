@@ -244,9 +244,9 @@ export function formatReport(release: HomeRelease, mode: ReleaseMode): string {
   if (release.backupFolder !== undefined)
     lines.push(
       release.stoppedBy !== undefined || writtenMeanwhile > 0 || unopenable > 0
-        ? `The originals are in ${release.backupFolder}; keep it: the next run rebuilds from it what DSH wrote meanwhile.`
+        ? `The originals are in ${relative(release.home, release.backupFolder)}; keep it: the next run rebuilds from it what DSH wrote meanwhile.`
         : // A run that ended clean keeps its folder only for an upgrade.
-          `The originals are in ${release.backupFolder}; delete it once the upgraded DSH has opened these sessions.`,
+          `The originals are in ${relative(release.home, release.backupFolder)}; delete it once the upgraded DSH has opened these sessions.`,
     )
   for (const { path, folder, loops } of release.earlierRemoved)
     lines.push(
@@ -255,7 +255,7 @@ export function formatReport(release: HomeRelease, mode: ReleaseMode): string {
     )
   if (release.earlierFolders.length > 0)
     lines.push(
-      `Earlier releases kept originals of this home in ${release.earlierFolders.join(', ')}; delete them once DSH has opened these sessions.`,
+      `Earlier releases kept originals of this home in ${release.earlierFolders.map((folder) => relative(release.home, folder)).join(', ')}; delete them once DSH has opened these sessions.`,
     )
   return lines.join('\n')
 }
@@ -299,10 +299,25 @@ export function formatRefusal(refusal: HomeRefusal): string {
   }
 }
 
+/**
+ * The progress line a terminal shows on stderr while logs are released, rewritten in place: how
+ * many are done of all, and the one being read (relative to the home). The end clears it.
+ * @param home - the home.
+ * @param done - logs done.
+ * @param total - logs found.
+ * @param current - the log being released, or `undefined` at the end.
+ * @returns the text to write.
+ */
+export function progressLine(home: string, done: number, total: number, current: string | undefined): string {
+  return current === undefined ? '\r\u001b[K' : `\r\u001b[K${done} of ${total} logs: ${relative(home, current)}`
+}
+
 /** Where the command writes, and what it reads of its process. */
 export interface CliProcess {
   readonly stdout: (text: string) => void
   readonly stderr: (text: string) => void
+  /** Whether stderr is a terminal: then a progress line shows there while logs are released. */
+  readonly stderrIsTerminal?: boolean
   readonly env: Readonly<Record<string, string | undefined>>
   readonly cwd: string
   readonly now: () => Date
@@ -343,6 +358,12 @@ export async function runCli(argv: readonly string[], io: CliProcess): Promise<n
       isAlive: io.isAlive,
       lookForDsh: io.lookForDsh,
       dshStopped: parsed.dshStopped,
+      ...(io.stderrIsTerminal === true
+        ? {
+            progress: (done: number, total: number, current: string | undefined) =>
+              io.stderr(progressLine(home, done, total, current)),
+          }
+        : {}),
     })
   } catch (error) {
     io.stderr(`dsh-plugin-loop: ${(error as Error).message}\n`)

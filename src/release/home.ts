@@ -43,6 +43,8 @@ export interface HomeReleaseOptions {
    * a DSH process whose home it cannot read, the release goes on.
    */
   readonly dshStopped: boolean
+  /** Told before each log (the one it starts, and how many are done of all) and once at the end (no log). */
+  readonly progress?: (done: number, total: number, current: string | undefined) => void
 }
 
 /** What a release of a home did. */
@@ -316,6 +318,7 @@ async function releaseLogs(options: HomeReleaseOptions, writes: RunWrites): Prom
   const replaced = new Map<number, Replacement>()
   const earlierRemoved: EarlierRemoved[] = []
   for (const log of logs) {
+    options.progress?.(files.length, logs.length, log)
     const before = await findReplacement(fs, log, earlier)
     const done = await releaseLog(log, before, { mode, fs, write: writes.logWrite(log) })
     if ('stopped' in done) break
@@ -352,6 +355,7 @@ async function releaseLogs(options: HomeReleaseOptions, writes: RunWrites): Prom
         ...(original === undefined ? {} : { original }),
       }
     }
+  options.progress?.(files.length, logs.length, undefined)
   const clean =
     stoppedBy === undefined &&
     files.every((file) => file.status !== 'written-meanwhile' && file.status !== 'unopenable')

@@ -1,9 +1,17 @@
 /** The `dsh-plugin-loop` command: its arguments, its report and its exit codes (SPEC.md §13 "Leaving loop"). */
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { hostname } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { describe, expect, it, vi } from 'vitest'
-import { USAGE, formatRefusal, formatReport, parseArguments, runCli, type CliProcess } from '../../src/release/cli.ts'
+import {
+  USAGE,
+  formatRefusal,
+  formatReport,
+  parseArguments,
+  progressLine,
+  runCli,
+  type CliProcess,
+} from '../../src/release/cli.ts'
 import type { DshProcess } from '../../src/release/dsh-processes.ts'
 import type { HomeRelease } from '../../src/release/home.ts'
 import { RELEASE_MODES, type Tally } from '../../src/release/modes.ts'
@@ -163,7 +171,7 @@ describe('formatReport', () => {
         'released  a  sessions/p/b/session.jsonl: 4 loop/change rows removed, 6 rows kept; the original is loop-release-backup/t/sessions/p/b/session.jsonl (a copy: no hard link could be made there)',
         '2 session logs: 2 released (8 loop/change rows), 0 already released, 0 without loops, 0 already migrated, 0 left unreleased.',
         "DSH's projection checkpoints (storages/session_projcache.json) went with the originals: they count events the old way, and DSH rebuilds them.",
-        'The originals are in /h/loop-release-backup/t; delete it once the upgraded DSH has opened these sessions.',
+        'The originals are in loop-release-backup/t; delete it once the upgraded DSH has opened these sessions.',
       ].join('\n'),
     )
     expect(
@@ -282,6 +290,15 @@ function captured(
   }
   return io
 }
+
+describe('progressLine', () => {
+  it('rewrites one terminal line: logs done of all and the current one, then clears it', () => {
+    expect(progressLine('/h', 3, 2_000, '/h/sessions/p/s/session.jsonl.zstd')).toBe(
+      '\r\u001b[K3 of 2000 logs: sessions/p/s/session.jsonl.zstd',
+    )
+    expect(progressLine('/h', 2_000, 2_000, undefined)).toBe('\r\u001b[K')
+  })
+})
 
 describe('runCli', () => {
   it('prints help with 0 and a usage error with 2', async () => {
@@ -443,6 +460,16 @@ function homeWithLoopRow(): { home: string; log: string } {
 }
 
 describe('runCli for an upgrade', () => {
+  it('shows its progress on a terminal, one rewritten line on stderr, and nothing of it elsewhere', async () => {
+    const { home } = homeWithLoopRow()
+    const terminal = captured({}, { stderrIsTerminal: true })
+    expect(await runCli(['release', '--home', home], terminal)).toBe(0)
+    expect(terminal.err).toBe('\r\u001b[K0 of 1 logs: sessions/--p--/session-a/session.jsonl\r\u001b[K')
+    const piped = captured()
+    expect(await runCli(['release', '--home', home], piped)).toBe(0)
+    expect(piped.err).toBe('')
+  })
+
   it('exits 0 without projection checkpoints to set aside', async () => {
     const { home, log } = homeWithLoopRow()
     const io = captured()
@@ -455,7 +482,7 @@ describe('runCli for an upgrade', () => {
         '            /loop 30 check the build\n' +
         '                     \\u{9}and say so \\u{202e}txt.exe\n' +
         '1 session logs: 1 released (1 loop/change rows), 0 already released, 0 without loops, 0 already migrated, 0 left unreleased.\n' +
-        `The originals are in ${backup}; delete it once the upgraded DSH has opened these sessions.\n`,
+        `The originals are in ${relative(home, backup)}; delete it once the upgraded DSH has opened these sessions.\n`,
     )
     expect(readFileSync(log, 'utf8')).toBe(
       '{"type":"session","version":0,"id":"session-a","createdAt":1,"delegationDepth":0}\n' +

@@ -113,7 +113,7 @@ describe('a DSH that starts while the release runs', () => {
     )
 
     expect(reportOf(first)).toContain(
-      `The originals are in ${first.backupFolder}; keep it: the next run rebuilds from it what DSH wrote meanwhile.`,
+      `The originals are in ${relative(home, first.backupFolder!)}; keep it: the next run rebuilds from it what DSH wrote meanwhile.`,
     )
     // DSH stops: what it wrote and showed is every event of the session.
     const shown = looped!.agent.session.events.map(({ type, time }) => ({ type, time }))
@@ -570,7 +570,7 @@ describe('the read-back check at the end of a run', () => {
     expect(report).toContain(
       "3 session logs: 1 released (2 loop/change rows), 0 already released, 0 without loops, 0 already migrated, 0 left unreleased, 2 failed the check DSH's reader would make.",
     )
-    expect(report).toContain(`The originals are in ${release.backupFolder}; keep it`)
+    expect(report).toContain(`The originals are in ${relative(home, release.backupFolder!)}; keep it`)
   })
 
   it('installs a rebuild only when DSH would open it', async () => {
