@@ -5,9 +5,8 @@
  * only), so a defect of the writer cannot hide itself here.
  * @module dsh-plugin-loop/release/check-log
  */
-import type { FileHandle } from 'node:fs/promises'
+import { closeSync, openSync, readSync } from 'node:fs'
 import { zstdDecompressSync } from 'node:zlib'
-import type { ReleaseFs } from './release-fs.ts'
 
 /** What a released log must be free of: unmarked loop rows (rc.8 without `loop`), or any loop row (DSH's migration). */
 export type LoopRowRule = 'marked' | 'absent'
@@ -115,11 +114,14 @@ function frameLength(bytes: Buffer): number | undefined {
   return at <= bytes.length ? at : undefined
 }
 
-/** Every chunk of an open file, in order. */
-async function* chunksOf(handle: FileHandle): AsyncGenerator<Buffer> {
+/**
+ * Every chunk of an open file, in order. Read synchronously: a check is read-only and one log at
+ * a time, and a read through the thread pool per small log is most of its cost on a big home.
+ */
+function* chunksOf(fd: number): Generator<Buffer> {
   for (let position = 0; ;) {
     const buffer = Buffer.allocUnsafe(READ_BYTES)
-    const { bytesRead } = await handle.read(buffer, 0, READ_BYTES, position)
+    const bytesRead = readSync(fd, buffer, 0, READ_BYTES, position)
     if (bytesRead === 0) return
     position += bytesRead
     yield buffer.subarray(0, bytesRead)
@@ -127,10 +129,10 @@ async function* chunksOf(handle: FileHandle): AsyncGenerator<Buffer> {
 }
 
 /** A `session.jsonl.zstd`: frames, each decoded with its checksum checked; the header alone in the first. */
-async function checkFrames(handle: FileHandle, rows: RowChecker): Promise<void> {
+function checkFrames(fd: number, rows: RowChecker): void {
   let pending: Buffer = Buffer.alloc(0)
   let offset = 0
-  for await (const chunk of chunksOf(handle)) {
+  for (const chunk of chunksOf(fd)) {
     pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
     for (let length = frameLength(pending); length !== undefined; length = frameLength(pending)) {
       let text: Buffer
@@ -149,9 +151,9 @@ async function checkFrames(handle: FileHandle, rows: RowChecker): Promise<void> 
 }
 
 /** A `session.jsonl`: rows, the last ending in a newline. */
-async function checkLines(handle: FileHandle, rows: RowChecker): Promise<void> {
+function checkLines(fd: number, rows: RowChecker): void {
   let pending: Buffer = Buffer.alloc(0)
-  for await (const chunk of chunksOf(handle)) {
+  for (const chunk of chunksOf(fd)) {
     pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
     const end = pending.lastIndexOf(0x0a) + 1
     if (end > 0) rows.rows(pending.subarray(0, end), 'the log')
@@ -164,28 +166,24 @@ async function checkLines(handle: FileHandle, rows: RowChecker): Promise<void> {
  * Read a log back and check it as DSH would open it: a format-0 session header (alone in the
  * first frame of a `.zstd` log), every row a JSON object, seqs contiguous from 0 (a packed
  * chunk run counting its members), no torn end, and the loop rows as `rule` says.
- * @param fs - the file system.
  * @param path - the file.
  * @param rule - `marked` after a removal, `absent` after an upgrade.
  * @param compressed - whether it is Zstandard frames (a log named `.zstd`, or the temp file of one).
  * @returns `undefined` when DSH would open it, else why not.
  */
-export async function whyUnopenable(
-  fs: ReleaseFs,
-  path: string,
-  rule: LoopRowRule,
-  compressed: boolean,
-): Promise<string | undefined> {
+export function whyUnopenable(path: string, rule: LoopRowRule, compressed: boolean): string | undefined {
   const rows = new RowChecker(rule)
-  const handle = await fs.open(path, 'r')
+  let fd: number | undefined
   try {
-    await (compressed ? checkFrames(handle, rows) : checkLines(handle, rows))
+    fd = openSync(path, 'r')
+    if (compressed) checkFrames(fd, rows)
+    else checkLines(fd, rows)
     rows.end()
     return undefined
   } catch (error) {
     if (error instanceof Unopenable) return error.message
     return `it could not be read back (${(error as Error).message})`
   } finally {
-    await handle.close()
+    if (fd !== undefined) closeSync(fd)
   }
 }

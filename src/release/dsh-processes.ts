@@ -261,41 +261,38 @@ function resolveOnThisMachine(argument: string, cwd: () => string | undefined): 
 /**
  * Linux: every process of `/proc`; a DSH process's environment, folder and user where the
  * system shows them. `/proc` is the kernel's, in memory: it is read synchronously, a look
- * before every replaced log costing a fraction of a millisecond. A process already read (the
- * same pid and start time) is not read again: most processes outlive the run.
+ * before every replaced log costing a fraction of a millisecond. A process already read (by its
+ * pid) is not read again: most processes outlive the run.
  */
-function linuxProcesses(proc: string, known: Map<string, LookedProcess>): LookedProcess[] {
+function linuxProcesses(proc: string, known: Map<number, LookedProcess>): LookedProcess[] {
   const entries: LookedProcess[] = []
-  const live = new Set<string>()
+  const live = new Set<number>()
   for (const name of readdirSync(proc)) {
     if (!/^\d+$/.test(name)) continue
     const pid = Number(name)
-    const folder = join(proc, name)
-    const stat = readIfAllowed(() => readFileSync(join(folder, 'stat'), 'latin1'))
-    // The process ended while it was read.
-    if (stat === undefined) continue
-    // After the command name in parentheses (which may hold anything): state, ppid, …, the start time 20th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    const key = `${pid}:${fields[19]}`
-    live.add(key)
-    const seen = known.get(key)
+    live.add(pid)
+    const seen = known.get(pid)
     if (seen !== undefined) {
       entries.push(seen)
       continue
     }
+    const folder = join(proc, name)
+    const stat = readIfAllowed(() => readFileSync(join(folder, 'stat'), 'latin1'))
     const cmdline = readIfAllowed(() => readFileSync(join(folder, 'cmdline')))
-    if (cmdline === undefined) continue
-    const ppid = Number(fields[1])
+    // The process ended while it was read.
+    if (stat === undefined || cmdline === undefined) continue
+    // After the command name in parentheses (which may hold anything): state, then ppid.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
     const argv = nulFields(cmdline)
     let cwd: string | undefined | null = null
     const cwdOnce = () => (cwd === null ? (cwd = readIfAllowed(() => readlinkSync(join(folder, 'cwd')))) : cwd)
     const entry: LookedProcess = isDshCommand(argv, (argument) => resolveOnThisMachine(argument, cwdOnce))
       ? dshEntry(folder, pid, ppid, argv, cwdOnce())
       : { pid, ppid, argv, dsh: false }
-    known.set(key, entry)
+    known.set(pid, entry)
     entries.push(entry)
   }
-  for (const key of known.keys()) if (!live.has(key)) known.delete(key)
+  for (const pid of known.keys()) if (!live.has(pid)) known.delete(pid)
   return entries
 }
 
@@ -401,7 +398,7 @@ export type DshLookout = (home: string) => Promise<DshLook>
  * @returns the lookout.
  */
 export function createDshLookout(source: ProcessSource = SYSTEM_PROCESSES): DshLookout {
-  const known = new Map<string, LookedProcess>()
+  const known = new Map<number, LookedProcess>()
   return async (home) => {
     let processes: LookedProcess[]
     try {

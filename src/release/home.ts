@@ -344,7 +344,7 @@ async function releaseLogs(options: HomeReleaseOptions, writes: RunWrites): Prom
   if (!options.dryRun)
     for (const [index, file] of files.entries()) {
       if (file.status !== 'released' && file.status !== 'already-released') continue
-      const reason = await whyUnopenable(fs, file.path, mode.loopRows, file.path.endsWith('.zstd'))
+      const reason = whyUnopenable(file.path, mode.loopRows, file.path.endsWith('.zstd'))
       if (reason === undefined) continue
       const original = replaced.get(index)?.kept
       files[index] = {

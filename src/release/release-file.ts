@@ -318,7 +318,7 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
       await out.handle.close()
     }
     // A rebuild joins files a DSH wrote: it is installed only if DSH will open what it made.
-    const unopenable = rebuild === undefined ? undefined : await whyUnopenable(fs, temp!, mode.loopRows, compressed)
+    const unopenable = rebuild === undefined ? undefined : whyUnopenable(temp!, mode.loopRows, compressed)
     if (unopenable !== undefined)
       throw new LogRefusal(
         `rebuilt from ${rebuild!.original} and the rows a DSH wrote after an earlier release, it would not open in DSH (${unopenable}); both are kept as they are`,

@@ -4,7 +4,6 @@
  * migration (upgrade); the check passes exactly the logs DSH opens whole.
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
-import * as fsPromises from 'node:fs/promises'
 import { join } from 'node:path'
 import { constants, zstdCompressSync } from 'node:zlib'
 import { SessionId } from '@deepseek-ai/dsh-session'
@@ -126,7 +125,7 @@ describe('whyUnopenable', () => {
   it.each(CASES)('$name: says what DSH says of it, under each rule', async (log) => {
     const { root, log: path } = homeWith('session.jsonl.zstd', zstdLog(log))
     for (const rule of ['marked', 'absent'] as const satisfies readonly LoopRowRule[])
-      expect(await whyUnopenable(fsPromises, path, rule, true)).toBe(rule === 'marked' ? log.removal : log.upgrade)
+      expect(whyUnopenable(path, rule, true)).toBe(rule === 'marked' ? log.removal : log.upgrade)
     expect(await rc8OpensWhole(root, eventCount(log))).toBe(log.removal === undefined)
     expect(migrationAccepts(text(log))).toBe(log.upgrade === undefined)
   })
@@ -134,7 +133,7 @@ describe('whyUnopenable', () => {
   it('reads a Zstandard log frame by frame: the header alone first, every frame whole and checksummed', async () => {
     const good = Buffer.concat([frame([HEADER]), frame([run(0), loop(1, true)]), frame([packed(2)])])
     const check = async (bytes: Buffer, rule: LoopRowRule = 'marked') =>
-      whyUnopenable(fsPromises, homeWith('session.jsonl.zstd', bytes).log, rule, true)
+      whyUnopenable(homeWith('session.jsonl.zstd', bytes).log, rule, true)
     expect(await check(good)).toBeUndefined()
     const { root } = homeWith('session.jsonl.zstd', good)
     expect(await rc8OpensWhole(root, 5)).toBe(true)
@@ -156,7 +155,7 @@ describe('whyUnopenable', () => {
   it('reads a plain log a chunk at a time, and refuses a torn last row (DSH would cut it off, losing it)', async () => {
     const rows = [HEADER, run(0), loop(1, true), `{"type":"text","seq":2,"time":1,"data":"${'x'.repeat(3 << 20)}"}`]
     const check = async (content: string) =>
-      whyUnopenable(fsPromises, homeWith('session.jsonl', Buffer.from(content)).log, 'marked', false)
+      whyUnopenable(homeWith('session.jsonl', Buffer.from(content)).log, 'marked', false)
     expect(await check(lines(rows))).toBeUndefined()
     expect(await check(`${lines(rows)}{"type":"com`)).toBe('its last row does not end with a newline')
   })
@@ -170,16 +169,16 @@ describe('whyUnopenable', () => {
     const big = `{"type":"text","seq":1,"time":1,"data":"${letters.join('')}"}`
     const runs = `{"type":"text","seq":2,"time":1,"data":"${'a'.repeat(3 << 20)}"}`
     const bytes = Buffer.concat([frame([HEADER]), zstdCompressSync(`${run(0)}\n`), frame([big]), frame([runs])])
-    expect(await whyUnopenable(fsPromises, homeWith('session.jsonl.zstd', bytes).log, 'marked', true)).toBeUndefined()
+    expect(whyUnopenable(homeWith('session.jsonl.zstd', bytes).log, 'marked', true)).toBeUndefined()
     const cut = bytes.subarray(0, bytes.length - (1 << 20))
-    expect(await whyUnopenable(fsPromises, homeWith('session.jsonl.zstd', cut).log, 'marked', true)).toMatch(
+    expect(whyUnopenable(homeWith('session.jsonl.zstd', cut).log, 'marked', true)).toMatch(
       /^it ends inside the Zstandard frame at byte \d+$/,
     )
   })
 
   it('refuses an empty log, a header of another format, an array row and an unreadable file', async () => {
     const check = async (content: string) =>
-      whyUnopenable(fsPromises, homeWith('session.jsonl', Buffer.from(content)).log, 'marked', false)
+      whyUnopenable(homeWith('session.jsonl', Buffer.from(content)).log, 'marked', false)
     expect(await check('')).toBe('it is empty')
     expect(await check(`${HEADER.replace('"version":0', '"version":1')}\n`)).toBe(
       'its first line is not a session header of format 0',
@@ -190,6 +189,7 @@ describe('whyUnopenable', () => {
         'line 2 is a packed chunk run without members',
       )
     const folder = tempDir('loop-check-')
-    expect(await whyUnopenable(fsPromises, folder, 'marked', false)).toMatch(/^it could not be read back \(EISDIR/)
+    expect(whyUnopenable(folder, 'marked', false)).toMatch(/^it could not be read back \(EISDIR/)
+    expect(whyUnopenable(join(folder, 'gone'), 'marked', false)).toMatch(/^it could not be read back \(ENOENT/)
   })
 })
