@@ -5,7 +5,7 @@
  * only), so a defect of the writer cannot hide itself here.
  * @module dsh-plugin-loop/release/check-log
  */
-import { closeSync, openSync, readSync } from 'node:fs'
+import { closeSync, openSync, readSync, statSync } from 'node:fs'
 import { zstdDecompressSync } from 'node:zlib'
 
 /** What a released log must be free of: unmarked loop rows (rc.8 without `loop`), or any loop row (DSH's migration). */
@@ -186,4 +186,15 @@ export function whyUnopenable(path: string, rule: LoopRowRule, compressed: boole
   } finally {
     if (fd !== undefined) closeSync(fd)
   }
+}
+
+/**
+ * A file's size and modification time as the system has them now (none when it is gone): a
+ * change after a check means the check no longer speaks for it.
+ * @param path - the file.
+ * @returns the stamp.
+ */
+export function fileStamp(path: string): string | undefined {
+  const stats = statSync(path, { bigint: true, throwIfNoEntry: false })
+  return stats === undefined ? undefined : `${stats.size}:${stats.mtimeNs}:${stats.ino}`
 }

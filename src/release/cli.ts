@@ -130,7 +130,7 @@ function describeFile(file: FileOutcome, release: HomeRelease, mode: ReleaseMode
     case 'written-meanwhile':
       return `WRITTEN   ${session}  ${where}: a DSH wrote to it while the release ran, so it is not released; its original, with every event DSH wrote to it, is ${relative(release.home, file.original)}`
     case 'unopenable':
-      return `FAILED    ${session}  ${where}: read back after the release, DSH would not open it: ${file.reason}; ${file.original === undefined ? 'this run did not write it' : `its original is ${relative(release.home, file.original)}`}`
+      return `FAILED    ${session}  ${where}: read back after the release, DSH would not open it: ${file.reason}; ${file.original === undefined ? 'no original of it is kept' : `its original is ${relative(release.home, file.original)}`}`
     case 'released': {
       const { backup, rebuiltFrom } = file
       // A clean removal kept no original: only a kept folder is named.

@@ -7,6 +7,7 @@
  * @module dsh-plugin-loop/release/home-lock
  */
 import { randomBytes } from 'node:crypto'
+import { constants } from 'node:fs'
 import { join } from 'node:path'
 import { errorCode, linkImpossible, syncedWrite } from './release-fs.ts'
 import type { ReleaseFs } from './release-fs.ts'
@@ -118,10 +119,11 @@ async function readLock(fs: ReleaseFs, path: string): Promise<LockFound> {
 
 /**
  * Put a run's draft in place at a path unless something is there: a hard link of the draft, or
- * where the file system makes none, the text written into a file created exclusively.
+ * where the file system makes none, an exclusive copy of it (one call, so that no kill leaves
+ * an empty lock that would keep every later run out), then synced.
  * @returns false when something is there.
  */
-async function putExclusive(fs: ReleaseFs, draft: string, path: string, text: string): Promise<boolean> {
+async function putExclusive(fs: ReleaseFs, draft: string, path: string): Promise<boolean> {
   try {
     await fs.link(draft, path)
     return true
@@ -130,12 +132,18 @@ async function putExclusive(fs: ReleaseFs, draft: string, path: string, text: st
     if (!linkImpossible(error)) throw error
   }
   try {
-    await syncedWrite(fs, path, text, 'wx')
-    return true
+    await fs.copyFile(draft, path, constants.COPYFILE_EXCL)
   } catch (error) {
     if (errorCode(error) === 'EEXIST') return false
     throw error
   }
+  const copy = await fs.open(path, 'r')
+  try {
+    await copy.sync()
+  } finally {
+    await copy.close()
+  }
+  return true
 }
 
 /** The refusal for what is at a path. */
@@ -172,7 +180,7 @@ export async function takeHomeLock(
    * left is cleared as a stale lock is) and checked there to be the one judged stale.
    */
   const claim = async (path: string, depth: number): Promise<LockHeld | { kind: 'claimed'; from?: LockHolder }> => {
-    for (let tries = 0; !(await putExclusive(fs, draft, path, text)); tries += 1) {
+    for (let tries = 0; !(await putExclusive(fs, draft, path)); tries += 1) {
       const found = await readLock(fs, path)
       if (found.kind === 'gone') {
         // Another run gave it back meanwhile; a path that keeps coming and going is no lock to wait for.
@@ -194,7 +202,7 @@ export async function takeHomeLock(
           // A copy of the draft goes over it: the draft stays for the levels above.
           const copy = `${stem}${depth}.tmp`
           try {
-            await putExclusive(fs, draft, copy, text)
+            await putExclusive(fs, draft, copy)
             await fs.rename(copy, path)
           } finally {
             await fs.rm(copy, { force: true })

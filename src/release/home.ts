@@ -5,14 +5,22 @@
  * @module dsh-plugin-loop/release/home
  */
 import { basename, dirname, join, relative } from 'node:path'
-import { whyUnopenable } from './check-log.ts'
+import { fileStamp, whyUnopenable } from './check-log.ts'
 import type { DshLook, DshLookout, DshProcess } from './dsh-processes.ts'
 import { takeHomeLock, type LockHeld, type LockHolder } from './home-lock.ts'
-import { BACKUP_FOLDER, JOURNAL_FILE, journalEntry, journalLine, readEarlierRuns, type Replacement } from './journal.ts'
+import {
+  BACKUP_FOLDER,
+  JOURNAL_FILE,
+  journalEntry,
+  journalLine,
+  readEarlierRuns,
+  type EarlierRun,
+  type Replacement,
+} from './journal.ts'
 import { findReplacement, loopsKeptIn, releaseLog, stateNow } from './mend.ts'
-import type { ReleaseMode, ReleaseModeName } from './modes.ts'
-import { isReleaseTemp, type FileOutcome, type ReleaseWrite, type RemovedLoop } from './release-file.ts'
-import { errorCode, syncedWrite, type ReleaseFs } from './release-fs.ts'
+import { RELEASE_MODES, type ReleaseMode, type ReleaseModeName } from './modes.ts'
+import { releaseLeftover, type FileOutcome, type ReleaseWrite, type RemovedLoop } from './release-file.ts'
+import { appendRange, errorCode, syncedWrite, type ReleaseFs } from './release-fs.ts'
 
 /** The file names a session log has in rc.8: plain, or Zstandard frames. */
 const LOG_NAMES = ['session.jsonl', 'session.jsonl.zstd']
@@ -133,10 +141,11 @@ async function folders(fs: ReleaseFs, path: string): Promise<string[]> {
   return names.sort()
 }
 
-/** A home's session folders, and the logs and release temp files in each. */
+/** A home's session folders: the logs, and the temp files and held originals releases left beside them. */
 interface SessionFolders {
   readonly logs: string[]
   readonly temps: string[]
+  readonly holds: string[]
 }
 
 /**
@@ -149,13 +158,13 @@ interface SessionFolders {
 export async function findSessionLogs(home: string, fs: ReleaseFs, session?: string): Promise<SessionFolders> {
   const sessions = join(home, 'sessions')
   const wanted = session === undefined ? undefined : sessionFolderName(session)
-  const found: SessionFolders = { logs: [], temps: [] }
+  const found: SessionFolders = { logs: [], temps: [], holds: [] }
   for (const project of await folders(fs, sessions))
     for (const folder of await folders(fs, join(sessions, project))) {
       if (wanted !== undefined && folder !== wanted) continue
       const path = join(sessions, project, folder)
       const names = (await fs.readdir(path)).sort()
-      for (const name of names) if (isReleaseTemp(name)) found.temps.push(join(path, name))
+      for (const name of names) leftOver(found, join(path, name), releaseLeftover(name))
       for (const name of LOG_NAMES) {
         if (!names.includes(name)) continue
         found.logs.push(join(path, name))
@@ -163,11 +172,17 @@ export async function findSessionLogs(home: string, fs: ReleaseFs, session?: str
         const target = await fs.realpath(join(path, name)).catch(() => undefined)
         if (target === undefined || dirname(target) === (await fs.realpath(path))) continue
         for (const entry of (await fs.readdir(dirname(target))).sort())
-          if (isReleaseTemp(entry, basename(target))) found.temps.push(join(dirname(target), entry))
+          leftOver(found, join(dirname(target), entry), releaseLeftover(entry, basename(target)))
       }
     }
   if (session !== undefined && found.logs.length === 0) throw new Error(`no session ${session} in ${home}`)
   return found
+}
+
+/** Note a file a release left beside a log. */
+function leftOver(found: SessionFolders, path: string, kind: 'temp' | 'hold' | undefined): void {
+  if (kind === 'temp') found.temps.push(path)
+  else if (kind === 'hold') found.holds.push(path)
 }
 
 /** A run's backup folder name: its start time, safe in a path on every system. */
@@ -191,7 +206,7 @@ export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRele
   const refusal = dshDecision(await options.lookForDsh(home), options.dshStopped)
   if (refusal !== undefined) return refusal
   // The one place a dry run differs: it reads as a run does, and writes nothing.
-  if (options.dryRun) return releaseLogs(options, READ_ONLY)
+  if (options.dryRun) return (await releaseLogs(options, READ_ONLY)).release
   const lock = await takeHomeLock(
     home,
     { pid: options.pid, host: options.host, startedAt: options.startedAt.toISOString(), mode: mode.name },
@@ -199,13 +214,15 @@ export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRele
     options.isAlive,
   )
   if (lock.kind === 'held') return lockedBy(lock)
+  let done
   try {
-    return {
-      ...(await releaseLogs(options, writing(options))),
-      ...(lock.tookOverFrom === undefined ? {} : { tookOverFrom: lock.tookOverFrom }),
-    }
+    done = await releaseLogs(options, writing(options))
   } finally {
     await lock.giveBack()
+  }
+  return {
+    ...readBackAgain(done.release, done.checked),
+    ...(lock.tookOverFrom === undefined ? {} : { tookOverFrom: lock.tookOverFrom }),
   }
 }
 
@@ -223,6 +240,12 @@ function lockedBy({ path, holder, unlike }: LockHeld): HomeRefusal {
 interface RunWrites {
   /** Remove the temp files an interrupted run left beside the logs. */
   removeLeftovers(temps: readonly string[]): Promise<void>
+  /**
+   * Finish the copies of originals a killed run held beside their logs: each named by an earlier
+   * journal gets what was appended to it, then goes; one no journal names was never replaced over
+   * (its line is synced before the rename), so it is a link to the log itself and goes.
+   */
+  finishHolds(holds: readonly string[], earlier: readonly EarlierRun[]): Promise<void>
   /** How one log is written (its original kept, a look for DSH first), or `undefined` to only read it. */
   logWrite(log: string): ReleaseWrite | undefined
   /** The look that stopped the run before a replacement, if one did. */
@@ -239,6 +262,7 @@ interface RunWrites {
 /** A dry run's writes: none. */
 const READ_ONLY: RunWrites = Object.freeze({
   removeLeftovers: async () => {},
+  finishHolds: async () => {},
   logWrite: () => undefined,
   stoppedBy: undefined,
   projectionCache: undefined,
@@ -293,6 +317,24 @@ function writing(options: HomeReleaseOptions): RunWrites {
       // This run holds the home: a temp file beside a log is an interrupted run's.
       for (const temp of temps) await fs.rm(temp, { force: true })
     },
+    async finishHolds(holds, earlier) {
+      const copyOf = new Map<string, string>()
+      for (const run of earlier)
+        for (const line of run.journal?.replacements ?? [])
+          if (line.hold !== undefined) copyOf.set(line.hold, line.kept)
+      for (const hold of holds) {
+        const kept = copyOf.get(await fs.realpath(hold))
+        if (kept !== undefined) {
+          const original = await fs.open(hold, 'r')
+          try {
+            await appendRange(fs, original, (await fs.stat(kept)).size, kept)
+          } finally {
+            await original.close()
+          }
+        }
+        await fs.rm(hold)
+      }
+    },
     logWrite: (log) => ({ keep: { path: join(folder, relative(home, log)), record }, beforeReplace }),
     get stoppedBy() {
       return stoppedBy
@@ -308,12 +350,16 @@ function writing(options: HomeReleaseOptions): RunWrites {
   }
 }
 
-/** The release proper: every log read, and through `writes`, written. */
-async function releaseLogs(options: HomeReleaseOptions, writes: RunWrites): Promise<HomeRelease> {
+/** The release proper: every log read, and through `writes`, written; and the logs read back, with what they were then. */
+async function releaseLogs(
+  options: HomeReleaseOptions,
+  writes: RunWrites,
+): Promise<{ release: HomeRelease; checked: Map<string, ReadBack> }> {
   const { home, mode, fs } = options
-  const { logs, temps } = await findSessionLogs(home, fs, options.session)
+  const { logs, temps, holds } = await findSessionLogs(home, fs, options.session)
   await writes.removeLeftovers(temps)
   const earlier = await readEarlierRuns(fs, home)
+  await writes.finishHolds(holds, earlier)
   const files: FileOutcome[] = []
   const replaced = new Map<number, Replacement>()
   const earlierRemoved: EarlierRemoved[] = []
@@ -341,20 +387,9 @@ async function releaseLogs(options: HomeReleaseOptions, writes: RunWrites): Prom
     files[index] = { path, sessionId, status: 'written-meanwhile', original: replacement.kept }
   }
   // The product, not the steps: each log called released (or already) is read back as DSH will open it.
-  if (!options.dryRun)
-    for (const [index, file] of files.entries()) {
-      if (file.status !== 'released' && file.status !== 'already-released') continue
-      const reason = whyUnopenable(file.path, mode.loopRows, file.path.endsWith('.zstd'))
-      if (reason === undefined) continue
-      const original = replaced.get(index)?.kept
-      files[index] = {
-        path: file.path,
-        sessionId: file.sessionId,
-        status: 'unopenable',
-        reason,
-        ...(original === undefined ? {} : { original }),
-      }
-    }
+  const checked = options.dryRun
+    ? new Map<string, ReadBack>()
+    : readBack(files, mode, (index) => replaced.get(index)?.kept)
   options.progress?.(files.length, logs.length, undefined)
   const clean =
     stoppedBy === undefined &&
@@ -362,7 +397,7 @@ async function releaseLogs(options: HomeReleaseOptions, writes: RunWrites): Prom
   if (clean) await writes.endClean(earlier.length > 0)
   const keptFolder = replaced.size > 0 && (mode.keepsOriginals || !clean)
   const { projectionCache } = writes
-  return {
+  const release: HomeRelease = {
     kind: 'done',
     home,
     mode: mode.name,
@@ -376,4 +411,71 @@ async function releaseLogs(options: HomeReleaseOptions, writes: RunWrites): Prom
     ...(projectionCache === undefined ? {} : { projectionCache }),
     ...(stoppedBy === undefined ? {} : { stoppedBy }),
   }
+  return { release, checked }
+}
+
+/** A log read back at the end of a run: its stamp then, and where its original is kept. */
+interface ReadBack {
+  readonly stamp: string | undefined
+  readonly original: string | undefined
+}
+
+/**
+ * Read back each log called released or already released: one DSH would not open is `FAILED`.
+ * @param files - the outcomes, changed in place.
+ * @param mode - the release.
+ * @param originalOf - where this run kept the original of the log at an index.
+ * @returns the logs that passed, by path, with what they were then.
+ */
+function readBack(
+  files: FileOutcome[],
+  mode: ReleaseMode,
+  originalOf: (index: number) => string | undefined,
+): Map<string, ReadBack> {
+  const passed = new Map<string, ReadBack>()
+  for (const [index, file] of files.entries()) {
+    if (file.status !== 'released' && file.status !== 'already-released') continue
+    const stamp = fileStamp(file.path)
+    const reason = whyUnopenable(file.path, mode.loopRows, file.path.endsWith('.zstd'))
+    const original = originalOf(index)
+    if (reason === undefined) passed.set(file.path, { stamp, original })
+    else files[index] = unopenable(file, reason, original)
+  }
+  return passed
+}
+
+/** A log's outcome once the read-back failed. */
+function unopenable(file: FileOutcome, reason: string, original: string | undefined): FileOutcome {
+  return {
+    path: file.path,
+    sessionId: file.sessionId,
+    status: 'unopenable',
+    reason,
+    ...(original === undefined ? {} : { original }),
+  }
+}
+
+/**
+ * The run's last act, after its lock is given back: a log written since it was read back (a DSH
+ * the looks did not see) is read back again. Synchronous, so nothing of the run comes after it.
+ * @param release - what the run did.
+ * @param checked - the logs that passed the read-back, with what they were then.
+ * @returns the release, each log written since and no longer opening `FAILED`.
+ */
+function readBackAgain(release: HomeRelease, checked: ReadonlyMap<string, ReadBack>): HomeRelease {
+  const mode = RELEASE_MODES[release.mode]
+  const files = release.files.map((file) => {
+    const then = checked.get(file.path)
+    if (then === undefined || fileStamp(file.path) === then.stamp) return file
+    const reason = whyUnopenable(file.path, mode.loopRows, file.path.endsWith('.zstd'))
+    if (reason === undefined) return file
+    // A clean removal has deleted its originals by now.
+    const original = release.backupFolder === undefined ? undefined : then.original
+    return unopenable(
+      file,
+      `it changed after the release read it back (a DSH the looks did not see): ${reason}`,
+      original,
+    )
+  })
+  return { ...release, files }
 }

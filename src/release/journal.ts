@@ -34,6 +34,8 @@ export interface Replacement {
    * Absent from a line an earlier build wrote (then the inode tells).
    */
   readonly hash?: string
+  /** A copy's original, linked beside the log until the copy was whole: a run killed before then left it for the next. */
+  readonly hold?: string
 }
 
 /** A line of a journal. */
@@ -64,7 +66,8 @@ function isReplacement(value: Record<string, unknown>): boolean {
     isCount(value['readSize']) &&
     typeof value['ino'] === 'string' &&
     isCount(value['size']) &&
-    (value['hash'] === undefined || typeof value['hash'] === 'string')
+    (value['hash'] === undefined || typeof value['hash'] === 'string') &&
+    (value['hold'] === undefined || typeof value['hold'] === 'string')
   )
 }
 
@@ -87,8 +90,17 @@ export function parseJournal(text: string): Journal {
     if (!isRecord(value)) continue
     if (value['kind'] === 'run' && typeof value['mode'] === 'string') mode = value['mode']
     else if (isReplacement(value)) {
-      const { log, kept, keptAs, readSize, ino, size, hash } = value as unknown as Replacement
-      replacements.push({ log, kept, keptAs, readSize, ino, size, ...(hash === undefined ? {} : { hash }) })
+      const { log, kept, keptAs, readSize, ino, size, hash, hold } = value as unknown as Replacement
+      replacements.push({
+        log,
+        kept,
+        keptAs,
+        readSize,
+        ino,
+        size,
+        ...(hash === undefined ? {} : { hash }),
+        ...(hold === undefined ? {} : { hold }),
+      })
     }
   }
   return { mode, replacements }
@@ -140,6 +152,7 @@ function inHome(journal: Journal, home: string, realHome: string): Journal {
       ...line,
       log: resolve(realHome, line.log),
       kept: resolve(home, line.kept),
+      ...(line.hold === undefined ? {} : { hold: resolve(realHome, line.hold) }),
     })),
   }
 }
@@ -153,11 +166,15 @@ function inHome(journal: Journal, home: string, realHome: string): Journal {
  * @returns the line.
  */
 export function journalEntry(replacement: Replacement, home: string, realHome: string): Replacement {
-  const log = relative(realHome, replacement.log)
+  const inside = (path: string) => {
+    const named = relative(realHome, path)
+    return named.startsWith('..') || isAbsolute(named) ? path : named
+  }
   return {
     ...replacement,
-    log: log.startsWith('..') || isAbsolute(log) ? replacement.log : log,
+    log: inside(replacement.log),
     kept: relative(home, replacement.kept),
+    ...(replacement.hold === undefined ? {} : { hold: inside(replacement.hold) }),
   }
 }
 

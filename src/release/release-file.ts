@@ -12,7 +12,7 @@ import { whyUnopenable } from './check-log.ts'
 import type { Replacement } from './journal.ts'
 import { LaterFormat, LogRefusal, cutShort } from './log-format.ts'
 import type { LogStage, ReleaseMode, Tally } from './modes.ts'
-import { errorCode, linkImpossible, readChunks, type ReleaseFs } from './release-fs.ts'
+import { appendRange, errorCode, linkImpossible, readChunks, type ReleaseFs } from './release-fs.ts'
 import { createRewrite, type LogRewrite } from './rewrite.ts'
 import { decodeFrame, encodeFrame, readFrames } from './zstd-frames.ts'
 
@@ -91,6 +91,14 @@ export type FileRelease =
 
 /** How the name of a release's temp file ends, after its log's: `.loop-release[-<run>].tmp`. */
 const RELEASE_TEMP_END = /^\.loop-release(-[0-9a-z-]+)?\.tmp$/
+
+/** How the name of an original held beside its log ends, after the log's: `.loop-release-<run>.hold`. */
+const RELEASE_HOLD_END = /^\.loop-release-[0-9a-z-]+\.hold$/
+
+/** Where an original is linked beside its log while its copy elsewhere is made whole. */
+function holdPathOf(path: string): string {
+  return `${path}.loop-release-${process.pid}-${randomBytes(4).toString('hex')}.hold`
+}
 
 /** A temp file's name for this run: created exclusively, so no other run's can be opened over it. */
 function tempPathOf(path: string): string {
@@ -204,10 +212,15 @@ function sizeAndMtime(stats: { size: bigint; mtimeNs: bigint }): string {
   return `${stats.size}:${stats.mtimeNs}`
 }
 
+/** How an original was kept: a link; or a copy, the original linked beside the log (`hold`) until the copy is whole. */
+type Kept = { readonly kind: 'link' } | { readonly kind: 'copy'; readonly hold: string | undefined }
+
 /**
- * Keep the original: a hard link, or where none can be made, a copy synced to disk of exactly
- * what was read (from the handle read, up to the size read): what a DSH appends later is added
- * once, after the rename.
+ * Keep the original: a hard link, or where none can be made (the folder of originals on another
+ * device), a copy synced to disk of exactly what was read (from the handle read, up to the size
+ * read), what a DSH appends later added once after the rename. Meanwhile the original stays
+ * linked beside the log (same folder, same device), so that a kill before the copy is whole
+ * loses nothing: the next run finishes it.
  * @returns how it was kept.
  */
 async function keepOriginal(
@@ -215,13 +228,21 @@ async function keepOriginal(
   path: string,
   read: { readonly handle: FileHandle; readonly size: number },
   backup: string,
-): Promise<'link' | 'copy'> {
+): Promise<Kept> {
   await fs.mkdir(dirname(backup), { recursive: true })
   try {
     await fs.link(path, backup)
-    return 'link'
+    return { kind: 'link' }
   } catch (error) {
     if (!linkImpossible(error)) throw error
+  }
+  let hold: string | undefined = holdPathOf(path)
+  try {
+    await fs.link(path, hold)
+  } catch (error) {
+    if (!linkImpossible(error)) throw error
+    // A file system without links: a kill before the copy is whole loses what a DSH appended meanwhile.
+    hold = undefined
   }
   const copy = await fs.open(backup, 'wx')
   try {
@@ -230,7 +251,7 @@ async function keepOriginal(
   } finally {
     await copy.close()
   }
-  return 'copy'
+  return { kind: 'copy', hold }
 }
 
 /** Sync a file or folder to disk. */
@@ -329,13 +350,12 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
       await fs.rm(temp!, { force: true })
       return { stopped: true }
     }
-    const backup =
+    const kept =
       keep === undefined
         ? undefined
-        : {
-            path: keep.path,
-            kind: await keepOriginal(fs, real, { handle: original, size: Number(before.size) }, keep.path),
-          }
+        : await keepOriginal(fs, real, { handle: original, size: Number(before.size) }, keep.path)
+    const backup = kept === undefined ? undefined : { path: keep!.path, kind: kept.kind }
+    const hold = kept?.kind === 'copy' ? kept.hold : undefined
     const replacement: Replacement | undefined =
       backup === undefined
         ? undefined
@@ -347,14 +367,18 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
             ino: String(written.ino),
             size: Number(written.size),
             hash: out.hash.digest('hex'),
+            ...(hold === undefined ? {} : { hold }),
           }
     if (replacement !== undefined) await keep!.record(replacement)
     await fs.rename(temp!, real)
     temp = undefined
     await syncPath(fs, dirname(real))
     // Appends to the original after it was read landed in the file this run still holds open.
-    if (backup !== undefined && Number((await original.stat()).size) > Number(before.size)) {
-      if (backup.kind === 'copy') await appendRange(fs, original, Number(before.size), backup.path)
+    const grew = backup !== undefined && Number((await original.stat()).size) > Number(before.size)
+    if (grew && backup.kind === 'copy') await appendRange(fs, original, Number(before.size), backup.path)
+    // The copy is whole: the original need not stay linked beside the log.
+    if (hold !== undefined) await fs.rm(hold)
+    if (grew) {
       return {
         outcome: { path, sessionId: header?.id, status: 'written-meanwhile', original: backup.path },
         replacement: replacement!,
@@ -371,17 +395,6 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
     return { outcome: { path, sessionId: rewrite.header?.id, status: 'left', reason: reasonOf(error) } }
   } finally {
     for (const handle of opened) await handle.close()
-  }
-}
-
-/** Append a file's bytes from `from` to its end to another file, synced: a copied original made whole. */
-async function appendRange(fs: ReleaseFs, from: FileHandle, start: number, to: string): Promise<void> {
-  const copy = await fs.open(to, 'a')
-  try {
-    for await (const chunk of readChunks(from, start)) await copy.write(chunk)
-    await copy.sync()
-  } finally {
-    await copy.close()
   }
 }
 
@@ -425,13 +438,20 @@ function reasonOf(error: unknown): string {
 }
 
 /**
- * Whether a folder entry is a temp file a release wrote beside a log.
+ * What a folder entry is that a release wrote beside a log: a temp file (this run's, or one an
+ * interrupted run left), or an original held there while its copy was made.
  * @param name - the entry's name (or path).
  * @param logName - the log's file name (a linked log's: its target's); by default a log's as DSH names it.
- * @returns true for this run's temp files and those an interrupted run left.
+ * @returns its kind, or `undefined` for any other file.
  */
-export function isReleaseTemp(name: string, logName?: string): boolean {
+export function releaseLeftover(name: string, logName?: string): 'temp' | 'hold' | undefined {
   const entry = basename(name)
   const names = logName === undefined ? ['session.jsonl', 'session.jsonl.zstd'] : [logName]
-  return names.some((log) => entry.startsWith(log) && RELEASE_TEMP_END.test(entry.slice(log.length)))
+  for (const log of names) {
+    if (!entry.startsWith(log)) continue
+    const end = entry.slice(log.length)
+    if (RELEASE_TEMP_END.test(end)) return 'temp'
+    if (RELEASE_HOLD_END.test(end)) return 'hold'
+  }
+  return undefined
 }

@@ -9,7 +9,7 @@ import type { FileHandle } from 'node:fs/promises'
 /** The file system calls a release makes. */
 export type ReleaseFs = Pick<
   typeof fsPromises,
-  'open' | 'stat' | 'lstat' | 'readdir' | 'readFile' | 'realpath' | 'rename' | 'link' | 'mkdir' | 'rm'
+  'open' | 'stat' | 'lstat' | 'readdir' | 'readFile' | 'realpath' | 'rename' | 'link' | 'copyFile' | 'mkdir' | 'rm'
 >
 
 /**
@@ -68,5 +68,23 @@ export async function* readChunks(handle: FileHandle, from = 0, to = Number.POSI
     if (bytesRead === 0) return
     yield buffer.subarray(0, bytesRead)
     position += bytesRead
+  }
+}
+
+/**
+ * Append a file's bytes from `start` to its end to another file, synced: a copied original made
+ * whole of what was appended to the original after it was read.
+ * @param fs - the file system.
+ * @param from - the original, open for reading.
+ * @param start - where its new bytes begin.
+ * @param to - the copy.
+ */
+export async function appendRange(fs: ReleaseFs, from: FileHandle, start: number, to: string): Promise<void> {
+  const copy = await fs.open(to, 'a')
+  try {
+    for await (const chunk of readChunks(from, start)) await copy.write(chunk)
+    await copy.sync()
+  } finally {
+    await copy.close()
   }
 }

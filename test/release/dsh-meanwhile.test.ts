@@ -9,14 +9,17 @@ import {
   appendFileSync,
   copyFileSync,
   existsSync,
+  linkSync,
   mkdirSync,
   readFileSync,
+  readdirSync,
   renameSync,
   rmSync,
   statSync,
   truncateSync,
   writeFileSync,
 } from 'node:fs'
+import type { FileHandle } from 'node:fs/promises'
 import { dirname, join, relative } from 'node:path'
 import { zstdDecompressSync } from 'node:zlib'
 import { SessionId } from '@deepseek-ai/dsh-session'
@@ -24,7 +27,8 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { DshProcess } from '../../src/release/dsh-processes.ts'
 import { exitCodeOf, runCli } from '../../src/release/cli.ts'
-import type { HomeRelease } from '../../src/release/home.ts'
+import { releaseHome, type HomeRelease } from '../../src/release/home.ts'
+import type { ReleaseModeName } from '../../src/release/modes.ts'
 import { migrateFormat0 } from '../support/format-migration.ts'
 import { advance, resumeFakeAgent, runCommand, useHosts, type FakeAgent, type Host } from '../support/host.ts'
 import {
@@ -32,6 +36,7 @@ import {
   gatedFs,
   logOf,
   releaseDone,
+  releaseOptions,
   reportOf,
   tallyOf,
   writeHome,
@@ -371,8 +376,12 @@ describe('a log an earlier release replaced', () => {
       const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
       const [log] = paths as [string]
       const dsh = fakeDsh(log)
+      let appended = false
       const noLinks = gatedFs((step, args) => {
-        if (step === appendAt && args.includes(log)) dsh.append()
+        if (step === appendAt && args.includes(log) && !appended) {
+          appended = true
+          dsh.append()
+        }
         if (step === 'fs.link') throw Object.assign(new Error('EPERM: simulated'), { code: 'EPERM' })
       })
       const first = await releaseDone(home, { mode: 'upgrade', fs: noLinks })
@@ -565,12 +574,52 @@ describe('the read-back check at the end of a run', () => {
       `FAILED    gap  ${relative(home, paths[0]!)}: read back after the release, DSH would not open it: seq gap at line 7 (expected 5, got 9); its original is ${relative(home, kept)}`,
     )
     expect(report).toContain(
-      `FAILED    old  ${relative(home, paths[1]!)}: read back after the release, DSH would not open it: seq gap at line 7 (expected 5, got 9); this run did not write it`,
+      `FAILED    old  ${relative(home, paths[1]!)}: read back after the release, DSH would not open it: seq gap at line 7 (expected 5, got 9); no original of it is kept`,
     )
     expect(report).toContain(
       "3 session logs: 1 released (2 loop/change rows), 0 already released, 0 without loops, 0 already migrated, 0 left unreleased, 2 failed the check DSH's reader would make.",
     )
     expect(report).toContain(`The originals are in ${relative(home, release.backupFolder!)}; keep it`)
+  })
+
+  it('reads a log back again as its last act when a DSH wrote to it after the check', async () => {
+    const after = (mode: ReleaseModeName, write: (log: string) => void) => {
+      const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
+      const [log] = paths as [string]
+      // Giving the lock back is the run's last file-system call: the write lands after the read-back.
+      const fs = gatedFs((step, args) => {
+        if (step === 'fs.readFile' && String(args[0]).endsWith('loop-release.lock')) write(log)
+      })
+      return releaseDone(home, { mode, fs }).then((release) => ({ home, log, release }))
+    }
+    // A row DSH numbers on from the released log: it still opens.
+    const valid = await after('removal', (log) => appendFileSync(log, `${commandRow(12, 'dsh')}\n`))
+    expect(valid.release.files).toMatchObject([{ status: 'released' }])
+    // Rows of another numbering: not released; a clean removal kept no original by then.
+    const gap = await after('removal', (log) => appendFileSync(log, `${commandRow(20, 'dsh')}\n`))
+    expect(gap.release.files).toEqual([
+      {
+        path: gap.log,
+        sessionId: 's',
+        status: 'unopenable',
+        reason:
+          'it changed after the release read it back (a DSH the looks did not see): seq gap at line 14 (expected 12, got 20)',
+      },
+    ])
+    expect(exitCodeOf(gap.release)).toBe(1)
+    const upgraded = await after('upgrade', (log) => appendFileSync(log, `${commandRow(12, 'dsh')}\n`))
+    expect(upgraded.release.files).toMatchObject([
+      { status: 'unopenable', original: join(upgraded.release.backupFolder!, relative(upgraded.home, upgraded.log)) },
+    ])
+    const gone = await after('removal', (log) => rmSync(log))
+    expect(gone.release.files).toMatchObject([
+      {
+        status: 'unopenable',
+        reason: expect.stringMatching(
+          /^it changed after the release read it back \(a DSH the looks did not see\): it could not be read back \(ENOENT/,
+        ),
+      },
+    ])
   })
 
   it('installs a rebuild only when DSH would open it', async () => {
@@ -592,5 +641,70 @@ describe('the read-back check at the end of a run', () => {
       },
     ])
     expect(readFileSync(log, 'utf8')).toBe(before)
+  })
+})
+
+describe('an original held beside its log while it is copied to another device', () => {
+  /** A gate for a folder of originals on another device: no hard link into it. */
+  const crossDevice = (args: readonly unknown[]) => {
+    if (String(args[1]).includes('loop-release-backup'))
+      throw Object.assign(new Error('EXDEV: simulated'), { code: 'EXDEV' })
+  }
+
+  it('is finished by the next run after a kill: the copy gets what DSH appended, the hold goes', async () => {
+    const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
+    const [log] = paths as [string]
+    const dsh = fakeDsh(log)
+    const opened: FileHandle[] = []
+    let dead = false
+    let died: () => void = () => {}
+    const death = new Promise<void>((resolve) => {
+      died = resolve
+    })
+    // DSH appends to the original right before the rename; the run dies right after it.
+    const killed = releaseHome(
+      releaseOptions(home, {
+        mode: 'upgrade',
+        pid: 2 ** 22 + 29,
+        fs: gatedFs((step, args) => {
+          if (dead) return new Promise<void>(() => {})
+          if (step === 'fs.link') crossDevice(args)
+          if (step === 'fs.rename' && args[1] === log) dsh.append()
+          if (step === 'fs.open' && String(args[0]) === dirname(log)) {
+            dead = true
+            died()
+          }
+        }, opened),
+      }),
+    )
+    await Promise.race([death, killed])
+    await Promise.all(opened.map((handle) => handle.close().catch(() => {})))
+    const holds = readdirSync(dirname(log)).filter((name) => name.endsWith('.hold'))
+    expect(holds).toHaveLength(1)
+    const rerun = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1) })
+    expect(readdirSync(dirname(log)).filter((name) => name.endsWith('.hold'))).toEqual([])
+    const kept = join(home, 'loop-release-backup', '1970-01-01T00-00-00-000Z', relative(home, log))
+    expect(readFileSync(kept, 'utf8')).toBe(plainLog('s', 12, 4) + `${commandRow(12, dsh.wrote[0]!)}\n`)
+    expect(rerun.files).toMatchObject([{ status: 'released', rebuiltFrom: kept }])
+    expect(readFileSync(log, 'utf8')).toContain(`"commandId":"${dsh.wrote[0]}"`)
+  })
+
+  it('goes when no journal names it (its run never replaced the log), and a hold that cannot be made leaves the log', async () => {
+    const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
+    const [log] = paths as [string]
+    linkSync(log, `${log}.loop-release-9-00000000.hold`)
+    const release = await releaseDone(home)
+    expect(release.files).toMatchObject([{ status: 'released' }])
+    expect(readdirSync(dirname(log))).toEqual(['session.jsonl'])
+    const denied = plainHome({ s: plainLog('s', 12, 4) })
+    const left = await releaseDone(denied.home, {
+      fs: gatedFs((step, args) => {
+        if (step !== 'fs.link') return
+        crossDevice(args)
+        if (String(args[1]).endsWith('.hold')) throw Object.assign(new Error('EACCES: simulated'), { code: 'EACCES' })
+      }),
+    })
+    expect(left.files).toMatchObject([{ status: 'left', reason: 'no permission: EACCES: simulated' }])
+    expect(readFileSync(denied.paths[0]!, 'utf8')).toBe(plainLog('s', 12, 4))
   })
 })

@@ -7,7 +7,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, trunc
 import * as fsPromises from 'node:fs/promises'
 import { basename, dirname, join, relative } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { isReleaseTemp } from '../../src/release/release-file.ts'
+import { releaseLeftover } from '../../src/release/release-file.ts'
 import { LOCK_FILE } from '../../src/release/home-lock.ts'
 import { PROJECTION_CACHE, releaseHome } from '../../src/release/home.ts'
 import { RELEASE_MODES, type ReleaseModeName } from '../../src/release/modes.ts'
@@ -17,7 +17,7 @@ import { tempDir } from '../../harness/temp-dir.ts'
 
 /** The release temp files beside a log. */
 function tempsBeside(log: string): string[] {
-  return readdirSync(dirname(log)).filter((name) => isReleaseTemp(name))
+  return readdirSync(dirname(log)).filter((name) => releaseLeftover(name) !== undefined)
 }
 
 const looped = useLoopedLog(useHosts())

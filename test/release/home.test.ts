@@ -31,6 +31,8 @@ describe('findSessionLogs', () => {
     writeFileSync(join(home, 'sessions', '--a--', 'session-1', 'session.jsonl.loop-release.tmp'), '')
     writeFileSync(join(home, 'sessions', '--b--', 'session-2', 'session.jsonl.zstd.loop-release-12-0a1b2c3d.tmp'), '')
     writeFileSync(join(home, 'sessions', '--b--', 'session-2', 'session.jsonl.zstd.other.tmp'), '')
+    // An original a killed run held beside its log while it copied it.
+    writeFileSync(join(home, 'sessions', '--b--', 'session-2', 'session.jsonl.zstd.loop-release-12-0a1b2c3d.hold'), '')
     expect(await findSessionLogs(home, fsPromises)).toEqual({
       logs: [
         join(home, 'sessions', '--a--', 'a~002Fb', 'session.jsonl'),
@@ -41,10 +43,12 @@ describe('findSessionLogs', () => {
         join(home, 'sessions', '--a--', 'session-1', 'session.jsonl.loop-release.tmp'),
         join(home, 'sessions', '--b--', 'session-2', 'session.jsonl.zstd.loop-release-12-0a1b2c3d.tmp'),
       ],
+      holds: [join(home, 'sessions', '--b--', 'session-2', 'session.jsonl.zstd.loop-release-12-0a1b2c3d.hold')],
     })
     expect(await findSessionLogs(home, fsPromises, 'a/b')).toEqual({
       logs: [join(home, 'sessions', '--a--', 'a~002Fb', 'session.jsonl')],
       temps: [],
+      holds: [],
     })
   })
 

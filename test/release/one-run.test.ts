@@ -12,7 +12,7 @@ import { LOCK_FILE, TAKEOVER_FILE, lockDecision, takeHomeLock, type LockHolder }
 import { releaseHome, type HomeRefusal } from '../../src/release/home.ts'
 import type { ReleaseFs } from '../../src/release/release-fs.ts'
 import { RELEASE_MODES } from '../../src/release/modes.ts'
-import { isReleaseTemp, releaseFile } from '../../src/release/release-file.ts'
+import { releaseFile, releaseLeftover } from '../../src/release/release-file.ts'
 import { useHosts } from '../support/host.ts'
 import { digests, releaseDone, releaseOptions, releasedFile, useLoopedLog } from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
@@ -94,7 +94,7 @@ describe('two runs on one home', () => {
       expect((await running).kind, at).toBe('done')
       expect(readFileSync(log).equals(released), at).toBe(true)
       expect(
-        readdirSync(dirname(log)).filter((name) => isReleaseTemp(name)),
+        readdirSync(dirname(log)).filter((name) => releaseLeftover(name) !== undefined),
         at,
       ).toEqual([])
       expect(readdirSync(home), at).toEqual(['sessions'])
@@ -117,7 +117,7 @@ describe('two runs on one home', () => {
     first.resume()
     expect((await running).kind).toBe('done')
     expect(readFileSync(log).equals(readFileSync(reference.log))).toBe(true)
-    expect(readdirSync(dirname(log)).filter((name) => isReleaseTemp(name))).toEqual([])
+    expect(readdirSync(dirname(log)).filter((name) => releaseLeftover(name) !== undefined)).toEqual([])
     // Its draft is litter of a dead process, which the next run clears.
     expect(readdirSync(home).filter((name) => name !== 'sessions')).toEqual([
       expect.stringMatching(/^loop-release\.lock\.4000000-[0-9a-f]{8}\.tmp$/),
@@ -302,7 +302,7 @@ describe('two runs on one home', () => {
     }
   })
 
-  it('works on a file system without hard links, creating the lock exclusively', async () => {
+  it('works on a file system without hard links, copying the lock into place exclusively', async () => {
     const home = tempDir('loop-lock-')
     const noLinks = withCall('link', () => async () => {
       throw fault('EPERM')
@@ -325,10 +325,10 @@ describe('two runs on one home', () => {
     // A lock that cannot be created there is a failure, not a refusal.
     const readOnly = new Proxy(noLinks, {
       get: (target, key) =>
-        key === 'open'
-          ? async (path: string, flags: string) => {
-              if (path === join(home, LOCK_FILE)) throw fault('EROFS')
-              return fsPromises.open(path, flags)
+        key === 'copyFile'
+          ? async (from: string, to: string, mode: number) => {
+              if (to === join(home, LOCK_FILE)) throw fault('EROFS')
+              return fsPromises.copyFile(from, to, mode)
             }
           : Reflect.get(target, key),
     })

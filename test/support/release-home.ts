@@ -203,7 +203,19 @@ export function gatedFs(gate: Gate, opened: fsPromises.FileHandle[] = []): Relea
   const call = gated(fsPromises, 'fs', (value) =>
     value instanceof Object && 'fd' in value ? wrapHandle(value as fsPromises.FileHandle) : value,
   )
-  const names = ['open', 'stat', 'lstat', 'readdir', 'readFile', 'realpath', 'rename', 'link', 'mkdir', 'rm'] as const
+  const names = [
+    'open',
+    'stat',
+    'lstat',
+    'readdir',
+    'readFile',
+    'realpath',
+    'rename',
+    'link',
+    'copyFile',
+    'mkdir',
+    'rm',
+  ] as const
   return Object.fromEntries(names.map((name) => [name, call(name)])) as unknown as ReleaseFs
 }
 
