@@ -69,11 +69,7 @@ export class HeartbeatInbox {
    * @returns why the inbox refused it, if it did.
    */
   deliver(loop: LoopRecord): string | undefined {
-    const delivery = chooseDelivery({
-      running: this.agent.status === 'running',
-      waiting: waitingHeartbeats(this.messages()).has(loop.id),
-      inOpenTurn: this.loopsInOpenTurn.has(loop.id),
-    })
+    const delivery = this.deliveryOf(loop)
     if (delivery.kind === 'coalesce') return undefined
     try {
       if (delivery.kind === 'replace') {
@@ -89,6 +85,25 @@ export class HeartbeatInbox {
     } catch (error) {
       return `heartbeat for ${loop.id} was not admitted: ${describeError(error)}`
     }
+  }
+
+  /**
+   * Whether a due loop's heartbeat would go into the inbox now, rather than coalesce into one
+   * that waits or that the open turn took.
+   * @param loop - the due loop.
+   * @returns true when {@link deliver} would send.
+   */
+  wouldSend(loop: LoopRecord): boolean {
+    return this.deliveryOf(loop).kind !== 'coalesce'
+  }
+
+  /** The delivery rule applied to a loop and this inbox now. */
+  private deliveryOf(loop: LoopRecord): ReturnType<typeof chooseDelivery> {
+    return chooseDelivery({
+      running: this.agent.status === 'running',
+      waiting: waitingHeartbeats(this.messages()).has(loop.id),
+      inOpenTurn: this.loopsInOpenTurn.has(loop.id),
+    })
   }
 
   /**

@@ -85,10 +85,10 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
    * delegated session is not the user's: DSH marks it `origin: 'subagent'` (its sidebar hides it),
    * and a background sub-agent is a root without an owner, so being a root is not enough.
    */
-  const attach = (agent: Agent): void => {
+  const attach = (agent: Agent, joinedLive: boolean): void => {
     if (!ctx.agents.roots().includes(agent) || agent.session.header.origin === 'subagent') return
     const oneShotHost = ctx.get(ONE_SHOT_HOST_SERVICE) !== undefined
-    const runtime = new LoopRuntime(ctx, agent, { oneShotHost, clock })
+    const runtime = new LoopRuntime(ctx, agent, { oneShotHost, clock, joinedLive })
     const cleanup = agent.ctx.effect(() => {
       const disposeTools = registerLoopTools(agent.ctx, runtime, { config: currentConfig, oneShotHost })
       runtimes.set(agent, runtime)
@@ -115,15 +115,15 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     // did not see can change the step's input between this check and DSH logging it.
     const stopPreStep = ctx.on(
       'agent/pre-step',
-      async ({ agent, messages }, next) => {
+      async ({ agent, messages, turn }, next) => {
         const decision = await next()
-        return runtimes.get(agent)?.admitStep(messages, decision) ?? decision
+        return runtimes.get(agent)?.admitStep(messages, decision, turn) ?? decision
       },
       { prepend: true },
     )
-    const stopCreated = ctx.on('agent/created', ({ agent }) => attach(agent))
+    const stopCreated = ctx.on('agent/created', ({ agent }) => attach(agent, false))
     // Agents already live (a hot reload, a late install) get no agent/created.
-    for (const agent of ctx.agents.roots()) attach(agent)
+    for (const agent of ctx.agents.roots()) attach(agent, true)
     return async () => {
       stopCreated()
       stopPreStep()

@@ -32,6 +32,9 @@ const FIRST_RETRY_DELAY_MS = 1_000
 /** Cap of the retry backoff. */
 const MAX_RETRY_DELAY_MS = 60_000
 
+/** How often a runtime that began mid-turn looks again whether that turn has moved on ({@link LoopRuntime.turnUnseen}). */
+const UNSEEN_TURN_RECHECK_MS = 1_000
+
 /** DSH's workspace registry (`@deepseek-ai/dsh-workspace`), which keeps the archive set; mounted by `dsh web`. */
 const WORKSPACE_REGISTRY_SERVICE = 'workspaceRegistry'
 
@@ -49,6 +52,11 @@ export interface LoopRuntimeOptions {
   readonly oneShotHost: boolean
   /** Time and timers; the process clock unless a test drives its own. */
   readonly clock?: LoopClock | undefined
+  /**
+   * The agent was live before this runtime (a hot reload, a late install): a turn it runs may have
+   * claimed a heartbeat before this runtime listened ({@link LoopRuntime.turnUnseen}).
+   */
+  readonly joinedLive?: boolean
 }
 
 /**
@@ -79,6 +87,13 @@ export class LoopRuntime {
   /** {@link dispose}'s one run, which every later call of it awaits. */
   private disposal: Promise<void> | undefined
   private retryDelay = FIRST_RETRY_DELAY_MS
+  /**
+   * The runtime joined a live agent during a turn (a hot reload, a late install): DSH may have
+   * claimed a heartbeat for a step before this runtime listened, which is then in neither the
+   * inbox nor the log until the step is entered. No heartbeat is sent until this runtime sees
+   * one of that turn's steps ({@link admitStep}) or the turn ends.
+   */
+  private turnUnseen = false
 
   /**
    * @param ctx - plugin context carrying `sessions` and `agents`.
@@ -117,7 +132,13 @@ export class LoopRuntime {
    * @param decision - what the inner pre-step hooks decided.
    * @returns the decision to enter with.
    */
-  admitStep(claimed: readonly unknown[], decision: PreStepDecision): PreStepDecision {
+  admitStep(claimed: readonly unknown[], decision: PreStepDecision, turn: number): PreStepDecision {
+    // A claim made before this runtime listened is seen here, before its step is entered.
+    for (const message of claimed) this.inbox.noteClaimed(message, turn)
+    if (this.turnUnseen) {
+      this.turnUnseen = false
+      this.requestDrive()
+    }
     const fold = this.foldUnlessCorrupt()
     return fold === undefined ? decision : admitClaimedHeartbeats(claimed, decision, fold.loops)
   }
@@ -273,6 +294,7 @@ export class LoopRuntime {
    * appends nothing (the next flush saves it).
    */
   private readLogAndNameInheritedLoops(): LoopFold {
+    this.turnUnseen = this.options.joinedLive === true && this.agent.status === 'running'
     const { events, header } = this.agent.session
     const from = header.seedLength ?? 0
     this.inbox.readOpenTurn(events, from)
@@ -356,6 +378,14 @@ export class LoopRuntime {
       return
     }
     const { loop } = decision
+    if (decision.kind === 'deliver' && this.turnUnseen) {
+      // Until the turn this runtime began in shows a step or ends, a heartbeat sent into it could be its second.
+      if (this.agent.status !== 'running') this.turnUnseen = false
+      else if (this.inbox.wouldSend(loop)) {
+        this.timer.arm(UNSEEN_TURN_RECHECK_MS)
+        return
+      }
+    }
     if (decision.kind === 'reschedule')
       this.report.info(
         `session "${this.agent.id}": ${loop.id} was scheduled more than one and a half intervals ahead (the clock moved back); rescheduling it`,

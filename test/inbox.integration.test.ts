@@ -9,6 +9,7 @@ import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { MockLlmServerOptions } from '@deepseek-ai/dsh-llm-mock-server'
 import { SessionId, type SessionEvent } from '@deepseek-ai/dsh-session'
 import { expect, it } from 'vitest'
+import * as loopPlugin from '../src/index.ts'
 import { readHeartbeat } from '../src/shared/heartbeat.ts'
 import {
   AGENT_OPTIONS,
@@ -269,6 +270,44 @@ it('a delete decided after DSH claimed the heartbeat for a step, before the step
     ['turn/start', { turn: 1 }],
     ['turn/end', { turn: 1, reason: { kind: 'completed' } }],
   ])
+}, 30_000)
+
+it('a hot reload while DSH holds a claimed heartbeat before its step: that turn takes the loop once', async () => {
+  const host = await model.start({ sequence: ['success'], repeatLast: true, successText: 'done' }, undefined, {
+    loop: false,
+  })
+  const first = host.ctx.plugin(loopPlugin)
+  await first
+  let release!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  let claims = 0
+  host.ctx.on('agent/inbox/claimed', ({ message }) => {
+    if (readHeartbeat(message) !== undefined) claims += 1
+  })
+  // DSH assembles the system prompt between the claim and the step: here, a hook that takes its time.
+  host.ctx.on('agent/pre-step', async (_payload, next) => {
+    if (claims === 1) await held
+    return next()
+  })
+  const agent = await createRealAgent(host, 'ses-reload-claimed')
+  const id = await createLoopByCommand(host, agent, 1, 'RELOADED_WHILE_CLAIMED')
+  await until('the heartbeat claimed for a step', () => claims === 1)
+  // The plugin is replaced meanwhile: the claimed heartbeat is in neither the inbox nor the log.
+  await first.dispose()
+  await host.ctx.plugin(loopPlugin)
+  // The next occurrence falls due while the claimed step still waits.
+  await new Promise((resolve) => setTimeout(resolve, 1_500))
+  release()
+  await until('the first turn to end', () =>
+    agent.session.events.some((event) => event.type === 'turn/end' && event.data.turn === 1),
+  )
+  expect(await runCommand(host, agent, `/loop delete ${id}`)).toEqual({ kind: 'success', text: `Deleted ${id}.` })
+  await agent.whenIdle()
+  const firstTurn = agent.session.events.slice(
+    agent.session.events.findIndex((event) => event.type === 'turn/start'),
+    agent.session.events.findIndex((event) => event.type === 'turn/end') + 1,
+  )
+  expect(deliveredOf(firstTurn, id)).toHaveLength(1)
 }, 30_000)
 
 it('a child agent (no loops of its own) enters its steps untouched', async () => {

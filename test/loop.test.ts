@@ -13,7 +13,7 @@ import { DEFAULT_LOOP_CONFIG } from '../src/config.ts'
 import { LoopError } from '../src/errors.ts'
 import { MAX_TIMER_WAIT_MS } from '../src/drive.ts'
 import { createChange, deleteChange } from '../src/fold.ts'
-import type { LoopRuntime } from '../src/loop.ts'
+import { LoopRuntime } from '../src/loop.ts'
 import { registerLoopTools } from '../src/tools.ts'
 import { failFlush, failNextLoopAppend, holdFlushes, observeAppends, observeFlushes } from './support/faults.ts'
 import { heartbeatText } from './support/heartbeat-xml.ts'
@@ -644,6 +644,50 @@ describe('one waiting heartbeat per loop', () => {
   })
 })
 
+describe('a runtime that joins a live agent during a turn (a hot reload)', () => {
+  it('sends nothing into that turn until it sees one of its steps, which may show the loop already taken', async () => {
+    const { bare, agent } = await bareAgent('ses-joined')
+    appendCreate(agent.agent.session, 'loop_waiting', 'loop_waiting', 1)
+    appendCreate(agent.agent.session, 'loop_claimed', 'loop_claimed', 1)
+    appendCreate(agent.agent.session, 'loop_other', 'loop_other', 1)
+    agent.agent.inbox.append('next-step', heartbeatMessage('loop_waiting'))
+    agent.setStatus('running')
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false, joinedLive: true })
+    runtime.start()
+    await advance(3000)
+    // The loop whose heartbeat waits in the inbox coalesces, recorded as ever; the next due is held,
+    // neither sent nor recorded: DSH may hold a claimed heartbeat of it, not yet logged.
+    const dispatched = () =>
+      loopChanges(agent.agent).flatMap((change) => (change.operation === 'dispatch' ? [change.id] : []))
+    expect(agent.send).not.toHaveBeenCalled()
+    expect(dispatched()).toEqual(['loop_waiting'])
+    // The turn's next step shows what it claimed: loop_claimed's heartbeat is the turn's, loop_other's goes in.
+    const claimed = heartbeatMessage('loop_claimed')
+    const enter = { kind: 'enter' as const, messages: [claimed] }
+    expect(runtime.admitStep([claimed], enter, 4)).toBe(enter)
+    await advance(0)
+    expect(
+      agent.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target]),
+    ).toEqual([[heartbeatText('loop_other', 'loop_other'), 'next-step']])
+    expect(dispatched().filter((id) => id !== 'loop_waiting')).toEqual(['loop_claimed', 'loop_other'])
+    await runtime.dispose()
+  })
+
+  it('sends as usual once that turn ends without a step it saw', async () => {
+    const { bare, agent } = await bareAgent('ses-joined-idle')
+    appendCreate(agent.agent.session, 'loop_a', 'loop_a', 1)
+    agent.setStatus('running')
+    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false, joinedLive: true })
+    runtime.start()
+    await advance(1000)
+    expect(agent.send).not.toHaveBeenCalled()
+    agent.setStatus('idle')
+    await advance(1000)
+    expect(agent.send.mock.calls.map(([, target]) => target)).toEqual(['next-turn'])
+    await runtime.dispose()
+  })
+})
+
 describe('admitting a step', () => {
   const beat = (id: string) => heartbeatMessage(id)
   const user = createUserMessage({ content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } })
@@ -654,9 +698,9 @@ describe('admitting a step', () => {
     const runtime = ownRuntime(bare, agent.agent)
     const live = beat('loop_live')
     const kept = { kind: 'enter' as const, messages: [user, live] }
-    expect(runtime.admitStep([user, live], kept)).toBe(kept)
+    expect(runtime.admitStep([user, live], kept, 1)).toBe(kept)
     const gone = beat('loop_gone')
-    expect(runtime.admitStep([gone, user, live], { kind: 'enter', messages: [gone, user, live] })).toEqual({
+    expect(runtime.admitStep([gone, user, live], { kind: 'enter', messages: [gone, user, live] }, 1)).toEqual({
       kind: 'enter',
       messages: [user, live],
     })
@@ -665,25 +709,25 @@ describe('admitting a step', () => {
       content: [{ type: 'text', text: 'Current runtime context.' }],
       source: { kind: 'plugin', plugin: 'runtime-context' },
     })
-    expect(runtime.admitStep([gone], { kind: 'enter', messages: [gone, snapshot] })).toEqual({
+    expect(runtime.admitStep([gone], { kind: 'enter', messages: [gone, snapshot] }, 1)).toEqual({
       kind: 'enter',
       messages: [],
     })
     // Nothing claimed (a step after tool calls): a deleted loop's heartbeat a hook added is dropped, the step still runs.
-    expect(runtime.admitStep([], { kind: 'enter', messages: [gone, user] })).toEqual({
+    expect(runtime.admitStep([], { kind: 'enter', messages: [gone, user] }, 2)).toEqual({
       kind: 'enter',
       messages: [user],
     })
     const rejected = { kind: 'reject' as const }
-    expect(runtime.admitStep([gone], rejected)).toBe(rejected)
+    expect(runtime.admitStep([gone], rejected, 2)).toBe(rejected)
     // A corrupt log: nothing is known about the loops, so the step passes unchanged.
     const damaged = await createFakeAgent(bare, 'ses-admit-corrupt')
     damaged.agent.session.append('loop/change', { version: 1, operation: 'delete', id: 'loop_ghost' })
     const stopped = ownRuntime(bare, damaged.agent)
     const unknown = { kind: 'enter' as const, messages: [gone] }
-    expect(stopped.admitStep([gone], unknown)).toBe(unknown)
+    expect(stopped.admitStep([gone], unknown, 1)).toBe(unknown)
     // And every later step too: the fault stands.
-    expect(stopped.admitStep([gone], unknown)).toBe(unknown)
+    expect(stopped.admitStep([gone], unknown, 1)).toBe(unknown)
     await stopped.dispose()
     await runtime.dispose()
   })

@@ -253,6 +253,10 @@ export function formatReport(release: HomeRelease, mode: ReleaseMode): string {
       `${relative(release.home, path)}: ${loops.length} active loops were removed by an earlier upgrade release (its original is in ${relative(release.home, folder)}); to recreate them in this session after the upgrade:`,
       ...recreate(loops),
     )
+  if (release.unfitting.length > 0)
+    lines.push(
+      `No log of this home is still what the release of ${release.unfitting.map((folder) => relative(release.home, folder)).join(', ')} wrote (each changed or was released again since): nothing is mended from it, so it may be removed.`,
+    )
   if (release.earlierFolders.length > 0)
     lines.push(
       `Earlier releases kept originals of this home in ${release.earlierFolders.map((folder) => relative(release.home, folder)).join(', ')}; delete them once DSH has opened these sessions.`,

@@ -79,6 +79,12 @@ export interface HomeRelease {
   readonly untouched: readonly string[]
   /** The folders of originals earlier runs left, oldest first. */
   readonly earlierFolders: readonly string[]
+  /**
+   * Of those, the folders whose journal no log of the home fits any more (each log changed or was
+   * released again since): nothing is mended from them, so they may be removed. Known only after
+   * a run over every log.
+   */
+  readonly unfitting: readonly string[]
   /** The loops earlier upgrades removed from logs as they still are, read from the originals they kept. */
   readonly earlierRemoved: readonly EarlierRemoved[]
 }
@@ -363,9 +369,12 @@ async function releaseLogs(
   const files: FileOutcome[] = []
   const replaced = new Map<number, Replacement>()
   const earlierRemoved: EarlierRemoved[] = []
+  // The earlier runs' folders some log is still the replacement of: the others no longer fit any log.
+  const fitting = new Set<string>()
   for (const log of logs) {
     options.progress?.(files.length, logs.length, log)
     const before = await findReplacement(fs, log, earlier)
+    if (before !== undefined) fitting.add(before.run.folder)
     const done = await releaseLog(log, before, { mode, fs, write: writes.logWrite(log) })
     if ('stopped' in done) break
     // The loops an earlier upgrade removed, read again from the original it kept: it may have been stopped before its report.
@@ -406,6 +415,11 @@ async function releaseLogs(
     leftovers: temps,
     untouched: logs.slice(files.length),
     earlierFolders: earlier.map((run) => run.folder),
+    // Only a run over every log of the home can tell that no log fits a folder's lines.
+    unfitting:
+      options.session !== undefined || files.length < logs.length
+        ? []
+        : earlier.filter((run) => run.journal !== undefined && !fitting.has(run.folder)).map((run) => run.folder),
     earlierRemoved,
     ...(keptFolder ? { backupFolder: runFolder(options) } : {}),
     ...(projectionCache === undefined ? {} : { projectionCache }),

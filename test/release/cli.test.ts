@@ -80,6 +80,7 @@ const QUIET_RUN = {
   dryRun: false,
   untouched: [],
   earlierFolders: [],
+  unfitting: [],
   earlierRemoved: [],
   leftovers: [],
 } as const

@@ -529,6 +529,23 @@ describe('a journal line, matched by what it replaced', () => {
     expect(readFileSync(log, 'utf8')).toContain(`"commandId":"${dsh.wrote[0]}"`)
   })
 
+  it('names, once, a folder no log fits any more: it may be removed; a run over one session cannot tell', async () => {
+    const { home, paths } = plainHome({ s: plainLog('s', 12, 4), t: plainLog('t', 12, 4) })
+    const first = await releaseDone(home, { mode: 'upgrade' })
+    const folder = first.backupFolder!
+    // Both logs copied back from their originals: neither is what that run wrote.
+    for (const log of paths) copyFileSync(join(folder, relative(home, log)), log)
+    const one = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1), session: 's' })
+    expect(one.unfitting).toEqual([])
+    const rerun = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(2) })
+    expect(rerun.unfitting).toEqual([folder])
+    expect(reportOf(rerun)).toContain(
+      `No log of this home is still what the release of ${relative(home, folder)} wrote (each changed or was released again since): nothing is mended from it, so it may be removed.`,
+    )
+    // The later runs' lines fit: only the first folder is named.
+    expect((await releaseDone(home, { mode: 'upgrade', startedAt: new Date(3) })).unfitting).toEqual([folder])
+  })
+
   it('passes over a line whose log was copied back from its original (same inode), and releases it', async () => {
     const { home, paths } = plainHome({ s: plainLog('s', 12, 4) })
     const [log] = paths as [string]

@@ -508,7 +508,7 @@ export interface MockModel {
   /** The mock model server the test started (the first {@link MockModel.start} starts it). */
   readonly server: MockLlmServer
   /** Start the mock model on loopback with `script` unless one runs, and boot a host (real timers) pointed at it on `root`. */
-  start(script: Omit<MockLlmServerOptions, 'port'>, root?: string): Promise<Host>
+  start(script: Omit<MockLlmServerOptions, 'port'>, root?: string, options?: HostOptions): Promise<Host>
   /** Dispose a host now (a process that ends mid-test). */
   dispose(host: Host): Promise<void>
 }
@@ -531,9 +531,9 @@ export function useMockModel(): MockModel {
       if (server === undefined) throw new Error('no mock model: start() one first')
       return server
     },
-    start: async (script, root = tempDir()) => {
+    start: async (script, root = tempDir(), options = {}) => {
       server ??= await startMockLlmServer({ port: 0, ...script })
-      return hosts.bootKeepingTimers({ root, baseURL: `${server.baseURL}/v1` })
+      return hosts.bootKeepingTimers({ ...options, root, baseURL: `${server.baseURL}/v1` })
     },
     dispose: hosts.dispose,
   }
