@@ -1,6 +1,6 @@
 /**
- * BENCHMARKS.md from the jobs' results: a header paragraph, one table of targets (each judged on the median of its
- * repeats, with their spread) and the fixed method text. Every figure comes from the results.
+ * BENCHMARKS.md from the jobs' results: a header paragraph, one table of targets (each judged on the confidence
+ * interval of the median of its repeats, with their spread) and the fixed method text. Every figure comes from the results.
  * @module scripts/bench/report
  */
 import { blockPerTenK, blockRatio, type AppendPoint } from './append.ts'
@@ -10,7 +10,7 @@ import type { GrowthResult } from './growth.ts'
 import type { LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
 import { BEFORE_LOOKS_AND_KEEPS, HEAP_MIB, type HomeResult, type ReleaseResult, type ReleaseSide } from './release.ts'
-import { median, spread, type Spread } from './stats.ts'
+import { median, medianInterval, spread, type MedianInterval, type Spread } from './stats.ts'
 
 /** Every job's results; a partial run (`--only`) leaves some out, and their rows go. */
 export interface BenchResults {
@@ -49,6 +49,8 @@ interface Row {
   readonly row: number
   readonly target: string
   readonly median: string
+  /** The median's distribution-free confidence interval; absent for a row that is no median of repeats. */
+  readonly interval?: string
   readonly spread: string
   readonly status: Status
 }
@@ -88,20 +90,30 @@ interface Judged {
   readonly judged?: boolean
 }
 
+/**
+ * The verdict on a target from the median's confidence interval: met when the whole interval
+ * holds, not met when none of it does, else the run cannot tell.
+ * @param interval - the interval's ends.
+ * @param holds - whether the target holds at a value (a threshold: one side holds, the other not).
+ * @returns the verdict.
+ */
+export function verdictOf(interval: Pick<MedianInterval, 'low' | 'high'>, holds: (value: number) => boolean): Status {
+  const [low, high] = [holds(interval.low), holds(interval.high)]
+  return low && high ? 'met' : !low && !high ? 'not met' : 'cannot tell'
+}
+
 function judge({ row, target, samples, format, noun, holds, note = '', judged = true }: Judged): Row {
   const value = spread(samples)
-  // A spread that straddles the target says the run cannot tell, whatever side the median falls on.
-  const status =
-    holds === undefined
-      ? 'context'
-      : !judged
-        ? 'not judged'
-        : holds(value.min) !== holds(value.max)
-          ? 'cannot tell'
-          : holds(value.median)
-            ? 'met'
-            : 'not met'
-  return { row, target, median: format(value.median) + note, spread: range(value, format, noun), status }
+  const interval = medianInterval(samples)
+  const status = holds === undefined ? 'context' : !judged ? 'not judged' : verdictOf(interval, holds)
+  return {
+    row,
+    target,
+    median: format(value.median) + note,
+    interval: `${format(interval.low)} – ${format(interval.high)} (${(interval.confidence * 100).toFixed(1)}%)`,
+    spread: range(value, format, noun),
+    status,
+  }
 }
 
 function appendRows(processes: readonly (readonly AppendPoint[])[]): Row[] {
@@ -369,7 +381,11 @@ Hosts are real in-process DSH hosts (Cordis context, session store, JSONL persis
 registry and loop, tool and command runtimes, projection registry with a change-feed subscriber as DSH web's host-apiproxy
 has); only the model boundary is fake (\`agent.send\` records and returns). Every judged figure compares two things measured
 in the same run, most in the same process; absolute times are never judged. A target is judged on the median of independent
-repeats; the spread column gives their min – max and count, and a spread that straddles a target says the run cannot tell.
+repeats through its distribution-free confidence interval (order statistics, as Go's benchstat: for n repeats the k-th
+smallest to the k-th largest, k the largest whose binomial coverage is at least 95%; with too few repeats for 95%, min to
+max and the coverage it has, stated): met when the whole interval meets the target, not met when none of it does, else the
+run cannot tell. Min – max and the count are context. Rows are not yet repeated until decided: a row that cannot tell is
+reported so.
 Verdicts hold only on an otherwise idle machine (compare the load averages above).
 
 - **Append (1)**: each process holds a host with the plugin and one without. They append the same ten-event cycles (a
@@ -456,9 +472,12 @@ export function renderReport(context: RunContext, results: BenchResults): string
     `${context.machine}, Node ${context.node}; load average (1/5/15 min) ${load(context.loadBefore)} before, ${load(context.loadAfter)} after;`,
     `${context.seconds.toFixed(0)} s in all.${context.quick ? ' **Quick run.**' : ''} ${met} of ${judged.length} judged targets met${untold > 0 ? `, ${untold} the run cannot tell` : ''}. Do not edit by hand: rerun the command.`,
     '',
-    '| Row | Target | Median | Spread (min – max, repeats) | Verdict |',
-    '| --- | --- | --- | --- | --- |',
-    ...rows.map((row) => `| ${row.row} | ${row.target} | ${row.median} | ${row.spread} | ${verdict(row.status)} |`),
+    '| Row | Target | Median | Median’s interval (confidence) | Min – max (repeats) | Verdict |',
+    '| --- | --- | --- | --- | --- | --- |',
+    ...rows.map(
+      (row) =>
+        `| ${row.row} | ${row.target} | ${row.median} | ${row.interval ?? '—'} | ${row.spread} | ${verdict(row.status)} |`,
+    ),
     '',
     METHOD,
   ].join('\n')

@@ -26,6 +26,40 @@ export function spread(samples: readonly number[]): Spread {
   return { median: median(samples), min: Math.min(...samples), max: Math.max(...samples), count: samples.length }
 }
 
+/** A distribution-free interval of the median: the k-th smallest to the k-th largest repeat, and its confidence. */
+export interface MedianInterval {
+  readonly low: number
+  readonly high: number
+  /** The interval's coverage: 0.95 or more when the repeats allow it, else the widest's (min to max). */
+  readonly confidence: number
+}
+
+/**
+ * The median's confidence interval from order statistics, as Go's benchstat reports it: for n
+ * repeats, the largest k whose interval [x(k), x(n+1-k)] still covers the median with at least
+ * `confidence` (the binomial B(n, ½) below k on each side); with too few repeats for that, the
+ * widest there is, min to max, with the confidence it has.
+ * @param samples - the repeats.
+ * @param confidence - the coverage asked for.
+ * @returns the interval.
+ */
+export function medianInterval(samples: readonly number[], confidence = 0.95): MedianInterval {
+  const sorted = [...samples].sort((left, right) => left - right)
+  const n = sorted.length
+  // P(B ≤ j) for B ~ Binomial(n, ½), built up term by term.
+  let term = 0.5 ** n
+  let below = term
+  let k = 1
+  // Widening by one rank on each side: coverage = 1 − 2·P(B ≤ k − 1).
+  while (k < n + 1 - k) {
+    const nextBelow = below + (term *= (n - k + 1) / k)
+    if (1 - 2 * nextBelow < confidence) break
+    below = nextBelow
+    k += 1
+  }
+  return { low: sorted[k - 1]!, high: sorted[n - k]!, confidence: 1 - 2 * below }
+}
+
 /** Full GCs (every bench worker runs with --expose-gc). */
 export function collectGarbage(): void {
   const gc = (globalThis as { gc?: () => void }).gc
