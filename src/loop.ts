@@ -113,6 +113,7 @@ export class LoopRuntime {
 
   /** Begin with a first drive, which reads the log and arms the timer. */
   start(): void {
+    this.turnUnseen = this.options.joinedLive === true && this.agent.status === 'running'
     this.requestDrive()
   }
 
@@ -130,12 +131,13 @@ export class LoopRuntime {
    * claimed them ({@link admitClaimedHeartbeats}); unchanged while the log is corrupt.
    * @param claimed - the messages DSH took out of the inbox for this step.
    * @param decision - what the inner pre-step hooks decided.
+   * @param turn - the turn that will own the step.
    * @returns the decision to enter with.
    */
   admitStep(claimed: readonly unknown[], decision: PreStepDecision, turn: number): PreStepDecision {
-    // A claim made before this runtime listened is seen here, before its step is entered.
-    for (const message of claimed) this.inbox.noteClaimed(message, turn)
     if (this.turnUnseen) {
+      // A claim made before this runtime listened is seen here, before its step is entered.
+      for (const message of claimed) this.inbox.noteClaimed(message, turn)
       this.turnUnseen = false
       this.requestDrive()
     }
@@ -294,7 +296,6 @@ export class LoopRuntime {
    * appends nothing (the next flush saves it).
    */
   private readLogAndNameInheritedLoops(): LoopFold {
-    this.turnUnseen = this.options.joinedLive === true && this.agent.status === 'running'
     const { events, header } = this.agent.session
     const from = header.seedLength ?? 0
     this.inbox.readOpenTurn(events, from)

@@ -19,6 +19,9 @@ export interface ProcessEntry {
   readonly user?: ProcessUser
 }
 
+/** A process as a look found it: whether it runs DSH, decided once when it was first read. */
+export type LookedProcess = ProcessEntry & { readonly dsh: boolean }
+
 /** Who a process runs as: its effective user, and its groups when the system shows them. */
 export interface ProcessUser {
   readonly uid: number
@@ -147,7 +150,7 @@ export function mayWrite(user: ProcessUser, folder: FolderAccess): boolean {
  */
 export function dshProcessesOn(
   home: string,
-  processes: readonly (ProcessEntry & { readonly dsh: boolean })[],
+  processes: readonly LookedProcess[],
   self: number,
   realHomeOf: (entry: ProcessEntry) => string | undefined,
   sessions: FolderAccess,
@@ -227,9 +230,6 @@ function userOf(status: string): ProcessUser | undefined {
   if (uid === undefined || gid === undefined) return undefined
   return { uid, gids: [gid, ...(statusNumbers(status, 'Groups') ?? [])] }
 }
-
-/** A process as a look found it: whether it runs DSH, decided once when it was first read. */
-type LookedProcess = ProcessEntry & { readonly dsh: boolean }
 
 /** How much of a file named `dsh` is read to tell a launcher script. */
 const LAUNCHER_HEAD_BYTES = 4096

@@ -5,7 +5,6 @@
  * @module dsh-plugin-loop/release/home
  */
 import { basename, dirname, join, relative } from 'node:path'
-import { fileStamp, whyUnopenable } from './check-log.ts'
 import type { DshLook, DshLookout, DshProcess } from './dsh-processes.ts'
 import { takeHomeLock, type LockHeld, type LockHolder } from './home-lock.ts'
 import {
@@ -18,9 +17,10 @@ import {
   type Replacement,
 } from './journal.ts'
 import { findReplacement, loopsKeptIn, releaseLog, stateNow } from './mend.ts'
-import { RELEASE_MODES, type ReleaseMode, type ReleaseModeName } from './modes.ts'
+import { readBack, readBackAgain, type ReadBack } from './read-back.ts'
+import type { ReleaseMode, ReleaseModeName } from './modes.ts'
 import { releaseLeftover, type FileOutcome, type ReleaseWrite, type RemovedLoop } from './release-file.ts'
-import { appendRange, errorCode, syncedWrite, type ReleaseFs } from './release-fs.ts'
+import { errorCode, syncedCopy, syncedWrite, type ReleaseFs } from './release-fs.ts'
 
 /** The file names a session log has in rc.8: plain, or Zstandard frames. */
 const LOG_NAMES = ['session.jsonl', 'session.jsonl.zstd']
@@ -227,7 +227,7 @@ export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRele
     await lock.giveBack()
   }
   return {
-    ...readBackAgain(done.release, done.checked),
+    ...readBackAgain(done.release, done.checked, mode),
     ...(lock.tookOverFrom === undefined ? {} : { tookOverFrom: lock.tookOverFrom }),
   }
 }
@@ -286,8 +286,10 @@ function writing(options: HomeReleaseOptions): RunWrites {
   const folder = runFolder(options)
   const journal = join(folder, JOURNAL_FILE)
   let journalStarted = false
+  let realHome: string | undefined
   const record = async (replacement: Replacement) => {
-    const line = journalLine({ kind: 'replaced', ...journalEntry(replacement, home, await fs.realpath(home)) })
+    realHome ??= await fs.realpath(home)
+    const line = journalLine({ kind: 'replaced', ...journalEntry(replacement, home, realHome) })
     await syncedWrite(fs, journal, journalStarted ? line : journalLine({ kind: 'run', mode: mode.name }) + line, 'a')
     journalStarted = true
   }
@@ -333,7 +335,7 @@ function writing(options: HomeReleaseOptions): RunWrites {
         if (kept !== undefined) {
           const original = await fs.open(hold, 'r')
           try {
-            await appendRange(fs, original, (await fs.stat(kept)).size, kept)
+            await syncedCopy(fs, original, kept, 'a', (await fs.stat(kept)).size)
           } finally {
             await original.close()
           }
@@ -426,70 +428,4 @@ async function releaseLogs(
     ...(stoppedBy === undefined ? {} : { stoppedBy }),
   }
   return { release, checked }
-}
-
-/** A log read back at the end of a run: its stamp then, and where its original is kept. */
-interface ReadBack {
-  readonly stamp: string | undefined
-  readonly original: string | undefined
-}
-
-/**
- * Read back each log called released or already released: one DSH would not open is `FAILED`.
- * @param files - the outcomes, changed in place.
- * @param mode - the release.
- * @param originalOf - where this run kept the original of the log at an index.
- * @returns the logs that passed, by path, with what they were then.
- */
-function readBack(
-  files: FileOutcome[],
-  mode: ReleaseMode,
-  originalOf: (index: number) => string | undefined,
-): Map<string, ReadBack> {
-  const passed = new Map<string, ReadBack>()
-  for (const [index, file] of files.entries()) {
-    if (file.status !== 'released' && file.status !== 'already-released') continue
-    const stamp = fileStamp(file.path)
-    const reason = whyUnopenable(file.path, mode.loopRows, file.path.endsWith('.zstd'))
-    const original = originalOf(index)
-    if (reason === undefined) passed.set(file.path, { stamp, original })
-    else files[index] = unopenable(file, reason, original)
-  }
-  return passed
-}
-
-/** A log's outcome once the read-back failed. */
-function unopenable(file: FileOutcome, reason: string, original: string | undefined): FileOutcome {
-  return {
-    path: file.path,
-    sessionId: file.sessionId,
-    status: 'unopenable',
-    reason,
-    ...(original === undefined ? {} : { original }),
-  }
-}
-
-/**
- * The run's last act, after its lock is given back: a log written since it was read back (a DSH
- * the looks did not see) is read back again. Synchronous, so nothing of the run comes after it.
- * @param release - what the run did.
- * @param checked - the logs that passed the read-back, with what they were then.
- * @returns the release, each log written since and no longer opening `FAILED`.
- */
-function readBackAgain(release: HomeRelease, checked: ReadonlyMap<string, ReadBack>): HomeRelease {
-  const mode = RELEASE_MODES[release.mode]
-  const files = release.files.map((file) => {
-    const then = checked.get(file.path)
-    if (then === undefined || fileStamp(file.path) === then.stamp) return file
-    const reason = whyUnopenable(file.path, mode.loopRows, file.path.endsWith('.zstd'))
-    if (reason === undefined) return file
-    // A clean removal has deleted its originals by now.
-    const original = release.backupFolder === undefined ? undefined : then.original
-    return unopenable(
-      file,
-      `it changed after the release read it back (a DSH the looks did not see): ${reason}`,
-      original,
-    )
-  })
-  return { ...release, files }
 }

@@ -12,7 +12,7 @@ import { whyUnopenable } from './check-log.ts'
 import type { Replacement } from './journal.ts'
 import { LaterFormat, LogRefusal, cutShort } from './log-format.ts'
 import type { LogStage, ReleaseMode, Tally } from './modes.ts'
-import { appendRange, errorCode, linkImpossible, readChunks, type ReleaseFs } from './release-fs.ts'
+import { errorCode, linkImpossible, readChunks, syncedCopy, type ReleaseFs } from './release-fs.ts'
 import { createRewrite, type LogRewrite } from './rewrite.ts'
 import { decodeFrame, encodeFrame, readFrames } from './zstd-frames.ts'
 
@@ -95,14 +95,12 @@ const RELEASE_TEMP_END = /^\.loop-release(-[0-9a-z-]+)?\.tmp$/
 /** How the name of an original held beside its log ends, after the log's: `.loop-release-<run>.hold`. */
 const RELEASE_HOLD_END = /^\.loop-release-[0-9a-z-]+\.hold$/
 
-/** Where an original is linked beside its log while its copy elsewhere is made whole. */
-function holdPathOf(path: string): string {
-  return `${path}.loop-release-${process.pid}-${randomBytes(4).toString('hex')}.hold`
-}
-
-/** A temp file's name for this run: created exclusively, so no other run's can be opened over it. */
-function tempPathOf(path: string): string {
-  return `${path}.loop-release-${process.pid}-${randomBytes(4).toString('hex')}.tmp`
+/**
+ * A name of this run's beside a log: its temp file (`tmp`, created exclusively, so no other run's
+ * can be opened over it), or the original held there while its copy elsewhere is made whole (`hold`).
+ */
+function runFileOf(path: string, kind: 'tmp' | 'hold'): string {
+  return `${path}.loop-release-${process.pid}-${randomBytes(4).toString('hex')}.${kind}`
 }
 
 /** One batch of a log: where it starts in its file, its bytes on disk, and its rows. */
@@ -141,11 +139,6 @@ export async function* readBatches(
     pendingStart += end
   }
   if (pending.length > 0) throw cutShort()
-}
-
-/** Copy the first `length` bytes of a file into another (each chunk through `write`). */
-async function copyPrefix(from: FileHandle, length: number, write: (chunk: Buffer) => Promise<unknown>): Promise<void> {
-  for await (const chunk of readChunks(from, 0, length)) await write(chunk)
 }
 
 /** A temp file being written, and the hash of what was written to it: what a journal line names it by. */
@@ -195,7 +188,7 @@ async function rewritePass(
           if (open === undefined) continue
           const opened: TempFile = { handle: await open(), hash: createHash('sha256') }
           temp = opened
-          await copyPrefix(handle, start, (chunk) => put(opened, chunk))
+          for await (const chunk of readChunks(handle, 0, start)) await put(opened, chunk)
         }
         if (out === undefined) await put(temp, stored)
         else if (out.length > 0) await put(temp, compressed ? encodeFrame(out) : out)
@@ -236,7 +229,7 @@ async function keepOriginal(
   } catch (error) {
     if (!linkImpossible(error)) throw error
   }
-  let hold: string | undefined = holdPathOf(path)
+  let hold: string | undefined = runFileOf(path, 'hold')
   try {
     await fs.link(path, hold)
   } catch (error) {
@@ -244,13 +237,7 @@ async function keepOriginal(
     // A file system without links: a kill before the copy is whole loses what a DSH appended meanwhile.
     hold = undefined
   }
-  const copy = await fs.open(backup, 'wx')
-  try {
-    await copyPrefix(read.handle, read.size, (chunk) => copy.write(chunk))
-    await copy.sync()
-  } finally {
-    await copy.close()
-  }
+  await syncedCopy(fs, read.handle, backup, 'wx', 0, read.size)
   return { kind: 'copy', hold }
 }
 
@@ -303,7 +290,7 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
     // DSH names a log's kind by its file name.
     const compressed = path.endsWith('.zstd')
     const openTemp = () => {
-      temp = tempPathOf(real)
+      temp = runFileOf(real, 'tmp')
       return fs.open(temp, 'wx', Number(before.mode) & 0o7777)
     }
     // A log its stage counts first is written in a second pass, once the first found a change.
@@ -375,7 +362,7 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
     await syncPath(fs, dirname(real))
     // Appends to the original after it was read landed in the file this run still holds open.
     const grew = backup !== undefined && Number((await original.stat()).size) > Number(before.size)
-    if (grew && backup.kind === 'copy') await appendRange(fs, original, Number(before.size), backup.path)
+    if (grew && backup.kind === 'copy') await syncedCopy(fs, original, backup.path, 'a', Number(before.size))
     // The copy is whole: the original need not stay linked beside the log.
     if (hold !== undefined) await fs.rm(hold)
     if (grew) {

@@ -72,17 +72,26 @@ export async function* readChunks(handle: FileHandle, from = 0, to = Number.POSI
 }
 
 /**
- * Append a file's bytes from `start` to its end to another file, synced: a copied original made
- * whole of what was appended to the original after it was read.
+ * Copy a range of an open file into another, synced: a kept original made of what was read, or
+ * made whole of what was appended to the original after.
  * @param fs - the file system.
  * @param from - the original, open for reading.
- * @param start - where its new bytes begin.
- * @param to - the copy.
+ * @param to - the copy: created (`wx`), or appended to (`a`).
+ * @param flags - how the copy is opened.
+ * @param start - where the range begins.
+ * @param end - where it ends (by default, the end the reads find).
  */
-export async function appendRange(fs: ReleaseFs, from: FileHandle, start: number, to: string): Promise<void> {
-  const copy = await fs.open(to, 'a')
+export async function syncedCopy(
+  fs: ReleaseFs,
+  from: FileHandle,
+  to: string,
+  flags: 'wx' | 'a',
+  start = 0,
+  end = Number.POSITIVE_INFINITY,
+): Promise<void> {
+  const copy = await fs.open(to, flags)
   try {
-    for await (const chunk of readChunks(from, start)) await copy.write(chunk)
+    for await (const chunk of readChunks(from, start, end)) await copy.write(chunk)
     await copy.sync()
   } finally {
     await copy.close()
