@@ -4,6 +4,7 @@
  * among them, with no DSH running on the home and one release at a time (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/home
  */
+import type { FileHandle } from 'node:fs/promises'
 import { basename, dirname, join, relative } from 'node:path'
 import type { DshLook, DshLookout, DshProcess } from './dsh-processes.ts'
 import { takeHomeLock, type LockHeld, type LockHolder } from './home-lock.ts'
@@ -220,11 +221,16 @@ export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRele
     options.isAlive,
   )
   if (lock.kind === 'held') return lockedBy(lock)
+  const writes = writing(options)
   let done
   try {
-    done = await releaseLogs(options, writing(options))
+    done = await releaseLogs(options, writes)
   } finally {
-    await lock.giveBack()
+    try {
+      await writes.close()
+    } finally {
+      await lock.giveBack()
+    }
   }
   return {
     ...readBackAgain(done.release, done.checked, mode),
@@ -280,17 +286,21 @@ function runFolder(options: HomeReleaseOptions): string {
   return join(options.home, BACKUP_FOLDER, stampOf(options.startedAt))
 }
 
-/** The writes of a run that holds the home's lock. */
-function writing(options: HomeReleaseOptions): RunWrites {
+/** The writes of a run that holds the home's lock, and how it closes what it kept open (its journal). */
+function writing(options: HomeReleaseOptions): RunWrites & { close(): Promise<void> } {
   const { home, mode, fs } = options
   const folder = runFolder(options)
   const journal = join(folder, JOURNAL_FILE)
+  // Open for the whole run: each line is one write and one sync, before its log's rename.
+  let journalHandle: FileHandle | undefined
   let journalStarted = false
   let realHome: string | undefined
   const record = async (replacement: Replacement) => {
     realHome ??= await fs.realpath(home)
     const line = journalLine({ kind: 'replaced', ...journalEntry(replacement, home, realHome) })
-    await syncedWrite(fs, journal, journalStarted ? line : journalLine({ kind: 'run', mode: mode.name }) + line, 'a')
+    journalHandle ??= await fs.open(journal, 'a')
+    await journalHandle.writeFile(journalStarted ? line : journalLine({ kind: 'run', mode: mode.name }) + line)
+    await journalHandle.sync()
     journalStarted = true
   }
   let projectionCache: string | undefined
@@ -350,8 +360,13 @@ function writing(options: HomeReleaseOptions): RunWrites {
     get projectionCache() {
       return projectionCache
     },
+    async close() {
+      await journalHandle?.close()
+      journalHandle = undefined
+    },
     async endClean(earlierRuns) {
       if (mode.keepsOriginals) return
+      await this.close()
       await fs.rm(folder, { recursive: true, force: true })
       if (!earlierRuns) await fs.rm(join(home, BACKUP_FOLDER), { recursive: true, force: true })
     },

@@ -12,7 +12,7 @@ import { whyUnopenable } from './check-log.ts'
 import type { Replacement } from './journal.ts'
 import { LaterFormat, LogRefusal, cutShort } from './log-format.ts'
 import type { LogStage, ReleaseMode, Tally } from './modes.ts'
-import { errorCode, linkImpossible, readChunks, syncedCopy, type ReleaseFs } from './release-fs.ts'
+import { READ_CHUNK_BYTES, errorCode, linkImpossible, readChunks, syncedCopy, type ReleaseFs } from './release-fs.ts'
 import { createRewrite, type LogRewrite } from './rewrite.ts'
 import { decodeFrame, encodeFrame, readFrames } from './zstd-frames.ts'
 
@@ -141,22 +141,40 @@ export async function* readBatches(
   if (pending.length > 0) throw cutShort()
 }
 
-/** A temp file being written, and the hash of what was written to it: what a journal line names it by. */
+/**
+ * A temp file being written, and the hash of what was written to it: what a journal line names it
+ * by. Bytes gather up to a read's worth before they are written: one write, not one a frame.
+ */
 interface TempFile {
   readonly handle: FileHandle
   readonly hash: Hash
+  readonly pending: Buffer[]
+  pendingBytes: number
 }
 
-/** Write bytes to a temp file, hashing them. */
-function put(temp: TempFile, bytes: Buffer): Promise<unknown> {
+/** Add bytes to a temp file, hashing them; written once a read's worth has gathered. */
+async function put(temp: TempFile, bytes: Buffer): Promise<void> {
   temp.hash.update(bytes)
-  return temp.handle.write(bytes)
+  temp.pending.push(bytes)
+  temp.pendingBytes += bytes.length
+  if (temp.pendingBytes >= READ_CHUNK_BYTES) await flush(temp)
 }
 
-/** A file read as a log's events, from a place in it. */
+/** Write what has gathered for a temp file. */
+async function flush(temp: TempFile): Promise<void> {
+  if (temp.pendingBytes === 0) return
+  const bytes = Buffer.concat(temp.pending, temp.pendingBytes)
+  temp.pending.length = 0
+  temp.pendingBytes = 0
+  // `writeFile` writes at the handle's position until every byte is written.
+  await temp.handle.writeFile(bytes)
+}
+
+/** A file read as a log's events, from a place in it, up to an end (by default its end). */
 interface Source {
   readonly handle: FileHandle
   readonly from: number
+  readonly to?: number
 }
 
 /**
@@ -180,19 +198,20 @@ async function rewritePass(
 ): Promise<TempFile | undefined> {
   let temp: TempFile | undefined
   try {
-    for (const { handle, from } of sources)
-      for await (const { start, stored, plaintext } of readBatches(handle, compressed, from)) {
+    for (const { handle, from, to } of sources)
+      for await (const { start, stored, plaintext } of readBatches(handle, compressed, from, to)) {
         const out = rewrite.batch(plaintext)
         if (temp === undefined) {
           const open = out === undefined && !writeAll ? undefined : writeTo(rewrite.stage!)
           if (open === undefined) continue
-          const opened: TempFile = { handle: await open(), hash: createHash('sha256') }
+          const opened: TempFile = { handle: await open(), hash: createHash('sha256'), pending: [], pendingBytes: 0 }
           temp = opened
           for await (const chunk of readChunks(handle, 0, start)) await put(opened, chunk)
         }
         if (out === undefined) await put(temp, stored)
         else if (out.length > 0) await put(temp, compressed ? encodeFrame(out) : out)
       }
+    if (temp !== undefined) await flush(temp)
     return temp
   } catch (error) {
     await temp?.handle.close()
@@ -280,12 +299,14 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
     })
     const before = await fs.stat(real, { bigint: true })
     const original = await open(real)
+    // The log as it was at `before`: what a DSH appends later is found by the size check.
+    const size = Number(before.size)
     const sources: Source[] =
       rebuild === undefined
-        ? [{ handle: original, from: 0 }]
+        ? [{ handle: original, from: 0, to: size }]
         : [
             { handle: await open(rebuild.original), from: 0 },
-            { handle: original, from: rebuild.tailFrom },
+            { handle: original, from: rebuild.tailFrom, to: size },
           ]
     // DSH names a log's kind by its file name.
     const compressed = path.endsWith('.zstd')
@@ -315,13 +336,12 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
     if (out === undefined) return { outcome }
     let written
     try {
+      written = await out.handle.stat({ bigint: true })
       // The new file keeps the log's mode (not the umask's) and owner.
-      await out.handle.chmod(Number(before.mode) & 0o7777)
-      const made = await out.handle.stat()
-      if (made.uid !== Number(before.uid) || made.gid !== Number(before.gid))
+      if ((written.mode & 0o7777n) !== (before.mode & 0o7777n)) await out.handle.chmod(Number(before.mode) & 0o7777)
+      if (written.uid !== before.uid || written.gid !== before.gid)
         await out.handle.chown(Number(before.uid), Number(before.gid))
       await out.handle.sync()
-      written = await out.handle.stat({ bigint: true })
     } finally {
       await out.handle.close()
     }
@@ -337,10 +357,7 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
       await fs.rm(temp!, { force: true })
       return { stopped: true }
     }
-    const kept =
-      keep === undefined
-        ? undefined
-        : await keepOriginal(fs, real, { handle: original, size: Number(before.size) }, keep.path)
+    const kept = keep === undefined ? undefined : await keepOriginal(fs, real, { handle: original, size }, keep.path)
     const backup = kept === undefined ? undefined : { path: keep!.path, kind: kept.kind }
     const hold = kept?.kind === 'copy' ? kept.hold : undefined
     const replacement: Replacement | undefined =
@@ -350,7 +367,7 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
             log: real,
             kept: backup.path,
             keptAs: backup.kind,
-            readSize: Number(before.size),
+            readSize: size,
             ino: String(written.ino),
             size: Number(written.size),
             hash: out.hash.digest('hex'),
@@ -361,8 +378,8 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
     temp = undefined
     await syncPath(fs, dirname(real))
     // Appends to the original after it was read landed in the file this run still holds open.
-    const grew = backup !== undefined && Number((await original.stat()).size) > Number(before.size)
-    if (grew && backup.kind === 'copy') await syncedCopy(fs, original, backup.path, 'a', Number(before.size))
+    const grew = backup !== undefined && Number((await original.stat()).size) > size
+    if (grew && backup.kind === 'copy') await syncedCopy(fs, original, backup.path, 'a', size)
     // The copy is whole: the original need not stay linked beside the log.
     if (hold !== undefined) await fs.rm(hold)
     if (grew) {

@@ -64,7 +64,8 @@ export const READ_CHUNK_BYTES = 1 << 20
 export async function* readChunks(handle: FileHandle, from = 0, to = Number.POSITIVE_INFINITY): AsyncGenerator<Buffer> {
   for (let position = from; position < to;) {
     const length = Math.min(READ_CHUNK_BYTES, to - position)
-    const { buffer, bytesRead } = await handle.read({ buffer: Buffer.alloc(length), position, length })
+    // Not zero-filled: only the bytes read are handed on.
+    const { buffer, bytesRead } = await handle.read({ buffer: Buffer.allocUnsafeSlow(length), position, length })
     if (bytesRead === 0) return
     yield buffer.subarray(0, bytesRead)
     position += bytesRead

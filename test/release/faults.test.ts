@@ -64,7 +64,7 @@ describe('a kill at each step of a release', () => {
       await releaseDone(reference.home, { mode, fs: gatedFs((step) => void steps.push(step)) })
       const released = readFileSync(reference.log)
       expect(released.equals(looped.written())).toBe(false)
-      expect(steps).toEqual(expect.arrayContaining(['fs.stat', 'handle.write', 'handle.sync', 'fs.rename']))
+      expect(steps).toEqual(expect.arrayContaining(['fs.stat', 'handle.writeFile', 'handle.sync', 'fs.rename']))
 
       for (let kill = 0; kill < steps.length; kill += 1) {
         const { home, log } = copyOfLog()
@@ -149,7 +149,7 @@ describe('a folder of originals on another device', () => {
 
 describe('a failing call', () => {
   it.each([
-    ['handle.write', 'ENOSPC', /^the disk is full: ENOSPC: simulated$/],
+    ['handle.writeFile', 'ENOSPC', /^the disk is full: ENOSPC: simulated$/],
     ['fs.open', 'EACCES', /^no permission: EACCES: simulated$/],
     ['fs.rename', 'EIO', /^EIO: simulated$/],
   ])('%s failing with %s leaves the log as it was and no temp file', async (failing, code, reason) => {
@@ -172,7 +172,7 @@ describe('a failing call', () => {
       mode: RELEASE_MODES.removal,
       write: {},
       fs: gatedFs((step) => {
-        if (step === 'handle.write') throw error('ENOSPC')
+        if (step === 'handle.writeFile') throw error('ENOSPC')
         if (step === 'fs.rm') throw error('EIO')
       }),
     })

@@ -17,7 +17,7 @@ import {
 } from 'node:fs'
 import * as fsPromises from 'node:fs/promises'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import type { ReleaseFs } from '../../src/release/release-fs.ts'
 import { decodeFrame, encodeFrame } from '../../src/release/zstd-frames.ts'
 import { releaseDone } from '../support/release-home.ts'
@@ -103,11 +103,18 @@ describe('a log behind a link', () => {
 })
 
 describe('a replaced log', () => {
-  it.each(['removal', 'upgrade'] as const)('%s: keeps its mode, not the umask, and its owner', async (mode) => {
+  it.each([
+    ['removal', 0o600],
+    ['upgrade', 0o600],
+    // A mode the umask narrows: the temp file is created 0644 and given the log's.
+    ['removal', 0o666],
+  ] as const)('%s: keeps its mode (%o), not the umask, and its owner', async (mode, permissions) => {
     const { home: root, folder } = home()
     const log = join(folder, 'session.jsonl')
     writeFileSync(log, LOG)
-    chmodSync(log, 0o600)
+    chmodSync(log, permissions)
+    const umask = process.umask(0o022)
+    onTestFinished(() => void process.umask(umask))
     // Another owner where this process may give one (as root); its own otherwise.
     const owner =
       process.getuid?.() === 0 ? { uid: 1234, gid: 2345 } : { uid: statSync(log).uid, gid: statSync(log).gid }
@@ -115,7 +122,7 @@ describe('a replaced log', () => {
     expect((await releaseDone(root, { mode })).files.map((file) => file.status)).toEqual(['released'])
     expect(readFileSync(log, 'utf8')).toBe(mode === 'removal' ? MARKED : UPGRADED)
     const stats = statSync(log)
-    expect([stats.mode & 0o7777, stats.uid, stats.gid]).toEqual([0o600, owner.uid, owner.gid])
+    expect([stats.mode & 0o7777, stats.uid, stats.gid]).toEqual([permissions, owner.uid, owner.gid])
   })
 })
 

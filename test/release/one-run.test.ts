@@ -106,8 +106,9 @@ describe('two runs on one home', () => {
     const counted = pausingFs(Number.POSITIVE_INFINITY)
     await releaseDone(reference.home, { fs: counted.fs })
     const { home, log } = homeWithLog()
-    // The first run pauses with its temp file open and half written.
-    const first = pausingFs(counted.steps.indexOf('handle.write') + 1)
+    // The first run pauses with its temp file open, before its write (its first write is its lock's draft).
+    const draft = counted.steps.indexOf('handle.writeFile')
+    const first = pausingFs(counted.steps.indexOf('handle.writeFile', draft + 1) + 1)
     const running = releaseHome(releaseOptions(home, { fs: first.fs }))
     await first.paused
     // The second run opens its draft lock and dies right there.
