@@ -17,7 +17,7 @@ import { dshOpenPair, prepareDshOpen, type DshOpen } from './dsh-open.ts'
 import { GROWTH_SIZES, type GrowthResult } from './growth.ts'
 import { latenessScenarios, type LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
-import { BEFORE_LOOKS_AND_KEEPS, type HomeResult, type ReleaseResult } from './release.ts'
+import type { HomeResult, ReleaseResult } from './release.ts'
 import { renderReport, type BenchResults, type RunContext } from './report.ts'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
@@ -40,7 +40,7 @@ const wants = (...jobs: string[]) => only === undefined || jobs.some((job) => on
  */
 const REPEATS = quick
   ? { append: 1, appendBlocks: 3, dshOpen: 1, lateness: 1, memoryTrials: 3, release: 1, home: 1 }
-  : { append: 3, appendBlocks: 5, dshOpen: 24, lateness: 4, memoryTrials: 5, release: 5, home: 3 }
+  : { append: 3, appendBlocks: 5, dshOpen: 24, lateness: 4, memoryTrials: 5, release: 5, home: 8 }
 
 const WORKER_FLAGS = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', '--expose-gc']
 
@@ -153,18 +153,8 @@ try {
     results.release = await job<ReleaseResult>('release', options)
   }
   if (wants('home')) {
-    // The earlier release's sources (they import Node's built-ins and each other only).
-    // Outside node_modules, where Node strips no types.
-    const before = mkdtempSync(join(tmpdir(), `loop-bench-release-${BEFORE_LOOKS_AND_KEEPS}-`))
-    execFileSync('sh', ['-c', `git archive ${BEFORE_LOOKS_AND_KEEPS} src | tar -x -C ${JSON.stringify(before)}`], {
-      cwd: PROJECT,
-    })
-    const options = { sessions: quick ? 200 : 2_000, logBytes: 75_000, repeats: REPEATS.home, before }
-    try {
-      results.home = await job<HomeResult>('home', options)
-    } finally {
-      rmSync(before, { recursive: true, force: true })
-    }
+    const options = { sessions: quick ? 200 : 2_000, logBytes: 75_000, repeats: REPEATS.home }
+    results.home = await job<HomeResult>('home', options)
   }
   const cpu = cpus()
   const command = `pnpm run bench${quick || only ? ' --' : ''}${quick ? ' --quick' : ''}${only ? ` --only ${only.join(',')}` : ''}`

@@ -1,17 +1,19 @@
 /**
- * One measured side of row 7 in a process of its own: `node release-run.ts floor <log>`,
- * `node release-run.ts <removal|upgrade> <home>`, or `node release-run.ts <removal|upgrade> <home> <src/release folder>`
- * for a home of many sessions released by the release in that folder. Prints
- * `{ ms, maxRssBytes, rows }`: the rewrite's wall time, the process's peak RSS, and the `loop/change` rows it marked or removed.
+ * One measured side of rows 7 and 8 in a process of its own: row 7's `node release-run.ts floor <log>` and
+ * `node release-run.ts <removal|upgrade> <home of that log>`; row 8's `node release-run.ts home-<side> <home>` for a
+ * home of many sessions (`home-floor`, `home-removal`, `home-upgrade`, `home-dry-run`). Prints
+ * `{ ms, maxRssBytes, rows }`: the run's wall time, the process's peak RSS, and the `loop/change` rows it marked or
+ * removed (row 7's release).
  * @module scripts/bench/release-run
  */
+import { closeSync, fsyncSync, openSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs'
 import * as fsPromises from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { createDshLookout } from '../../src/release/dsh-processes.ts'
 import { releaseHome } from '../../src/release/home.ts'
-import { RELEASE_MODES, type ReleaseMode, type ReleaseModeName } from '../../src/release/modes.ts'
-import { decodeFrame, encodeFrame, readFrames } from '../../src/release/zstd-frames.ts'
+import { RELEASE_MODES, type ReleaseModeName } from '../../src/release/modes.ts'
+import { decodeFrame, encodeFrame, readFrames, zstdFrameEnd } from '../../src/release/zstd-frames.ts'
 
 /** Frames between the floor's minor collections. */
 const FRAMES_PER_COLLECTION = 20
@@ -37,32 +39,55 @@ async function recompress(path: string): Promise<void> {
   await fsPromises.rename(`${path}.floor.tmp`, path)
 }
 
-const [side, path, releaseFolder] = process.argv.slice(2) as [string, string, string | undefined]
+/**
+ * The floor of any tool that rewrites every log of a home crash-safely, as plain as it gets: each log read whole,
+ * each frame decompressed and compressed again, written to a temp file beside it, fsynced, renamed over it, and its
+ * folder fsynced; synchronous calls, one log after another, no row parsed, nothing kept.
+ */
+function rewriteHome(home: string): void {
+  const sessions = join(home, 'sessions')
+  for (const project of readdirSync(sessions))
+    for (const session of readdirSync(join(sessions, project))) {
+      const folder = join(sessions, project, session)
+      const path = join(folder, 'session.jsonl.zstd')
+      const bytes = readFileSync(path)
+      const frames: Buffer[] = []
+      for (let start = 0; start < bytes.length;) {
+        const end = zstdFrameEnd(bytes, start)!
+        frames.push(encodeFrame(decodeFrame(bytes.subarray(start, end))))
+        start = end
+      }
+      const temp = `${path}.floor.tmp`
+      const file = openSync(temp, 'w')
+      writeFileSync(file, Buffer.concat(frames))
+      fsyncSync(file)
+      closeSync(file)
+      renameSync(temp, path)
+      const directory = openSync(folder, 'r')
+      fsyncSync(directory)
+      closeSync(directory)
+    }
+}
+
+const [side, path] = process.argv.slice(2) as [string, string]
 const started = performance.now()
 let rows = 0
 if (side === 'floor') await recompress(path)
-else if (releaseFolder !== undefined) {
-  // A whole home, with the release of the folder named (this checkout's or an earlier commit's).
-  const { releaseHome: release } = (await import(
-    join(releaseFolder, 'home.ts')
-  )) as typeof import('../../src/release/home.ts')
-  const { createDshLookout: lookout } = (await import(
-    join(releaseFolder, 'dsh-processes.ts')
-  )) as typeof import('../../src/release/dsh-processes.ts')
-  const { RELEASE_MODES: modes } = (await import(
-    join(releaseFolder, 'modes.ts')
-  )) as typeof import('../../src/release/modes.ts')
-  const mode = modes[modeName(side)]
-  // An earlier release (before its modes created stages) took the mode by its name.
-  const done = await release({
+else if (side === 'home-floor') rewriteHome(path)
+else if (side.startsWith('home-')) {
+  // A whole home, as a user runs the release: every look, kept original and the final check included.
+  const name = side.slice('home-'.length)
+  const done = await releaseHome({
     ...options(path),
-    mode: 'createStage' in mode ? mode : (modeName(side) as unknown as ReleaseMode),
-    lookForDsh: lookout(),
+    mode: RELEASE_MODES[modeName(name)],
+    dryRun: name === 'dry-run',
+    lookForDsh: createDshLookout(),
   })
+  // A dry run reports each log it would release as released.
   if (done.kind !== 'done' || done.files.some((file) => file.status !== 'released'))
     throw new Error(`the ${side} release of the home did not release every log: ${JSON.stringify(done).slice(0, 2000)}`)
 } else {
-  // The whole command on a home of one log, as a user runs it: lock, process check, release, backup.
+  // The whole command on a home of one log, as a user runs it: lock, process check, release, backup, read-back.
   const release = await releaseHome({
     ...options(path),
     mode: RELEASE_MODES[modeName(side)],

@@ -2,7 +2,8 @@
  * Row 7, leaving loop: `dsh-plugin-loop release` (removal and upgrade) on a `session.jsonl.zstd` the real host wrote,
  * against the floor of any such tool, a plain frame-by-frame decompress-and-recompress of the same file. Each side runs
  * in a Node process of its own (`release-run.ts`), so its peak RSS is its own; sides alternate, and each run releases a
- * fresh copy, in a JS heap capped at {@link HEAP_MIB} MiB. Two sizes.
+ * fresh copy with Node's default heap, as users run it. Besides, each release runs once with the JS heap capped at
+ * {@link HEAP_MIB} MiB and must finish. Two sizes. Row 8: a home of many small sessions (`runHomeRelease`).
  * @module scripts/bench/release
  */
 import { spawnSync } from 'node:child_process'
@@ -31,7 +32,10 @@ export interface ReleaseRun {
 export interface ReleaseResult {
   /** Each log: its events, bytes on disk, frames and `loop/change` rows. */
   readonly logs: readonly { readonly events: number; readonly bytes: number; readonly loopRows: number }[]
+  /** Timed as users run it: Node's default heap. */
   readonly runs: readonly ReleaseRun[]
+  /** Each release once at each size with the JS heap capped at {@link HEAP_MIB} MiB: each finished. */
+  readonly capped: readonly ReleaseRun[]
 }
 
 const HERE = dirname(fileURLToPath(import.meta.url))
@@ -59,8 +63,11 @@ async function writeLog(events: number): Promise<string> {
   return join(host.root, project!, `session-release-${events}`, 'session.jsonl.zstd')
 }
 
-/** One side on a fresh copy of the log, in its own process. */
-function measure(side: ReleaseSide, log: string, events: number): ReleaseRun {
+/**
+ * One side on a fresh copy of the log, in its own process: as users run it (Node's default heap), or with the JS heap
+ * capped at {@link HEAP_MIB} MiB, where only finishing counts.
+ */
+function measure(side: ReleaseSide, log: string, events: number, capped = false): ReleaseRun {
   const scratch = tempDir('loop-bench-release-')
   try {
     // A home of its own, so the release runs whole: its lock and its look for DSH processes included.
@@ -72,7 +79,7 @@ function measure(side: ReleaseSide, log: string, events: number): ReleaseRun {
       [
         '--experimental-transform-types',
         '--disable-warning=ExperimentalWarning',
-        `--max-old-space-size=${HEAP_MIB}`,
+        ...(capped ? [`--max-old-space-size=${HEAP_MIB}`] : []),
         // The floor collects as it goes (release-run.ts says why).
         ...(side === 'floor' ? ['--expose-gc'] : []),
         join(HERE, 'release-run.ts'),
@@ -99,12 +106,18 @@ export async function runRelease(
 ): Promise<ReleaseResult> {
   const logs: ReleaseResult['logs'][number][] = []
   const runs: ReleaseRun[] = []
+  const capped: ReleaseRun[] = []
   const sides: ReleaseSide[] = ['floor', 'removal', 'upgrade']
   for (const events of options.sizes) {
     const path = await writeLog(events)
-    const removal = measure('removal', path, events)
+    // Capped, both releases must finish (a failure stops the bench); the removal's run is the warm-up too.
+    const removal = measure('removal', path, events, true)
+    const upgrade = measure('upgrade', path, events, true)
+    capped.push(removal, upgrade)
     logs.push({ events, bytes: statSync(path).size, loopRows: removal.rows })
-    log(`release: ${events} events, ${statSync(path).size} bytes (warm-up removal ${removal.ms.toFixed(0)} ms)`)
+    log(
+      `release: ${events} events, ${statSync(path).size} bytes (capped at ${HEAP_MIB} MiB: removal ${removal.ms.toFixed(0)} ms, upgrade ${upgrade.ms.toFixed(0)} ms)`,
+    )
     for (let repeat = 0; repeat < options.repeats; repeat += 1)
       for (let turn = 0; turn < sides.length; turn += 1) {
         // Rotated, so no side always runs first.
@@ -116,22 +129,15 @@ export async function runRelease(
       }
     rmSync(dirname(dirname(dirname(path))), { recursive: true, force: true })
   }
-  return { logs, runs }
+  return { logs, runs, capped }
 }
 
-/**
- * The release before it looked for DSH before each replacement and kept every original it replaced (the parent of the
- * commit that added both): the "off" side of the home row.
- */
-export const BEFORE_LOOKS_AND_KEEPS = 'a97977f'
+/** The four runs over a whole home row 8 compares: the floor, and the release as a user runs it in each mode. */
+export type HomeSide = 'floor' | 'removal' | 'upgrade' | 'dry-run'
 
-/** Which release a home run measures: this checkout's, or {@link BEFORE_LOOKS_AND_KEEPS}. */
-export type HomeSide = 'now' | 'before'
-
-/** One release of a whole home. */
+/** One run over a whole home. */
 export interface HomeRun {
   readonly side: HomeSide
-  readonly mode: 'removal' | 'upgrade'
   readonly ms: number
 }
 
@@ -186,13 +192,13 @@ function writeHomeOf(log: string, sessions: number): string {
 }
 
 /**
- * Releases of a home of many small sessions, alternating this checkout's release and {@link BEFORE_LOOKS_AND_KEEPS}'s,
- * each on a fresh copy of the home in a process of its own.
- * @param options - sessions, each log's size on disk, repeats, and the folder holding the earlier release.
+ * Runs over a home of many small sessions, the four sides rotated, each on a fresh copy of the home in a Node process of
+ * its own (Node's default heap).
+ * @param options - sessions, each log's size on disk, and repeats.
  * @param log - progress.
  */
 export async function runHomeRelease(
-  options: { readonly sessions: number; readonly logBytes: number; readonly repeats: number; readonly before: string },
+  options: { readonly sessions: number; readonly logBytes: number; readonly repeats: number },
   log: (line: string) => void,
 ): Promise<HomeResult> {
   const path = await writeSmallLog(options.logBytes)
@@ -200,32 +206,32 @@ export async function runHomeRelease(
   const source = writeHomeOf(path, options.sessions)
   rmSync(dirname(dirname(dirname(path))), { recursive: true, force: true })
   log(`release home: ${options.sessions} sessions of ${logBytes} bytes`)
+  const sides: HomeSide[] = ['floor', 'removal', 'upgrade', 'dry-run']
   const runs: HomeRun[] = []
   try {
     for (let repeat = 0; repeat < options.repeats; repeat += 1)
-      for (const mode of ['removal', 'upgrade'] as const)
-        for (const side of (repeat % 2 === 0 ? ['now', 'before'] : ['before', 'now']) as HomeSide[]) {
-          const home = tempDir('loop-bench-home-run-')
-          cpSync(source, home, { recursive: true })
-          const entry = side === 'now' ? join(HERE, '..', '..') : options.before
-          const child = spawnSync(
-            process.execPath,
-            [
-              '--experimental-transform-types',
-              '--disable-warning=ExperimentalWarning',
-              join(HERE, 'release-run.ts'),
-              mode,
-              home,
-              join(entry, 'src', 'release'),
-            ],
-            { encoding: 'utf8' },
-          )
-          rmSync(home, { recursive: true, force: true })
-          if (child.status !== 0) throw new Error(`release-run ${side} ${mode} failed: ${child.stderr}`)
-          const { ms } = JSON.parse(child.stdout) as { ms: number }
-          log(`  ${side} ${mode}: ${ms.toFixed(0)} ms`)
-          runs.push({ side, mode, ms })
-        }
+      for (let turn = 0; turn < sides.length; turn += 1) {
+        // Rotated, so no side always runs first.
+        const side = sides[(repeat + turn) % sides.length]!
+        const home = tempDir('loop-bench-home-run-')
+        cpSync(source, home, { recursive: true })
+        const child = spawnSync(
+          process.execPath,
+          [
+            '--experimental-transform-types',
+            '--disable-warning=ExperimentalWarning',
+            join(HERE, 'release-run.ts'),
+            `home-${side}`,
+            home,
+          ],
+          { encoding: 'utf8' },
+        )
+        rmSync(home, { recursive: true, force: true })
+        if (child.status !== 0) throw new Error(`release-run home-${side} failed: ${child.stderr}`)
+        const { ms } = JSON.parse(child.stdout) as { ms: number }
+        log(`  ${side}: ${ms.toFixed(0)} ms`)
+        runs.push({ side, ms })
+      }
   } finally {
     rmSync(source, { recursive: true, force: true })
   }

@@ -9,7 +9,7 @@ import type { DshOpen } from './dsh-open.ts'
 import type { GrowthResult } from './growth.ts'
 import type { LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
-import { BEFORE_LOOKS_AND_KEEPS, HEAP_MIB, type HomeResult, type ReleaseResult, type ReleaseSide } from './release.ts'
+import { HEAP_MIB, type HomeResult, type HomeSide, type ReleaseResult, type ReleaseSide } from './release.ts'
 import { median, medianInterval, spread, type MedianInterval, type Spread } from './stats.ts'
 
 /** Every job's results; a partial run (`--only`) leaves some out, and their rows go. */
@@ -319,7 +319,7 @@ function releaseRows(release: ReleaseResult): Row[] {
   return [
     judge({
       ...common,
-      target: `\`dsh-plugin-loop release\` of a ${size(FULL.largest)}-event \`session.jsonl.zstd\` ≤ 1.5× a plain frame-by-frame decompress-and-recompress of the same file (own processes)`,
+      target: `\`dsh-plugin-loop release\` of a ${size(FULL.largest)}-event \`session.jsonl.zstd\`, its read-back check included, ≤ 1.5× a plain frame-by-frame decompress-and-recompress of the same file (own processes, Node's default heap)`,
       samples: ratios('removal'),
       format: ratio,
       holds: (value) => value <= 1.5,
@@ -327,16 +327,16 @@ function releaseRows(release: ReleaseResult): Row[] {
     }),
     judge({
       ...common,
-      target: `\`release --for-upgrade\` of the same file ≤ 2× that floor`,
+      target: `\`release --for-upgrade\` of the same file, its check included, ≤ 2.5× that floor`,
       samples: ratios('upgrade'),
       format: ratio,
-      holds: (value) => value <= 2,
+      holds: (value) => value <= 2.5,
       note: `${common.note} (${ms(median(runsOf('upgrade', largest).map((run) => run.ms)), 0)})`,
     }),
     {
       row: 7,
       target: `both releases of the ${size(FULL.largest)}-event log finish with the JS heap capped at ${HEAP_MIB} MiB, as at ${size(smallest)}: memory held does not grow with the log`,
-      median: `${runsOf('removal', largest).length + runsOf('upgrade', largest).length} of ${runsOf('removal', largest).length + runsOf('upgrade', largest).length} runs finished${common.note}`,
+      median: `${release.capped.length} of ${release.capped.length} capped runs finished${common.note}`,
       spread: 'every run (one that fails stops the bench)',
       status: judged ? 'met' : 'not judged',
     },
@@ -357,19 +357,24 @@ function releaseRows(release: ReleaseResult): Row[] {
 
 function homeRows(home: HomeResult): Row[] {
   const judged = home.sessions >= FULL.homeSessions
-  const runsOf = (side: 'now' | 'before', mode: 'removal' | 'upgrade') =>
-    home.runs.filter((run) => run.side === side && run.mode === mode)
-  return (['removal', 'upgrade'] as const).map((mode) =>
+  const runsOf = (side: HomeSide) => home.runs.filter((run) => run.side === side)
+  const floor = runsOf('floor')
+  const targets = [
+    { side: 'removal', command: '`release`', what: 'every look, kept original and read-back included', bound: 2 },
+    { side: 'upgrade', command: '`release --for-upgrade`', what: 'the same included', bound: 2 },
+    { side: 'dry-run', command: '`release --dry-run`', what: 'every log read and checked, nothing written', bound: 1 },
+  ] as const
+  return targets.map(({ side, command, what, bound }) =>
     judge({
       row: 8,
-      target: `\`release${mode === 'upgrade' ? ' --for-upgrade' : ''}\` of a home of ${size(FULL.homeSessions)} sessions of ${kib(home.logBytes)}, loop rows in each: looking for DSH before each replacement and keeping every original cost ≤ 10% (against the release of \`${BEFORE_LOOKS_AND_KEEPS}\`, own processes)`,
-      // The n-th run of this release against the n-th of the earlier one: neighbours in time.
-      samples: runsOf('now', mode).map((run, index) => run.ms / runsOf('before', mode)[index]!.ms - 1),
-      format: signedPercent,
+      target: `${command} of a home of ${size(FULL.homeSessions)} sessions of ${kib(home.logBytes)}, loop rows in each, ${what}, ≤ ${bound}× a plain crash-safe rewrite of the same logs (own processes)`,
+      // The n-th run of a side against the n-th floor run: neighbours in time.
+      samples: runsOf(side).map((run, index) => run.ms / floor[index]!.ms),
+      format: ratio,
       noun: 'run',
-      holds: (value) => value <= 0.1,
+      holds: (value) => value <= bound,
       judged,
-      note: ` (${ms(median(runsOf('now', mode).map((run) => run.ms)), 0)} against ${ms(median(runsOf('before', mode).map((run) => run.ms)), 0)}${judged ? '' : `; ${size(home.sessions)} sessions`})`,
+      note: ` (${ms(median(runsOf(side).map((run) => run.ms)), 0)} against ${ms(median(floor.map((run) => run.ms)), 0)}${judged ? '' : `; ${size(home.sessions)} sessions`})`,
     }),
   )
 }
@@ -433,16 +438,18 @@ Verdicts hold only on an otherwise idle machine (compare the load averages above
   decompress each, compress it again as one checksummed frame into a file beside it, fsync, rename: what any tool that
   rewrites such a log must do; it makes so little JS garbage that V8 seldom collects and the frames' buffers pile up to
   half a gigabyte, doubling its time in some runs, so it runs a minor collection every 20 frames and holds steady), the
-  release, and the upgrade release. The three alternate, rotating which goes first; a
-  ratio pairs the n-th run of a side with the n-th floor run. Every side runs with V8's old space capped (\`--max-old-space-size\`):
+  release, and the upgrade release, each release as users run it: lock, looks for DSH, kept original, read-back check.
+  The three alternate, rotating which goes first, with Node's default heap; a ratio pairs the n-th run of a side with the
+  n-th floor run. Besides, each release runs once at each size with V8's old space capped (\`--max-old-space-size\`):
   finishing at 1M in it shows that what the process holds does not grow with the log. Peak RSS also counts the frames'
   buffers, which live outside the JS heap and which the GC frees late, more so the more it has freed; it is judged
   against the floor's, which decodes and encodes the same frames.
 - **A home of many sessions (8)**: one small log written by the real host (the cycles of rows 1–2, a frame per hundred
-  events, as DSH flushes a turn), copied into a home of two thousand session folders. Each run releases a fresh copy of the
-  home in a Node process of its own, with this checkout's release or the one of the commit before it looked for DSH before
-  each replacement and kept every original (its \`src/\` extracted by \`git archive\`), alternating which goes first. Both
-  look for DSH processes in this machine's real \`/proc\`. A ratio pairs the n-th run of one with the n-th of the other.
+  events, as DSH flushes a turn), copied into a home of two thousand session folders. Each run takes a fresh copy of the
+  home in a Node process of its own: the floor (every log read, its frames decompressed and compressed again, a temp file
+  beside it, fsync, rename, fsync of its folder; synchronous calls, one log after another), the removal, the upgrade and
+  the dry run, as users run them (every look for DSH in this machine's real \`/proc\`, kept originals, the read-back
+  check), rotating which goes first. A ratio pairs the n-th run of a side with the n-th floor run.
 
 A quick run (\`--quick\`) has smaller sizes, shorter windows and fewer repeats; a target defined at a size it does not
 reach is not judged.

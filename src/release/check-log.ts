@@ -39,12 +39,12 @@ class RowChecker {
   constructor(private readonly rule: LoopRowRule) {}
 
   /** One row, without its newline (a CR before it is JSON's white space, as DSH reads it). */
-  private row(bytes: Buffer): void {
+  private row(text: string): void {
     this.line += 1
     const where = `line ${this.line}`
     let value: unknown
     try {
-      value = JSON.parse(bytes.toString('utf8'))
+      value = JSON.parse(text)
     } catch {
       throw new Unopenable(`${where} is not a JSON row`)
     }
@@ -71,13 +71,18 @@ class RowChecker {
       throw new Unopenable(`${where} is a ${LOOP_TYPE} record not marked ignorable, which DSH without loop refuses`)
   }
 
-  /** A batch of whole rows, each ending in a newline. */
-  rows(text: Buffer, where: string): void {
-    if (text.length === 0 || text[text.length - 1] !== 0x0a)
+  /**
+   * A batch of whole rows, each ending in a newline. Decoded at once: a newline byte never
+   * falls inside a UTF-8 sequence, so each row reads as it would alone, and one decode a batch
+   * costs far less than one a row.
+   */
+  rows(bytes: Buffer, where: string): void {
+    if (bytes.length === 0 || bytes[bytes.length - 1] !== 0x0a)
       throw new Unopenable(`${where} does not end with a whole row`)
+    const text = bytes.toString('utf8')
     let start = 0
-    for (let end = text.indexOf(0x0a); end !== -1; end = text.indexOf(0x0a, start)) {
-      this.row(text.subarray(start, end))
+    for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
+      this.row(text.slice(start, end))
       start = end + 1
     }
   }

@@ -120,28 +120,37 @@ const DRY_RUN: ReportWords = Object.freeze({
   were: 'would be',
 })
 
+/** How a report names what it says: the home its paths are relative to, and whether it names kept originals. */
+interface ReportContext {
+  readonly home: string
+  readonly mode: ReleaseMode
+  readonly words: ReportWords
+  /** Whether the run keeps its originals (an upgrade; a removal that did not end clean). */
+  readonly keepsOriginals: boolean
+}
+
 /** One file's line: what was done to it, or why it was left. */
-function describeFile(file: FileOutcome, release: HomeRelease, mode: ReleaseMode, words: ReportWords): string {
-  const where = relative(release.home, file.path)
+function describeFile(file: FileOutcome, { home, mode, words, keepsOriginals }: ReportContext): string {
+  const where = relative(home, file.path)
   const session = file.sessionId ?? '(no header)'
   switch (file.status) {
     case 'left':
       return `LEFT      ${session}  ${where}: ${file.reason}; the file is as it was`
     case 'written-meanwhile':
-      return `WRITTEN   ${session}  ${where}: a DSH wrote to it while the release ran, so it is not released; its original, with every event DSH wrote to it, is ${relative(release.home, file.original)}`
+      return `WRITTEN   ${session}  ${where}: a DSH wrote to it while the release ran, so it is not released; its original, with every event DSH wrote to it, is ${relative(home, file.original)}`
     case 'unopenable':
-      return `FAILED    ${session}  ${where}: read back after the release, DSH would not open it: ${file.reason}; ${file.original === undefined ? 'no original of it is kept' : `its original is ${relative(release.home, file.original)}`}`
+      return `FAILED    ${session}  ${where}: read back after the release, DSH would not open it: ${file.reason}; ${file.original === undefined ? 'no original of it is kept' : `its original is ${relative(home, file.original)}`}`
     case 'released': {
       const { backup, rebuiltFrom } = file
       // A clean removal kept no original: only a kept folder is named.
       const kept =
-        backup === undefined || release.backupFolder === undefined
+        backup === undefined || !keepsOriginals
           ? ''
-          : `; the original is ${relative(release.home, backup.path)}${backup.kind === 'copy' ? ' (a copy: no hard link could be made there)' : ''}`
+          : `; the original is ${relative(home, backup.path)}${backup.kind === 'copy' ? ' (a copy: no hard link could be made there)' : ''}`
       const rebuilt =
         rebuiltFrom === undefined
           ? ''
-          : ` (rebuilt from ${relative(release.home, rebuiltFrom)} and the rows a DSH wrote after an earlier release)`
+          : ` (rebuilt from ${relative(home, rebuiltFrom)} and the rows a DSH wrote after an earlier release)`
       return `released  ${session}  ${where}: ${mode.describe(file.tally, words)}${rebuilt}${kept}`
     }
     case 'already-released':
@@ -189,13 +198,35 @@ function loopLine(head: string, prompt: string): string {
 }
 
 /**
+ * A log's lines as the run prints them when it is done with the log (SPEC.md §13 "Leaving loop").
+ * @param file - its outcome then.
+ * @param home - the home.
+ * @param mode - the release.
+ * @param dryRun - whether the run writes nothing.
+ * @returns its line, and the loops an upgrade removed from it, each ending in a newline.
+ */
+export function formatLogDone(file: FileOutcome, home: string, mode: ReleaseMode, dryRun: boolean): string {
+  const words = dryRun ? DRY_RUN : DONE
+  // An upgrade keeps every original; a removal's are named at the end only if it keeps them.
+  const context = { home, mode, words, keepsOriginals: mode.keepsOriginals && !dryRun }
+  return [describeFile(file, context), ...lostLoops(file, words)].map((line) => `${line}\n`).join('')
+}
+
+/**
  * The report a user reads: a line per log and a total.
  * @param release - what the release did.
  * @param mode - the release that did it.
+ * @param printed - the outcomes already printed as each log was done, by path: only a log whose
+ *   outcome changed since gets its line again, under a heading.
  * @returns the text, one line per log then the total and what to do next.
  */
-export function formatReport(release: HomeRelease, mode: ReleaseMode): string {
+export function formatReport(
+  release: HomeRelease,
+  mode: ReleaseMode,
+  printed: ReadonlyMap<string, FileOutcome> = new Map(),
+): string {
   const words = release.dryRun ? DRY_RUN : DONE
+  const context = { home: release.home, mode, words, keepsOriginals: release.backupFolder !== undefined }
   const count = (status: FileOutcome['status']) => release.files.filter((file) => file.status === status).length
   let rows = 0
   for (const file of release.files) if (file.status === 'released') rows += file.tally.written
@@ -206,7 +237,15 @@ export function formatReport(release: HomeRelease, mode: ReleaseMode): string {
     )
   for (const temp of release.leftovers)
     lines.push(`${words.remove}  ${relative(release.home, temp)}: a temp file an interrupted release left`)
-  for (const file of release.files) lines.push(describeFile(file, release, mode, words), ...lostLoops(file, words))
+  const changed: string[] = []
+  for (const file of release.files) {
+    const lastPrinted = printed.get(file.path)
+    if (lastPrinted === file) continue
+    const fileLines = [describeFile(file, context), ...lostLoops(file, words)]
+    if (lastPrinted === undefined) lines.push(...fileLines)
+    else changed.push(...fileLines)
+  }
+  if (changed.length > 0) lines.push('Since their lines above, at the end of the run:', ...changed)
   const left = count('left')
   const writtenMeanwhile = count('written-meanwhile')
   const unopenable = count('unopenable')
@@ -349,6 +388,7 @@ export async function runCli(argv: readonly string[], io: CliProcess): Promise<n
   // The home DSH itself would use with this environment.
   const home = parsed.home ?? dshHomeOf(io.env, io.cwd, homedir())!
   let release: HomeRelease | HomeRefusal
+  const printed = new Map<string, FileOutcome>()
   try {
     release = await releaseHome({
       home,
@@ -368,6 +408,17 @@ export async function runCli(argv: readonly string[], io: CliProcess): Promise<n
               io.stderr(progressLine(home, done, total, current)),
           }
         : {}),
+      // `--json` stays one document; else each log's line is printed as it is done.
+      ...(parsed.json
+        ? {}
+        : {
+            logDone: (file: FileOutcome) => {
+              // The progress line goes first: the log's line takes its place on a terminal.
+              if (io.stderrIsTerminal === true) io.stderr(progressLine(home, 0, 0, undefined))
+              io.stdout(formatLogDone(file, home, parsed.mode, parsed.dryRun))
+              printed.set(file.path, file)
+            },
+          }),
     })
   } catch (error) {
     io.stderr(`dsh-plugin-loop: ${(error as Error).message}\n`)
@@ -376,7 +427,7 @@ export async function runCli(argv: readonly string[], io: CliProcess): Promise<n
   if (release.kind !== 'done') {
     io.stderr(`dsh-plugin-loop: ${formatRefusal(release)}\n`)
     if (parsed.json) io.stdout(`${JSON.stringify(release, null, 2)}\n`)
-  } else io.stdout(`${parsed.json ? JSON.stringify(release, null, 2) : formatReport(release, parsed.mode)}\n`)
+  } else io.stdout(`${parsed.json ? JSON.stringify(release, null, 2) : formatReport(release, parsed.mode, printed)}\n`)
   return exitCodeOf(release)
 }
 

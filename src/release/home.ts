@@ -54,6 +54,11 @@ export interface HomeReleaseOptions {
   readonly dshStopped: boolean
   /** Told before each log (the one it starts, and how many are done of all) and once at the end (no log). */
   readonly progress?: (done: number, total: number, current: string | undefined) => void
+  /**
+   * Told each log's outcome once the run is done with it and has read it back; the end of the
+   * run may still find it written by a DSH meanwhile, or changed since (the release says so).
+   */
+  readonly logDone?: (outcome: FileOutcome) => void
 }
 
 /** What a release of a home did. */
@@ -198,7 +203,7 @@ function stampOf(date: Date): string {
 }
 
 /**
- * Release every log of a home (or one session's), one at a time, once no DSH runs on it and
+ * Release every log of a home (or one session's), a few at once, once no DSH runs on it and
  * this run holds its lock; a log that cannot be released is left as it was and never stops
  * the others.
  * @param options - home, mode, session, dry run, file system, this run, how to look for DSH.
@@ -291,11 +296,13 @@ function writing(options: HomeReleaseOptions): RunWrites & { close(): Promise<vo
   const { home, mode, fs } = options
   const folder = runFolder(options)
   const journal = join(folder, JOURNAL_FILE)
-  // Open for the whole run: each line is one write and one sync, before its log's rename.
+  // Open for the whole run: each line is one write and one sync, before its log's rename; the
+  // lines of logs released at once are written one after another.
   let journalHandle: FileHandle | undefined
   let journalStarted = false
   let realHome: string | undefined
-  const record = async (replacement: Replacement) => {
+  let journalQueue: Promise<unknown> = Promise.resolve()
+  const writeLine = async (replacement: Replacement) => {
     realHome ??= await fs.realpath(home)
     const line = journalLine({ kind: 'replaced', ...journalEntry(replacement, home, realHome) })
     journalHandle ??= await fs.open(journal, 'a')
@@ -303,11 +310,22 @@ function writing(options: HomeReleaseOptions): RunWrites & { close(): Promise<vo
     await journalHandle.sync()
     journalStarted = true
   }
+  const record = (replacement: Replacement) => {
+    const written = journalQueue.then(() => writeLine(replacement))
+    journalQueue = written.catch(() => {})
+    return written
+  }
   let projectionCache: string | undefined
   // Projection checkpoints name seqs of the old numbering: set aside before the first log is
-  // renumbered, so that no kill leaves a renumbered log beside them. DSH rebuilds them.
-  const setCheckpointsAside = async () => {
-    if (projectionCache !== undefined) return
+  // renumbered, so that no kill leaves a renumbered log beside them. DSH rebuilds them. Logs
+  // released at once wait for the one move; after a failed one, the next log tries again.
+  let checkpointsAside: Promise<void> | undefined
+  const setCheckpointsAside = () =>
+    (checkpointsAside ??= moveCheckpoints().catch((error: unknown) => {
+      checkpointsAside = undefined
+      throw error
+    }))
+  const moveCheckpoints = async () => {
     const moved = join(folder, PROJECTION_CACHE)
     const checkpoints = join(home, PROJECTION_CACHE)
     await fs.mkdir(dirname(moved), { recursive: true })
@@ -325,7 +343,10 @@ function writing(options: HomeReleaseOptions): RunWrites & { close(): Promise<vo
   let stoppedBy: DshRefusal | undefined
   // Looked for again before every replacement: a DSH started meanwhile stops the run there.
   const beforeReplace = async () => {
-    stoppedBy = dshDecision(await options.lookForDsh(home), options.dshStopped)
+    // A look that stopped the run stops the logs released beside it too.
+    if (stoppedBy !== undefined) return false
+    const decision = dshDecision(await options.lookForDsh(home), options.dshStopped)
+    stoppedBy ??= decision
     if (stoppedBy !== undefined) return false
     if (mode.keepsOriginals) await setCheckpointsAside()
     return true
@@ -373,6 +394,24 @@ function writing(options: HomeReleaseOptions): RunWrites & { close(): Promise<vo
   }
 }
 
+/**
+ * Logs released at once. A log's release waits on the file system call by call (and on three
+ * syncs): while one waits, another reads and rewrites. Each log's steps stay in their order.
+ */
+const LOGS_AT_ONCE = 4
+
+/** What became of one log of the run. */
+interface LogResult {
+  readonly outcome: FileOutcome
+  readonly replacement?: Replacement
+  readonly earlierRemoved?: EarlierRemoved
+}
+
+/** Wait for every task to end (none goes on after the run returns), then throw the first failure. */
+async function settled(tasks: readonly Promise<void>[]): Promise<void> {
+  for (const result of await Promise.allSettled(tasks)) if (result.status === 'rejected') throw result.reason
+}
+
 /** The release proper: every log read, and through `writes`, written; and the logs read back, with what they were then. */
 async function releaseLogs(
   options: HomeReleaseOptions,
@@ -383,25 +422,50 @@ async function releaseLogs(
   await writes.removeLeftovers(temps)
   const earlier = await readEarlierRuns(fs, home)
   await writes.finishHolds(holds, earlier)
-  const files: FileOutcome[] = []
-  const replaced = new Map<number, Replacement>()
-  const earlierRemoved: EarlierRemoved[] = []
+  // The logs that passed their read-back, with what they were then.
+  const checked = new Map<string, ReadBack>()
+  // Each log's result at its place, in the order found: a pool finishes them in any order.
+  const results: (LogResult | undefined)[] = Array.from({ length: logs.length }, () => undefined)
   // The earlier runs' folders some log is still the replacement of: the others no longer fit any log.
   const fitting = new Set<string>()
-  for (const log of logs) {
-    options.progress?.(files.length, logs.length, log)
-    const before = await findReplacement(fs, log, earlier)
-    if (before !== undefined) fitting.add(before.run.folder)
-    const done = await releaseLog(log, before, { mode, fs, write: writes.logWrite(log) })
-    if ('stopped' in done) break
-    // The loops an earlier upgrade removed, read again from the original it kept: it may have been stopped before its report.
-    if (before?.run.journal?.mode === 'upgrade' && before.state.kind === 'whole') {
-      const loops = await loopsKeptIn(fs, before.replacement.kept)
-      if (loops.length > 0) earlierRemoved.push({ path: log, folder: before.run.folder, loops })
+  let started = 0
+  let finished = 0
+  const releaseNext = async (): Promise<void> => {
+    while (started < logs.length && writes.stoppedBy === undefined) {
+      const index = started
+      started += 1
+      const log = logs[index]!
+      options.progress?.(finished, logs.length, log)
+      const before = await findReplacement(fs, log, earlier)
+      if (before !== undefined) fitting.add(before.run.folder)
+      const done = await releaseLog(log, before, { mode, fs, write: writes.logWrite(log) })
+      if ('stopped' in done) return
+      // The loops an earlier upgrade removed, read again from the original it kept: it may have been stopped before its report.
+      const removed =
+        before?.run.journal?.mode === 'upgrade' && before.state.kind === 'whole'
+          ? await loopsKeptIn(fs, before.replacement.kept)
+          : []
+      // The product, not the steps: a log called released (or already) is read back as DSH will open it.
+      const read = options.dryRun ? { outcome: done.outcome } : readBack(done.outcome, mode, done.replacement?.kept)
+      if (read.passed !== undefined) checked.set(log, read.passed)
+      results[index] = {
+        ...done,
+        outcome: read.outcome,
+        ...(removed.length > 0 ? { earlierRemoved: { path: log, folder: before!.run.folder, loops: removed } } : {}),
+      }
+      finished += 1
+      options.logDone?.(read.outcome)
     }
-    files.push(done.outcome)
-    if (done.replacement !== undefined) replaced.set(files.length - 1, done.replacement)
   }
+  await settled(Array.from({ length: Math.min(LOGS_AT_ONCE, logs.length) }, releaseNext))
+  const reached = results.filter((result) => result !== undefined)
+  const files: FileOutcome[] = reached.map((result) => result.outcome)
+  const replaced = new Map<number, Replacement>()
+  for (const [index, result] of reached.entries())
+    if (result.replacement !== undefined) replaced.set(index, result.replacement)
+  const earlierRemoved = reached.flatMap((result) =>
+    result.earlierRemoved === undefined ? [] : [result.earlierRemoved],
+  )
   // Once more at the end, when anything was replaced: a DSH running now may still write to it.
   const stoppedBy =
     writes.stoppedBy ??
@@ -412,11 +476,7 @@ async function releaseLogs(
     const { path, sessionId } = files[index]!
     files[index] = { path, sessionId, status: 'written-meanwhile', original: replacement.kept }
   }
-  // The product, not the steps: each log called released (or already) is read back as DSH will open it.
-  const checked = options.dryRun
-    ? new Map<string, ReadBack>()
-    : readBack(files, mode, (index) => replaced.get(index)?.kept)
-  options.progress?.(files.length, logs.length, undefined)
+  options.progress?.(finished, logs.length, undefined)
   const clean =
     stoppedBy === undefined &&
     files.every((file) => file.status !== 'written-meanwhile' && file.status !== 'unopenable')
@@ -430,7 +490,7 @@ async function releaseLogs(
     dryRun: options.dryRun,
     files,
     leftovers: temps,
-    untouched: logs.slice(files.length),
+    untouched: logs.filter((_, index) => results[index] === undefined),
     earlierFolders: earlier.map((run) => run.folder),
     // Only a run over every log of the home can tell that no log fits a folder's lines.
     unfitting:

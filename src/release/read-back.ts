@@ -1,7 +1,7 @@
 /**
  * The release's last word on each log it calls released (SPEC.md §13 "Leaving loop"): read back
- * from disk at the end of a run (`check-log.ts`), and read again, as the run's last act, where a
- * log changed since. A log DSH would not open becomes `FAILED`.
+ * from disk as soon as the run is done with it (`check-log.ts`), and read again, as the run's
+ * last act, where a log changed since. A log DSH would not open becomes `FAILED`.
  * @module dsh-plugin-loop/release/read-back
  */
 import { fileStamp, whyUnopenable } from './check-log.ts'
@@ -9,34 +9,29 @@ import type { HomeRelease } from './home.ts'
 import type { ReleaseMode } from './modes.ts'
 import type { FileOutcome } from './release-file.ts'
 
-/** A log read back at the end of a run: its stamp then, and where its original is kept. */
+/** A log that passed its read-back: its stamp then, and where its original is kept. */
 export interface ReadBack {
   readonly stamp: string | undefined
   readonly original: string | undefined
 }
 
 /**
- * Read back each log called released or already released: one DSH would not open is `FAILED`.
- * @param files - the outcomes, changed in place.
+ * Read back a log the run calls released or already released: one DSH would not open is `FAILED`.
+ * @param file - the log's outcome.
  * @param mode - the release.
- * @param originalOf - where this run kept the original of the log at an index.
- * @returns the logs that passed, by path, with what they were then.
+ * @param original - where this run kept its original, if it did.
+ * @returns its outcome now, and what it was when it passed.
  */
 export function readBack(
-  files: FileOutcome[],
+  file: FileOutcome,
   mode: ReleaseMode,
-  originalOf: (index: number) => string | undefined,
-): Map<string, ReadBack> {
-  const passed = new Map<string, ReadBack>()
-  for (const [index, file] of files.entries()) {
-    if (file.status !== 'released' && file.status !== 'already-released') continue
-    const stamp = fileStamp(file.path)
-    const reason = whyUnopenable(file.path, mode.loopRows, file.path.endsWith('.zstd'))
-    const original = originalOf(index)
-    if (reason === undefined) passed.set(file.path, { stamp, original })
-    else files[index] = unopenable(file, reason, original)
-  }
-  return passed
+  original: string | undefined,
+): { readonly outcome: FileOutcome; readonly passed?: ReadBack } {
+  if (file.status !== 'released' && file.status !== 'already-released') return { outcome: file }
+  const stamp = fileStamp(file.path)
+  const reason = whyUnopenable(file.path, mode.loopRows, file.path.endsWith('.zstd'))
+  if (reason === undefined) return { outcome: file, passed: { stamp, original } }
+  return { outcome: unopenable(file, reason, original) }
 }
 
 /** A log's outcome once the read-back failed. */
@@ -65,7 +60,8 @@ export function readBackAgain(
 ): HomeRelease {
   const files = release.files.map((file) => {
     const then = checked.get(file.path)
-    if (then === undefined || fileStamp(file.path) === then.stamp) return file
+    // A log found written meanwhile after its read-back says so already.
+    if (then === undefined || file.status === 'written-meanwhile' || fileStamp(file.path) === then.stamp) return file
     const reason = whyUnopenable(file.path, mode.loopRows, file.path.endsWith('.zstd'))
     if (reason === undefined) return file
     // A clean removal has deleted its originals by now.

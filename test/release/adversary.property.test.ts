@@ -109,16 +109,22 @@ async function runUnder(home: string, step: RunPlan, started: number, append: (i
     killed = () => resolve(undefined)
   })
   const opened: fsPromises.FileHandle[] = []
-  const fs = gatedFs((name, args) => {
-    const call = calls++
-    if (call === step.killAt) {
-      killed()
-      return new Promise<void>(() => {})
-    }
-    for (const [index, at] of step.appendAt.entries()) if (at === call) append(SESSIONS[index % 2]!)
-    if (name === 'fs.link' && call >= step.linksFailFrom && String(args[1]).includes('loop-release-backup'))
-      throw Object.assign(new Error('EXDEV: simulated'), { code: 'EXDEV' })
-  }, opened)
+  const running = new Set<Promise<unknown>>()
+  const fs = gatedFs(
+    (name, args) => {
+      const call = calls++
+      // From the kill on, no call of the run's (of any log it releases at once) is made.
+      if (step.killAt !== undefined && call >= step.killAt) {
+        killed()
+        return new Promise<void>(() => {})
+      }
+      for (const [index, at] of step.appendAt.entries()) if (at === call) append(SESSIONS[index % 2]!)
+      if (name === 'fs.link' && call >= step.linksFailFrom && String(args[1]).includes('loop-release-backup'))
+        throw Object.assign(new Error('EXDEV: simulated'), { code: 'EXDEV' })
+    },
+    opened,
+    running,
+  )
   const run = releaseHome(
     releaseOptions(home, {
       mode: step.mode,
@@ -128,6 +134,7 @@ async function runUnder(home: string, step: RunPlan, started: number, append: (i
     }),
   )
   const release = await Promise.race([reached, run])
+  await Promise.allSettled(running)
   await Promise.all(opened.map((handle) => handle.close().catch(() => {})))
   return release as HomeRelease | undefined
 }

@@ -1,5 +1,5 @@
 /** The `dsh-plugin-loop` command: its arguments, its report and its exit codes (SPEC.md §13 "Leaving loop"). */
-import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { join, relative } from 'node:path'
 import { describe, expect, it, vi } from 'vitest'
@@ -12,7 +12,7 @@ import {
   runCli,
   type CliProcess,
 } from '../../src/release/cli.ts'
-import type { DshProcess } from '../../src/release/dsh-processes.ts'
+import type { DshLookout, DshProcess } from '../../src/release/dsh-processes.ts'
 import type { HomeRelease } from '../../src/release/home.ts'
 import { RELEASE_MODES, type Tally } from '../../src/release/modes.ts'
 import { nodeRefusal } from '../../src/release/node-version.ts'
@@ -376,14 +376,16 @@ describe('runCli', () => {
     for (const mode of [[], ['--for-upgrade']]) {
       const io = captured()
       expect(await runCli(['release', '--home', home, ...mode], io)).toBe(0)
-      expect(io.out).toBe(
-        'no loops  session-a  sessions/--p--/session-a/session.jsonl: no loop/change rows; nothing written\n' +
-          'later     session-b  sessions/--p--/session-b/session.jsonl: already migrated by a later DSH; nothing to do\n' +
-          '1 session logs: 0 released (0 loop/change rows), 0 already released, 1 without loops, 1 already migrated, 0 left unreleased.\n'.replace(
-            '1 session logs',
-            '2 session logs',
-          ),
-      )
+      // Each log's line as it is done (logs are released several at once, so in either order), the summary last.
+      const lines = io.out.split('\n')
+      expect(lines.slice(0, 2).sort()).toEqual([
+        'later     session-b  sessions/--p--/session-b/session.jsonl: already migrated by a later DSH; nothing to do',
+        'no loops  session-a  sessions/--p--/session-a/session.jsonl: no loop/change rows; nothing written',
+      ])
+      expect(lines.slice(2)).toEqual([
+        '2 session logs: 0 released (0 loop/change rows), 0 already released, 1 without loops, 1 already migrated, 0 left unreleased.',
+        '',
+      ])
     }
   })
 
@@ -463,12 +465,73 @@ function homeWithLoopRow(): { home: string; log: string } {
 describe('runCli for an upgrade', () => {
   it('shows its progress on a terminal, one rewritten line on stderr, and nothing of it elsewhere', async () => {
     const { home } = homeWithLoopRow()
-    const terminal = captured({}, { stderrIsTerminal: true })
+    const writes: [string, string][] = []
+    const terminal = captured(
+      {},
+      {
+        stderrIsTerminal: true,
+        stdout: (text) => void writes.push(['out', text]),
+        stderr: (text) => void writes.push(['err', text]),
+      },
+    )
     expect(await runCli(['release', '--home', home], terminal)).toBe(0)
-    expect(terminal.err).toBe('\r\u001b[K0 of 1 logs: sessions/--p--/session-a/session.jsonl\r\u001b[K')
+    // The log's line is printed as soon as it is done, in the progress line's place; the summary last.
+    expect(writes).toEqual([
+      ['err', '\r\u001b[K0 of 1 logs: sessions/--p--/session-a/session.jsonl'],
+      ['err', '\r\u001b[K'],
+      ['out', 'released  session-a  sessions/--p--/session-a/session.jsonl: 1 loop/change rows marked ignorable\n'],
+      ['err', '\r\u001b[K'],
+      [
+        'out',
+        '1 session logs: 1 released (1 loop/change rows), 0 already released, 0 without loops, 0 already migrated, 0 left unreleased.\n',
+      ],
+    ])
     const piped = captured()
     expect(await runCli(['release', '--home', home], piped)).toBe(0)
     expect(piped.err).toBe('')
+  })
+
+  it('prints a dry run as it goes too, in its own words, writing nothing', async () => {
+    const { home, log } = homeWithLoopRow()
+    const before = readFileSync(log)
+    for (const [flags, line] of [
+      [[], '1 loop/change rows would be marked ignorable'],
+      [['--for-upgrade'], '1 loop/change rows would be removed, 1 rows kept'],
+    ] as const) {
+      const io = captured()
+      expect(await runCli(['release', '--dry-run', ...flags, '--home', home], io)).toBe(0)
+      expect(io.out.split('\n')[0]).toBe(`released  session-a  sessions/--p--/session-a/session.jsonl: ${line}`)
+      expect(io.out).toContain(
+        'Dry run, nothing written: 1 session logs: 1 released (1 loop/change rows), 0 already released',
+      )
+    }
+    expect(readFileSync(log).equals(before)).toBe(true)
+  })
+
+  it('prints a log again, under a heading, when the end of the run finds it written meanwhile', async () => {
+    const { home, log } = homeWithLoopRow()
+    let looks = 0
+    // The third look is the last, at the end: a DSH appends to the released log right then.
+    const lookForDsh: DshLookout = async () => {
+      if ((looks += 1) === 3)
+        appendFileSync(
+          log,
+          '{"type":"command/run","seq":2,"time":3,"data":{"commandId":"d","name":"loop","args":" list","source":{"kind":"user"}}}\n',
+        )
+      return { kind: 'looked', running: [] }
+    }
+    const io = captured({}, { lookForDsh })
+    expect(await runCli(['release', '--home', home], io)).toBe(1)
+    const kept = join('loop-release-backup', '1970-01-01T00-00-00-000Z')
+    expect(io.out).toBe(
+      'released  session-a  sessions/--p--/session-a/session.jsonl: 1 loop/change rows marked ignorable\n' +
+        'Since their lines above, at the end of the run:\n' +
+        'WRITTEN   session-a  sessions/--p--/session-a/session.jsonl: a DSH wrote to it while the release ran, so it is not released; ' +
+        `its original, with every event DSH wrote to it, is ${join(kept, 'sessions/--p--/session-a/session.jsonl')}\n` +
+        '1 session logs: 0 released (0 loop/change rows), 0 already released, 0 without loops, 0 already migrated, 0 left unreleased, 1 written by a DSH meanwhile.\n' +
+        'A DSH ran on this home during the release: with DSH stopped, run the release again; it rebuilds each WRITTEN log with every event.\n' +
+        `The originals are in ${kept}; keep it: the next run rebuilds from it what DSH wrote meanwhile.\n`,
+    )
   })
 
   it('exits 0 without projection checkpoints to set aside', async () => {

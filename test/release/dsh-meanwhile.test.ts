@@ -210,15 +210,17 @@ describe('a DSH the release sees once it has started', () => {
       const release = JSON.parse(io.out) as HomeRelease
       const replaced = appearsAt - 2
       expect(release.files.map((file) => file.status)).toEqual(Array(replaced).fill('released'))
-      expect(release.untouched).toEqual(paths.slice(replaced))
+      // Logs are released several at once: the first looks let through whichever reached them.
+      const done = new Set(release.files.map((file) => file.path))
+      expect(release.untouched).toEqual(paths.filter((path) => !done.has(path)))
       expect(release.stoppedBy).toEqual({ kind: 'dsh-running', running: [STARTED] })
       // What it replaced it keeps, with the originals, until a run ends clean.
       const folder = join(home, 'loop-release-backup', '1970-01-01T00-00-00-000Z')
       expect(release.backupFolder).toBe(replaced === 0 ? undefined : folder)
       paths.forEach((path, index) => {
         const text = readFileSync(path, 'utf8')
-        expect(text === Object.values(logs)[index]).toBe(index >= replaced)
-        if (index < replaced)
+        expect(text === Object.values(logs)[index]).toBe(!done.has(path))
+        if (done.has(path))
           expect(readFileSync(join(folder, relative(home, path)), 'utf8')).toBe(Object.values(logs)[index])
       })
       expect(reportOf(release)).toContain(
@@ -228,12 +230,52 @@ describe('a DSH the release sees once it has started', () => {
       // With DSH stopped, the next run finishes, ends clean, and keeps nothing of its own.
       const rerun = await releaseDone(home, { startedAt: new Date(1) })
       expect(rerun.files.map((file) => file.status)).toEqual(
-        paths.map((_, index) => (index < replaced ? 'already-released' : 'released')),
+        paths.map((path) => (done.has(path) ? 'already-released' : 'released')),
       )
       expect(rerun.backupFolder).toBeUndefined()
       expect(rerun.earlierFolders).toEqual(replaced === 0 ? [] : [folder])
     },
   )
+})
+
+describe('logs released at once', () => {
+  it('lets every log in flight finish before a failure ends the run and the lock goes', async () => {
+    const logs = { a: plainLog('a', 6, 3), b: plainLog('b', 6, 3) }
+    const { home, paths } = plainHome(logs)
+    const failure = new Error('the terminal went away')
+    // The second log's start fails while the first is being released beside it.
+    const progress = (_done: number, _total: number, current: string | undefined) => {
+      if (current === paths[1]) throw failure
+    }
+    await expect(releaseHome(releaseOptions(home, { progress }))).rejects.toBe(failure)
+    // At once: the first log is released whole, nothing of the run is left beside it, and the home is free.
+    expect(readFileSync(paths[0]!, 'utf8')).not.toBe(logs.a)
+    expect(readFileSync(paths[1]!, 'utf8')).toBe(logs.b)
+    expect(readdirSync(dirname(paths[0]!))).toEqual(['session.jsonl'])
+    expect(existsSync(join(home, 'loop-release.lock'))).toBe(false)
+  })
+
+  it('leaves a log whose journal line fails, and writes the lines of the logs beside it', async () => {
+    const { home, paths } = plainHome({ a: plainLog('a', 6, 3), b: plainLog('b', 6, 3) })
+    let failed: string | undefined
+    // The first journal line (it opens with the run's) fails, as on a full disk.
+    const fs = gatedFs((step, args) => {
+      if (step !== 'handle.writeFile' || failed !== undefined || !String(args[0]).startsWith('{"kind":"run"')) return
+      failed = String(args[0])
+      throw Object.assign(new Error('ENOSPC: simulated'), { code: 'ENOSPC' })
+    })
+    const release = await releaseDone(home, { mode: 'upgrade', fs })
+    const [leftLog] = paths.filter((path) => failed!.includes(JSON.stringify(relative(home, path))))
+    expect(release.files.map((file) => [file.path, file.status])).toEqual(
+      paths.map((path) => [path, path === leftLog ? 'left' : 'released']),
+    )
+    expect(release.files.find((file) => file.path === leftLog)).toMatchObject({
+      reason: 'the disk is full: ENOSPC: simulated',
+    })
+    const journal = readFileSync(join(release.backupFolder!, 'release.jsonl'), 'utf8').trimEnd().split('\n')
+    expect(journal.map((line) => (JSON.parse(line) as { kind: string }).kind)).toEqual(['run', 'replaced'])
+    expect(journal[1]).not.toContain(JSON.stringify(relative(home, leftLog!)))
+  })
 })
 
 describe('a process list that cannot be read once the release has started', () => {
@@ -245,15 +287,19 @@ describe('a process list that cannot be read once the release has started', () =
         ? ({ kind: 'cannot-look', why: 'the process list could not be read (EMFILE)' } as const)
         : ({ kind: 'looked', running: [] } as const)
     const release = await releaseDone(home, { lookForDsh })
+    // Logs are released several at once: either may be the one the third look stopped.
     expect(release.files.map((file) => file.status)).toEqual(['released'])
-    expect(release.untouched).toEqual([paths[1]])
+    const [released] = release.files.map((file) => file.path)
+    expect(release.untouched).toEqual(paths.filter((path) => path !== released))
     expect(reportOf(release)).toContain(
       'The release stopped: the process list could not be read (EMFILE), so it could not tell whether a DSH had started on this home. Stop DSH, then run the release again.',
     )
     // The user's word that DSH is stopped goes where the system gives no way to look.
     looks = 0
     const confirmed = await releaseDone(home, { lookForDsh, dshStopped: true, startedAt: new Date(1) })
-    expect(confirmed.files.map((file) => file.status)).toEqual(['already-released', 'released'])
+    expect(confirmed.files.map((file) => [file.path, file.status])).toEqual(
+      paths.map((path) => [path, path === released ? 'already-released' : 'released']),
+    )
     expect(confirmed.stoppedBy).toBeUndefined()
   })
 })

@@ -39,18 +39,24 @@ async function killedRelease(home: string, mode: ReleaseModeName, kill: number):
     killed = resolve
   })
   const opened: fsPromises.FileHandle[] = []
+  const running = new Set<Promise<unknown>>()
   const run = releaseHome(
     releaseOptions(home, {
       mode,
       pid: KILLED_PID,
-      fs: gatedFs(() => {
-        if (calls++ < kill) return
-        killed()
-        return new Promise<void>(() => {})
-      }, opened),
+      fs: gatedFs(
+        () => {
+          if (calls++ < kill) return
+          killed()
+          return new Promise<void>(() => {})
+        },
+        opened,
+        running,
+      ),
     }),
   )
   await Promise.race([reached, run])
+  await Promise.allSettled(running)
   await Promise.all(opened.map((handle) => handle.close().catch(() => {})))
 }
 

@@ -181,14 +181,26 @@ export type Gate = (step: string, args: readonly unknown[]) => void | Promise<vo
  * The real file system with a gate before every call, the calls on open handles included.
  * @param gate - runs before each call.
  * @param opened - collects every handle opened, for a test that plays a kill to close as the OS would.
+ * @param running - holds each call the gate let through until it ends: a test that plays a kill
+ *   lets those end (as the system ends a dead process's calls) before anything else runs.
  */
-export function gatedFs(gate: Gate, opened: fsPromises.FileHandle[] = []): ReleaseFs {
+export function gatedFs(
+  gate: Gate,
+  opened: fsPromises.FileHandle[] = [],
+  running = new Set<Promise<unknown>>(),
+): ReleaseFs {
   const gated =
     <T extends object>(target: T, prefix: string, wrap: (value: unknown) => unknown) =>
     (key: string) =>
     async (...args: unknown[]) => {
       await gate(`${prefix}.${key}`, args)
-      return wrap(await (Reflect.get(target, key) as (...a: unknown[]) => unknown).apply(target, args))
+      const call = (Reflect.get(target, key) as (...a: unknown[]) => Promise<unknown>).apply(target, args)
+      running.add(call)
+      try {
+        return wrap(await call)
+      } finally {
+        running.delete(call)
+      }
     }
   const wrapHandle = (handle: fsPromises.FileHandle): fsPromises.FileHandle => {
     opened.push(handle)
