@@ -30,8 +30,9 @@ Run it with DSH stopped; it refuses while a DSH process runs on the home, or ano
                           look, or shows a DSH (another user's) whose home it cannot read
 
 Exit codes: 0 done, 1 something was left, written by a DSH meanwhile, or failed the final check
-(the report says what), 2 the command could not start, 3 another release runs on the home, 4 a DSH
-runs on the home (or could not be looked for), or started during the run, which stopped.`
+(the report says what), 2 the command could not start (or its disk lacks room), 3 another
+release runs on the home, 4 a DSH runs on the home (or could not be looked for), or started
+during the run, which stopped.`
 
 /** Exit codes (SPEC.md §13 "Leaving loop"). */
 export const EXIT = Object.freeze({ done: 0, left: 1, cannotStart: 2, locked: 3, dshRunning: 4 })
@@ -137,7 +138,7 @@ function describeFile(file: FileOutcome, { home, mode, words, keepsOriginals }: 
     case 'left':
       return `LEFT      ${session}  ${where}: ${file.reason}; the file is as it was`
     case 'written-meanwhile':
-      return `WRITTEN   ${session}  ${where}: a DSH wrote to it while the release ran, so it is not released; its original, with every event DSH wrote to it, is ${relative(home, file.original)}`
+      return `WRITTEN   ${session}  ${where}: a DSH wrote to it while the release ran, so it is not released; ${file.original === undefined ? 'every event DSH wrote is in it' : `its original, with every event DSH wrote to it, is ${relative(home, file.original)}`}`
     case 'unopenable':
       return `FAILED    ${session}  ${where}: read back after the release, DSH would not open it: ${file.reason}; ${file.original === undefined ? 'no original of it is kept' : `its original is ${relative(home, file.original)}`}`
     case 'released': {
@@ -339,7 +340,17 @@ export function formatRefusal(refusal: HomeRefusal): string {
     }
     case 'cannot-look':
       return `${refusal.why}, so it cannot tell whether DSH is running on this home. Stop DSH, then run the release again with --dsh-stopped. Nothing was written.`
+    case 'no-room':
+      return (
+        `the release may need ${megabytes(refusal.needed)} free on the home's disk (each log is written anew before its original goes; an upgrade keeps every original), and it has ${megabytes(refusal.free)}: ` +
+        'free some room, or release one session at a time with --session ID, then run it again. Nothing was written.'
+      )
   }
+}
+
+/** Bytes as a user reads them: megabytes, one decimal. */
+function megabytes(bytes: number): string {
+  return `${(bytes / 1e6).toFixed(1)} MB`
 }
 
 /**
@@ -439,6 +450,7 @@ export async function runCli(argv: readonly string[], io: CliProcess): Promise<n
  */
 export function exitCodeOf(release: HomeRelease | HomeRefusal): number {
   if (release.kind === 'locked') return EXIT.locked
+  if (release.kind === 'no-room') return EXIT.cannotStart
   if (release.kind !== 'done' || release.stoppedBy !== undefined) return EXIT.dshRunning
   return release.files.some(
     (file) => file.status === 'left' || file.status === 'written-meanwhile' || file.status === 'unopenable',

@@ -20,6 +20,7 @@ import {
 import { findReplacement, loopsKeptIn, releaseLog, stateNow } from './mend.ts'
 import { readBack, readBackAgain, type ReadBack } from './read-back.ts'
 import type { ReleaseMode, ReleaseModeName } from './modes.ts'
+import { roomNeeded } from './room.ts'
 import { releaseLeftover, type FileOutcome, type ReleaseWrite, type RemovedLoop } from './release-file.ts'
 import { errorCode, syncedCopy, syncedWrite, type ReleaseFs } from './release-fs.ts'
 
@@ -110,7 +111,15 @@ export type DshRefusal =
 /** Why a release did not start: nothing was written. */
 export type HomeRefusal =
   | { readonly kind: 'locked'; readonly lock: string; readonly holder?: LockHolder; readonly unlike?: string }
+  | NoRoom
   | DshRefusal
+
+/** The home's disk has less room free than the release may need at once (`roomNeeded`). */
+export interface NoRoom {
+  readonly kind: 'no-room'
+  readonly needed: number
+  readonly free: number
+}
 
 /**
  * Whether a look for DSH lets the release go on: no DSH process on the home, and (unless the
@@ -218,7 +227,10 @@ export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRele
   const refusal = dshDecision(await options.lookForDsh(home), options.dshStopped)
   if (refusal !== undefined) return refusal
   // The one place a dry run differs: it reads as a run does, and writes nothing.
-  if (options.dryRun) return (await releaseLogs(options, READ_ONLY)).release
+  if (options.dryRun) {
+    const done = await releaseLogs(options, READ_ONLY)
+    return done.kind === 'no-room' ? done : done.release
+  }
   const lock = await takeHomeLock(
     home,
     { pid: options.pid, host: options.host, startedAt: options.startedAt.toISOString(), mode: mode.name },
@@ -237,6 +249,7 @@ export async function releaseHome(options: HomeReleaseOptions): Promise<HomeRele
       await lock.giveBack()
     }
   }
+  if (done.kind === 'no-room') return done
   return {
     ...readBackAgain(done.release, done.checked, mode),
     ...(lock.tookOverFrom === undefined ? {} : { tookOverFrom: lock.tookOverFrom }),
@@ -340,16 +353,29 @@ function writing(options: HomeReleaseOptions): RunWrites & { close(): Promise<vo
     }
     projectionCache = moved
   }
+  // A removal's originals replaced since the last look. Once a look after its rename finds no DSH,
+  // nothing can still write an original (DSH opens a log by path): it goes, unless it grew, so that
+  // a removal never holds a second copy of the whole home.
+  const awaitingLook: Replacement[] = []
+  const letGo = async (originals: readonly Replacement[]) => {
+    // One that grew is the end's to report.
+    for (const { kept, readSize } of originals) if ((await fs.stat(kept)).size === readSize) await fs.rm(kept)
+  }
   let stoppedBy: DshRefusal | undefined
   // Looked for again before every replacement: a DSH started meanwhile stops the run there.
   const beforeReplace = async () => {
     // A look that stopped the run stops the logs released beside it too.
     if (stoppedBy !== undefined) return false
+    const due = awaitingLook.splice(0)
     const decision = dshDecision(await options.lookForDsh(home), options.dshStopped)
     stoppedBy ??= decision
     if (stoppedBy !== undefined) return false
+    await letGo(due)
     if (mode.keepsOriginals) await setCheckpointsAside()
     return true
+  }
+  const replaced = (replacement: Replacement) => {
+    if (!mode.keepsOriginals) awaitingLook.push(replacement)
   }
   return {
     async removeLeftovers(temps) {
@@ -374,7 +400,7 @@ function writing(options: HomeReleaseOptions): RunWrites & { close(): Promise<vo
         await fs.rm(hold)
       }
     },
-    logWrite: (log) => ({ keep: { path: join(folder, relative(home, log)), record }, beforeReplace }),
+    logWrite: (log) => ({ keep: { path: join(folder, relative(home, log)), record }, beforeReplace, replaced }),
     get stoppedBy() {
       return stoppedBy
     },
@@ -416,9 +442,21 @@ async function settled(tasks: readonly Promise<void>[]): Promise<void> {
 async function releaseLogs(
   options: HomeReleaseOptions,
   writes: RunWrites,
-): Promise<{ release: HomeRelease; checked: Map<string, ReadBack> }> {
+): Promise<{ kind: 'done'; release: HomeRelease; checked: Map<string, ReadBack> } | NoRoom> {
   const { home, mode, fs } = options
   const { logs, temps, holds } = await findSessionLogs(home, fs, options.session)
+  // Before anything is written: a run that would fill the disk says so now, not log by log.
+  const sizes = await Promise.all(
+    logs.map((log) =>
+      fs.stat(log).then(
+        (stats) => stats.size,
+        () => 0,
+      ),
+    ),
+  )
+  const needed = roomNeeded(sizes, mode.keepsOriginals, LOGS_AT_ONCE)
+  const disk = await fs.statfs(home)
+  if (disk.bavail * disk.bsize < needed) return { kind: 'no-room', needed, free: disk.bavail * disk.bsize }
   await writes.removeLeftovers(temps)
   const earlier = await readEarlierRuns(fs, home)
   await writes.finishHolds(holds, earlier)
@@ -474,7 +512,12 @@ async function releaseLogs(
   for (const [index, replacement] of replaced) {
     if ((await stateNow(fs, replacement)).kind === 'whole') continue
     const { path, sessionId } = files[index]!
-    files[index] = { path, sessionId, status: 'written-meanwhile', original: replacement.kept }
+    // A removal may have let the original go: what DSH wrote is then in the log.
+    const kept = await fs.stat(replacement.kept).then(
+      () => ({ original: replacement.kept }),
+      () => ({}),
+    )
+    files[index] = { path, sessionId, status: 'written-meanwhile', ...kept }
   }
   options.progress?.(finished, logs.length, undefined)
   const clean =
@@ -502,5 +545,5 @@ async function releaseLogs(
     ...(projectionCache === undefined ? {} : { projectionCache }),
     ...(stoppedBy === undefined ? {} : { stoppedBy }),
   }
-  return { release, checked }
+  return { kind: 'done', release, checked }
 }

@@ -167,6 +167,13 @@ export async function releaseLog(
   // Found by its content, a replacement is never cut: only one a DSH wrote to needs mending.
   if (before === undefined || before.state.kind !== 'appended') return releaseFile(log, options)
   const { run, replacement, state } = before
+  // An original a removal let go once nothing could write it: a removal keeps the numbering, so
+  // the log holds every event. (An upgrade's original gone is left below: nothing to rebuild from.)
+  const keptGone = await options.fs.stat(replacement.kept).then(
+    () => false,
+    () => true,
+  )
+  if (run.journal?.mode === 'removal' && keptGone) return releaseFile(log, options)
   const left = (reason: string): FileRelease => ({
     outcome: {
       path: log,

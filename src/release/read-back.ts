@@ -4,6 +4,7 @@
  * last act, where a log changed since. A log DSH would not open becomes `FAILED`.
  * @module dsh-plugin-loop/release/read-back
  */
+import { existsSync } from 'node:fs'
 import { fileStamp, whyUnopenable } from './check-log.ts'
 import type { HomeRelease } from './home.ts'
 import type { ReleaseMode } from './modes.ts'
@@ -64,8 +65,11 @@ export function readBackAgain(
     if (then === undefined || file.status === 'written-meanwhile' || fileStamp(file.path) === then.stamp) return file
     const reason = whyUnopenable(file.path, mode.loopRows, file.path.endsWith('.zstd'))
     if (reason === undefined) return file
-    // A clean removal has deleted its originals by now.
-    const original = release.backupFolder === undefined ? undefined : then.original
+    // A clean removal has deleted its originals by now; any removal may have let one go earlier.
+    const original =
+      release.backupFolder === undefined || then.original === undefined || !existsSync(then.original)
+        ? undefined
+        : then.original
     return unopenable(
       file,
       `it changed after the release read it back (a DSH the looks did not see): ${reason}`,

@@ -53,7 +53,11 @@ export type FileOutcome = {
       readonly unreadableLoops?: string
     }
   | { readonly status: 'left'; readonly reason: string }
-  | { readonly status: 'written-meanwhile'; readonly original: string }
+  | {
+      readonly status: 'written-meanwhile'
+      /** The original, with what a DSH wrote to it; none when a removal had let it go (the log holds what DSH wrote). */
+      readonly original?: string
+    }
   | { readonly status: 'unopenable'; readonly reason: string; readonly original?: string }
 )
 
@@ -83,6 +87,8 @@ export interface ReleaseWrite {
    * and says whether to go on: `false` stops the run, the log left as it was.
    */
   readonly beforeReplace?: () => Promise<boolean>
+  /** Told once the log is replaced and its original, checked after the rename, holds only what was read. */
+  readonly replaced?: (replacement: Replacement) => void
 }
 
 /** What releasing one log did: its outcome, and the journal's line when it was replaced; or that the run stops here. */
@@ -388,6 +394,7 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
         replacement: replacement!,
       }
     }
+    if (replacement !== undefined) write?.replaced?.(replacement)
     return {
       outcome: { ...outcome, ...(backup === undefined ? {} : { backup }) },
       ...(replacement === undefined ? {} : { replacement }),

@@ -9,7 +9,18 @@ import type { FileHandle } from 'node:fs/promises'
 /** The file system calls a release makes. */
 export type ReleaseFs = Pick<
   typeof fsPromises,
-  'open' | 'stat' | 'lstat' | 'readdir' | 'readFile' | 'realpath' | 'rename' | 'link' | 'copyFile' | 'mkdir' | 'rm'
+  | 'open'
+  | 'stat'
+  | 'lstat'
+  | 'statfs'
+  | 'readdir'
+  | 'readFile'
+  | 'realpath'
+  | 'rename'
+  | 'link'
+  | 'copyFile'
+  | 'mkdir'
+  | 'rm'
 >
 
 /**

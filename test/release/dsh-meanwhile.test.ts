@@ -103,12 +103,16 @@ describe('a DSH that starts while the release runs', () => {
       fs,
       lookForDsh: async () => ({ kind: 'looked', running: seen && dsh !== undefined ? [STARTED] : [] }),
     })
+    // Logs go several at once: the fork may be replaced after the looped log, and a look that sees the DSH stops it.
+    const forkReleased = first.files.some((file) => file.sessionId === 'session-fork')
     expect(first.files.map((file) => [file.sessionId, file.status])).toEqual([
-      ['session-fork', 'released'],
+      ...(forkReleased ? [['session-fork', 'released']] : []),
       ['session-looped', 'written-meanwhile'],
       ['session-plain', 'no-loops'],
     ])
-    const written = first.files[1]!
+    expect(first.untouched).toEqual(forkReleased ? [] : [logOf(home, 'session-fork')])
+    if (!forkReleased) expect(seen).toBe(true)
+    const written = first.files.find((file) => file.sessionId === 'session-looped')!
     const original = written.status === 'written-meanwhile' ? written.original : undefined
     expect(original).toBe(join(first.backupFolder!, relative(home, log)))
     expect(first.stoppedBy).toEqual(seen ? { kind: 'dsh-running', running: [STARTED] } : undefined)
@@ -130,7 +134,7 @@ describe('a DSH that starts while the release runs', () => {
 
     const rerun = await releaseDone(home, { mode, startedAt: new Date(1) })
     expect(rerun.files.map((file) => [file.sessionId, file.status])).toEqual([
-      ['session-fork', mode === 'removal' ? 'already-released' : 'no-loops'],
+      ['session-fork', !forkReleased ? 'released' : mode === 'removal' ? 'already-released' : 'no-loops'],
       ['session-looped', 'released'],
       ['session-plain', 'no-loops'],
     ])
@@ -253,6 +257,48 @@ describe('logs released at once', () => {
     expect(readFileSync(paths[1]!, 'utf8')).toBe(logs.b)
     expect(readdirSync(dirname(paths[0]!))).toEqual(['session.jsonl'])
     expect(existsSync(join(home, 'loop-release.lock'))).toBe(false)
+  })
+
+  it('lets a removal original go once a later look finds no DSH: a removal never holds the whole home twice', async () => {
+    const ids = Array.from({ length: 12 }, (_, index) => `s${index}`)
+    const { home, paths } = plainHome(Object.fromEntries(ids.map((id) => [id, plainLog(id, 6, 3)])))
+    const folder = join(home, 'loop-release-backup', '1970-01-01T00-00-00-000Z')
+    const originals = () => paths.filter((path) => existsSync(join(folder, relative(home, path))))
+    const held: number[] = []
+    let looks = 0
+    let grown: string | undefined
+    const lookForDsh = async () => {
+      held.push(originals().length)
+      // An unseen DSH appends to the first original held at a look: that one stays.
+      if (grown === undefined && originals().length > 0) {
+        grown = originals()[0]!
+        appendFileSync(join(folder, relative(home, grown)), `${commandRow(6, 'dsh-early')}\n`)
+      }
+      // At the last look, a DSH appends to a log whose original has gone.
+      if ((looks += 1) === 1 + ids.length + 1) {
+        const [gone] = paths.filter((path) => !originals().includes(path))
+        appendFileSync(gone!, `${commandRow(6, 'dsh-late')}\n`)
+      }
+      return { kind: 'looked', running: [] } as const
+    }
+    const release = await releaseDone(home, { lookForDsh })
+    // Each of the four logs at once is replaced between two of its looks: a look finds at most two
+    // looks' worth of originals held (one due, one since), and the one that grew.
+    expect(Math.max(...held)).toBeLessThanOrEqual(2 * 4 + 1)
+    expect(held.at(-1)).toBeLessThan(ids.length)
+    const written = release.files.filter((file) => file.status === 'written-meanwhile' && file.path !== grown)
+    expect(written).toEqual([{ path: written[0]!.path, sessionId: written[0]!.sessionId, status: 'written-meanwhile' }])
+    expect(release.files.find((file) => file.path === grown)).toMatchObject({
+      status: 'written-meanwhile',
+      original: join(folder, relative(home, grown!)),
+    })
+    expect(reportOf(release)).toContain(
+      `WRITTEN   ${written[0]!.sessionId}  ${relative(home, written[0]!.path)}: a DSH wrote to it while the release ran, so it is not released; every event DSH wrote is in it`,
+    )
+    // The rerun finds it released as it is (DSH wrote no loop row): nothing DSH wrote is lost.
+    const rerun = await releaseDone(home, { startedAt: new Date(1) })
+    expect(rerun.files.find((file) => file.path === written[0]!.path)?.status).toBe('already-released')
+    expect(readFileSync(written[0]!.path, 'utf8')).toContain('dsh-late')
   })
 
   it('leaves a log whose journal line fails, and writes the lines of the logs beside it', async () => {

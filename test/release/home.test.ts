@@ -1,9 +1,18 @@
 /** Where a home keeps its session logs, and whether a look for DSH lets a release go on (SPEC.md §13 "Leaving loop"). */
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import * as fsPromises from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { dshDecision, findSessionLogs, sessionFolderName } from '../../src/release/home.ts'
+import { exitCodeOf, formatRefusal } from '../../src/release/cli.ts'
+import {
+  dshDecision,
+  findSessionLogs,
+  releaseHome,
+  sessionFolderName,
+  type HomeRefusal,
+} from '../../src/release/home.ts'
+import { roomNeeded } from '../../src/release/room.ts'
+import { digests, releaseOptions } from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
 
 describe('sessionFolderName', () => {
@@ -88,4 +97,48 @@ describe('dshDecision', () => {
     })
     expect(dshDecision({ kind: 'cannot-look', why: 'no /proc' }, true)).toBeUndefined()
   })
+})
+
+describe('roomNeeded', () => {
+  it('counts every log an upgrade rewrites, and a removal only the largest two looks’ worth', () => {
+    const sizes = [5, 50, 1, 40, 30, 20, 10, 2, 3, 4]
+    expect(roomNeeded(sizes, true, 4)).toBe(165)
+    // Two looks' worth of four logs at once: the eight largest.
+    expect(roomNeeded(sizes, false, 4)).toBe(165 - 1 - 2)
+    expect(roomNeeded(sizes, false, 1)).toBe(50 + 40)
+    expect(roomNeeded([], true, 4)).toBe(0)
+  })
+})
+
+describe('a disk short of room', () => {
+  it.each(['removal', 'upgrade'] as const)(
+    '%s: refuses before writing anything, saying how much it needs and has',
+    async (mode) => {
+      const home = tempDir('loop-room-')
+      const logs = ['a', 'b'].map((id) => {
+        const log = join(home, 'sessions', '--p--', id, 'session.jsonl')
+        mkdirSync(join(home, 'sessions', '--p--', id), { recursive: true })
+        writeFileSync(
+          log,
+          `{"type":"session","version":0,"id":"${id}","createdAt":1,"delegationDepth":0}\n` +
+            '{"type":"loop/change","seq":0,"time":1,"data":{"version":1,"operation":"delete","id":"loop_1"}}\n',
+        )
+        return log
+      })
+      const digest = digests(home)
+      const statfs = (async () => ({ bavail: 1, bsize: 100 })) as unknown as typeof fsPromises.statfs
+      for (const dryRun of [false, true]) {
+        const refusal = await releaseHome(releaseOptions(home, { mode, dryRun, fs: { ...fsPromises, statfs } }))
+        const needed = logs.length * statSync(logs[0]!).size
+        expect(refusal).toEqual({ kind: 'no-room', needed, free: 100 })
+        expect(exitCodeOf(refusal)).toBe(2)
+        expect(formatRefusal(refusal as HomeRefusal)).toBe(
+          `the release may need ${(needed / 1e6).toFixed(1)} MB free on the home's disk (each log is written anew before its original goes; an upgrade keeps every original), and it has 0.0 MB: free some room, or release one session at a time with --session ID, then run it again. Nothing was written.`,
+        )
+        // Nothing written: no lock, no folder of originals, every log as it was.
+        expect(readdirSync(home)).toEqual(['sessions'])
+        expect(digests(home)).toEqual(digest)
+      }
+    },
+  )
 })

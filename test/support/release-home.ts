@@ -219,6 +219,7 @@ export function gatedFs(
     'open',
     'stat',
     'lstat',
+    'statfs',
     'readdir',
     'readFile',
     'realpath',
