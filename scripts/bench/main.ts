@@ -18,7 +18,8 @@ import { GROWTH_SIZES, type GrowthResult } from './growth.ts'
 import { latenessScenarios, type LatenessResult } from './lateness.ts'
 import type { MemoryResult } from './memory.ts'
 import type { HomeResult, ReleaseResult } from './release.ts'
-import { renderReport, type BenchResults, type RunContext } from './report.ts'
+import { renderReport, undecided, type BenchResults, type RunContext } from './report.ts'
+import { untilDecided } from './rounds.ts'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const PROJECT = resolve(HERE, '..', '..')
@@ -94,6 +95,23 @@ async function step<T>(label: string, body: () => Promise<T>): Promise<T> {
 
 const job = <T>(name: string, options: object, label = name) => step(label, () => spawnJob<T>(name, options))
 
+/** Rounds of a section's repeats at most: one more, then another, while a row cannot tell (a quick run: one). */
+const ROUNDS = quick ? 1 : 3
+
+/** A section measured in rounds until its rows decide ({@link untilDecided}), its samples joined by `merge`. */
+const decided = <K extends keyof BenchResults>(
+  key: K,
+  measure: () => Promise<NonNullable<BenchResults[K]>>,
+  merge: (earlier: NonNullable<BenchResults[K]>, later: NonNullable<BenchResults[K]>) => NonNullable<BenchResults[K]>,
+) =>
+  untilDecided(
+    measure,
+    merge,
+    (result) => undecided({ [key]: result }),
+    ROUNDS,
+    (round) => console.log(`[bench] ${key}: a row cannot tell yet, so round ${round} of at most ${ROUNDS}`),
+  )
+
 const started = performance.now()
 const loadBefore = loadavg()
 let growth: GrowthResult | undefined
@@ -103,58 +121,111 @@ try {
     growth = await job<GrowthResult>('growth', quick ? GROWTH_SIZES.quick : GROWTH_SIZES.full)
     results.growth = growth
   }
-  if (wants('append')) {
-    const append: AppendPoint[][] = []
-    for (let run = 1; run <= REPEATS.append; run += 1) {
-      const options = { firstAt: 1_000, snapshots: growth!.snapshots, blocks: REPEATS.appendBlocks }
-      const label = `append, both sides interleaved (${run} of ${REPEATS.append})`
-      append.push(await job<AppendPoint[]>('append', options, label))
-    }
-    results.append = append
-  }
+  if (wants('append'))
+    results.append = await decided(
+      'append',
+      async () => {
+        const append: AppendPoint[][] = []
+        for (let run = 1; run <= REPEATS.append; run += 1) {
+          const options = { firstAt: 1_000, snapshots: growth!.snapshots, blocks: REPEATS.appendBlocks }
+          const label = `append, both sides interleaved (${run} of ${REPEATS.append})`
+          append.push(await job<AppendPoint[]>('append', options, label))
+        }
+        return append
+      },
+      (earlier, later) => [...earlier, ...later],
+    )
   if (wants('dsh-open')) {
     const rig = await step('dsh web homes for row 6 (pack, plugin add)', prepareDshOpen)
     try {
-      const pairs: { with: DshOpen; without: DshOpen }[] = []
       const largest = growth!.snapshots.at(-1)!
-      for (let pair = 1; pair <= REPEATS.dshOpen; pair += 1) {
-        // Alternated: which side's requests go out first.
-        const first = pair % 2 === 1 ? 'with' : 'without'
-        const label = `dsh web open pair ${pair} of ${REPEATS.dshOpen}`
-        const result = await step(label, () => dshOpenPair(rig, largest, first))
-        console.log(`  with the plugin ${result.with.cpu} ms CPU, host alone ${result.without.cpu} ms CPU`)
-        pairs.push(result)
-      }
-      results.dshOpen = pairs
+      results.dshOpen = await decided(
+        'dshOpen',
+        async () => {
+          const pairs: { with: DshOpen; without: DshOpen }[] = []
+          for (let pair = 1; pair <= REPEATS.dshOpen; pair += 1) {
+            // Alternated: which side's requests go out first.
+            const first = pair % 2 === 1 ? 'with' : 'without'
+            const label = `dsh web open pair ${pair} of ${REPEATS.dshOpen}`
+            const result = await step(label, () => dshOpenPair(rig, largest, first))
+            console.log(`  with the plugin ${result.with.cpu} ms CPU, host alone ${result.without.cpu} ms CPU`)
+            pairs.push(result)
+          }
+          return pairs
+        },
+        (earlier, later) => [...earlier, ...later],
+      )
     } finally {
       await rig.close()
     }
   }
-  if (wants('lateness')) {
-    const lateness: LatenessResult[] = []
-    const scenarios = latenessScenarios(quick)
-    for (let round = 0; round < REPEATS.lateness; round += 1) {
-      // Rotated, so drift in the machine's state does not always land on the same scenario.
-      for (let turn = 0; turn < scenarios.length; turn += 1) {
-        const scenario = scenarios[(round + turn) % scenarios.length]!
-        const label = `lateness: ${scenario.label} (${round + 1} of ${REPEATS.lateness})`
-        lateness.push(await job<LatenessResult>('lateness', scenario, label))
-      }
-    }
-    results.lateness = lateness
-  }
+  if (wants('lateness'))
+    results.lateness = await decided(
+      'lateness',
+      async () => {
+        const lateness: LatenessResult[] = []
+        const scenarios = latenessScenarios(quick)
+        for (let round = 0; round < REPEATS.lateness; round += 1) {
+          // Rotated, so drift in the machine's state does not always land on the same scenario.
+          for (let turn = 0; turn < scenarios.length; turn += 1) {
+            const scenario = scenarios[(round + turn) % scenarios.length]!
+            const label = `lateness: ${scenario.label} (${round + 1} of ${REPEATS.lateness})`
+            lateness.push(await job<LatenessResult>('lateness', scenario, label))
+          }
+        }
+        return lateness
+      },
+      (earlier, later) => [...earlier, ...later],
+    )
   if (wants('memory')) {
     const options = { activeLoops: 1_000, cycles: quick ? 20_000 : 100_000, trials: REPEATS.memoryTrials }
-    results.memory = await job<MemoryResult>('memory', options)
+    results.memory = await decided(
+      'memory',
+      () => job<MemoryResult>('memory', options),
+      // The growth over every cycle is one measurement: the first round's.
+      (earlier, later) => ({
+        ...earlier,
+        perLoopBeyondRecord: [...earlier.perLoopBeyondRecord, ...later.perLoopBeyondRecord],
+      }),
+    )
   }
-  if (wants('dock')) results.dock = await job<DockResult>('dock', { projectRoot: PROJECT })
+  if (wants('dock'))
+    results.dock = await decided(
+      'dock',
+      () => job<DockResult>('dock', { projectRoot: PROJECT }),
+      (earlier, later) => ({
+        layouts: earlier.layouts.map((layout, index) => ({
+          label: layout.label,
+          repaints: [...layout.repaints, ...later.layouts[index]!.repaints],
+        })),
+        // Anything either round left running counts.
+        left: {
+          intervals: earlier.left.intervals + later.left.intervals,
+          timeouts: earlier.left.timeouts + later.left.timeouts,
+          frames: earlier.left.frames + later.left.frames,
+          documentListeners: earlier.left.documentListeners + later.left.documentListeners,
+        },
+      }),
+    )
   if (wants('release')) {
     const options = { sizes: quick ? [10_000, 100_000] : [100_000, 1_000_000], repeats: REPEATS.release }
-    results.release = await job<ReleaseResult>('release', options)
+    results.release = await decided(
+      'release',
+      () => job<ReleaseResult>('release', options),
+      (earlier, later) => ({
+        logs: earlier.logs,
+        runs: [...earlier.runs, ...later.runs],
+        capped: [...earlier.capped, ...later.capped],
+      }),
+    )
   }
   if (wants('home')) {
     const options = { sessions: quick ? 200 : 2_000, logBytes: 75_000, repeats: REPEATS.home }
-    results.home = await job<HomeResult>('home', options)
+    results.home = await decided(
+      'home',
+      () => job<HomeResult>('home', options),
+      (earlier, later) => ({ ...earlier, runs: [...earlier.runs, ...later.runs] }),
+    )
   }
   const cpu = cpus()
   const command = `pnpm run bench${quick || only ? ' --' : ''}${quick ? ' --quick' : ''}${only ? ` --only ${only.join(',')}` : ''}`

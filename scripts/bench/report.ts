@@ -388,9 +388,10 @@ has); only the model boundary is fake (\`agent.send\` records and returns). Ever
 in the same run, most in the same process; absolute times are never judged. A target is judged on the median of independent
 repeats through its distribution-free confidence interval (order statistics, as Go's benchstat: for n repeats the k-th
 smallest to the k-th largest, k the largest whose binomial coverage is at least 95%; with too few repeats for 95%, min to
-max and the coverage it has, stated): met when the whole interval meets the target, not met when none of it does, else the
-run cannot tell. Min – max and the count are context. Rows are not yet repeated until decided: a row that cannot tell is
-reported so.
+max and the coverage it has, stated): met when the whole interval meets the target, not met when none of it does, else
+undecided. A section with an undecided row is measured again, its repeats run once more and added to the ones it has, up
+to three rounds in all (\`scripts/bench/rounds.ts\`); a row still undecided then says the run cannot tell. Min – max and
+the count are context.
 Verdicts hold only on an otherwise idle machine (compare the load averages above).
 
 - **Append (1)**: each process holds a host with the plugin and one without. They append the same ten-event cycles (a
@@ -455,9 +456,9 @@ A quick run (\`--quick\`) has smaller sizes, shorter windows and fewer repeats; 
 reach is not judged.
 `
 
-/** The whole of BENCHMARKS.md for one run's results. */
-export function renderReport(context: RunContext, results: BenchResults): string {
-  const rows = [
+/** The table's rows from the results at hand. */
+function rowsOf(results: BenchResults): Row[] {
+  return [
     ...(results.append ? appendRows(results.append) : []),
     ...(results.growth ? driveRows(results.growth) : []),
     ...(results.lateness ? latenessRows(results.lateness) : []),
@@ -467,6 +468,20 @@ export function renderReport(context: RunContext, results: BenchResults): string
     ...(results.release ? releaseRows(results.release) : []),
     ...(results.home ? homeRows(results.home) : []),
   ]
+}
+
+/**
+ * Whether any row of these results cannot tell yet: its median's interval straddles the target.
+ * @param results - one job's results (or more).
+ * @returns true when another round of repeats is wanted.
+ */
+export function undecided(results: BenchResults): boolean {
+  return rowsOf(results).some((row) => row.status === 'cannot tell')
+}
+
+/** The whole of BENCHMARKS.md for one run's results. */
+export function renderReport(context: RunContext, results: BenchResults): string {
+  const rows = rowsOf(results)
   const judged = rows.filter((row) => row.status === 'met' || row.status === 'not met' || row.status === 'cannot tell')
   const met = judged.filter((row) => row.status === 'met').length
   const untold = judged.filter((row) => row.status === 'cannot tell').length
