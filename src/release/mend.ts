@@ -135,8 +135,10 @@ async function seqAfterLast(handle: FileHandle, compressed: boolean, to: number)
  */
 async function readJoins(fs: ReleaseFs, log: string, compressed: boolean, replacement: Replacement): Promise<Joins> {
   const kept = await fs.open(replacement.kept, 'r')
-  const current = await fs.open(log, 'r')
+  // Opened inside: a log that cannot be opened must not leave the kept original's handle open.
+  let current: FileHandle | undefined
   try {
+    current = await fs.open(log, 'r')
     const keptNext = await seqAfterLast(kept, compressed, Number.POSITIVE_INFINITY)
     const writtenNext = await seqAfterLast(current, compressed, replacement.size)
     let tailFirst: number | undefined
@@ -146,7 +148,7 @@ async function readJoins(fs: ReleaseFs, log: string, compressed: boolean, replac
     }
     return { keptNext, writtenNext, tailFirst }
   } finally {
-    await Promise.all([kept.close(), current.close()])
+    await Promise.all([kept.close(), current?.close()])
   }
 }
 

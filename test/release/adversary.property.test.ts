@@ -21,7 +21,8 @@ import { gatedFs, releaseDone, releaseOptions } from '../support/release-home.ts
 import { tempDir } from '../../harness/temp-dir.ts'
 
 /** The sessions of the home, each a plain log of 10 events, every fourth a loop record. */
-const SESSIONS = ['a', 'b'] as const
+/** More than the release takes at once, so that logs wait for a worker and a removal lets originals go mid-run. */
+const SESSIONS = ['a', 'b', 'c', 'd', 'e', 'f'] as const
 
 /** A pid no process has: a killed run's, whose lock the next run takes over. */
 const KILLED_PID = 2 ** 22 + 23
@@ -43,7 +44,7 @@ function logText(id: string): string {
 /** What the adversary does in one run, by the index of the file-system call it acts before. */
 interface RunPlan {
   readonly mode: ReleaseModeName
-  /** Before these calls, a DSH appends a row to the log of `SESSIONS[index % 2]`. */
+  /** Before these calls, a DSH appends a row to the log of `SESSIONS[index % SESSIONS.length]`. */
   readonly appendAt: readonly number[]
   /** From this call on, the folder of originals is on another device: a hard link into it fails. */
   readonly linksFailFrom: number
@@ -55,9 +56,9 @@ interface RunPlan {
 
 const plan = fc.record({
   mode: fc.constantFrom<ReleaseModeName>('removal', 'upgrade'),
-  appendAt: fc.uniqueArray(fc.integer({ min: 0, max: 140 }), { maxLength: 4 }),
-  linksFailFrom: fc.integer({ min: 0, max: 300 }),
-  killAt: fc.option(fc.integer({ min: 0, max: 140 }), { nil: undefined }),
+  appendAt: fc.uniqueArray(fc.integer({ min: 0, max: 420 }), { maxLength: 6 }),
+  linksFailFrom: fc.integer({ min: 0, max: 900 }),
+  killAt: fc.option(fc.integer({ min: 0, max: 420 }), { nil: undefined }),
   moveAfter: fc.boolean(),
 })
 
@@ -118,7 +119,7 @@ async function runUnder(home: string, step: RunPlan, started: number, append: (i
         killed()
         return new Promise<void>(() => {})
       }
-      for (const [index, at] of step.appendAt.entries()) if (at === call) append(SESSIONS[index % 2]!)
+      for (const [index, at] of step.appendAt.entries()) if (at === call) append(SESSIONS[index % SESSIONS.length]!)
       if (name === 'fs.link' && call >= step.linksFailFrom && String(args[1]).includes('loop-release-backup'))
         throw Object.assign(new Error('EXDEV: simulated'), { code: 'EXDEV' })
     },

@@ -531,6 +531,22 @@ describe('a log an earlier release replaced', () => {
     ])
   })
 
+  it('is left, every handle closed, when it cannot be opened to read its joins', async () => {
+    const { home, log, kept } = await releasedOnce('upgrade')
+    appendFileSync(log, `${commandRow(9, 'new')}\n`)
+    const opened: FileHandle[] = []
+    let keptOpen = false
+    // The log's open right after its kept original's (reading the joins) fails, as with no descriptors left.
+    const fs = gatedFs((step, args) => {
+      if (step !== 'fs.open') return
+      if (keptOpen && args[0] === log) throw Object.assign(new Error('EMFILE: simulated'), { code: 'EMFILE' })
+      keptOpen = args[0] === kept
+    }, opened)
+    const release = await releaseDone(home, { mode: 'upgrade', fs, startedAt: new Date(1) })
+    expect(release.files).toMatchObject([{ status: 'left', reason: expect.stringContaining('EMFILE: simulated') }])
+    expect(opened.map((handle) => handle.fd)).toEqual(opened.map(() => -1))
+  })
+
   it('with CRLF rows is rebuilt across its joins', async () => {
     const { home, paths } = plainHome({ s: plainLog('s', 8, 4).replaceAll('\n', '\r\n') })
     const [log] = paths as [string]
