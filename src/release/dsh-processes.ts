@@ -392,6 +392,24 @@ export const SYSTEM_PROCESSES: ProcessSource = {
 /** Looks for DSH processes on a home; each look after the first reads only the processes that are new. */
 export type DshLookout = (home: string) => Promise<DshLook>
 
+/** Why a look for DSH keeps the release from going on. */
+export type DshRefusal =
+  | { readonly kind: 'dsh-running'; readonly running: readonly DshProcess[] }
+  | { readonly kind: 'cannot-look'; readonly why: string }
+
+/**
+ * Whether a look for DSH lets the release go on: no DSH process on the home, and (unless the
+ * user says DSH is stopped) none whose home cannot be read, and a system that could be looked at.
+ * @param look - what the look found.
+ * @param dshStopped - the user says DSH is stopped on this home.
+ * @returns `undefined` to go on, else the refusal.
+ */
+export function dshDecision(look: DshLook, dshStopped: boolean): DshRefusal | undefined {
+  if (look.kind === 'cannot-look') return dshStopped ? undefined : look
+  const running = dshStopped ? look.running.filter((dsh) => dsh.home !== undefined) : look.running
+  return running.length === 0 ? undefined : { kind: 'dsh-running', running }
+}
+
 /**
  * Start looking for DSH processes: one lookout per run, which remembers the processes it read.
  * @param source - where to look.

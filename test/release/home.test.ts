@@ -4,13 +4,8 @@ import * as fsPromises from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { exitCodeOf, formatRefusal } from '../../src/release/cli.ts'
-import {
-  dshDecision,
-  findSessionLogs,
-  releaseHome,
-  sessionFolderName,
-  type HomeRefusal,
-} from '../../src/release/home.ts'
+import { dshDecision } from '../../src/release/dsh-processes.ts'
+import { findSessionLogs, releaseHome, sessionFolderName, type HomeRefusal } from '../../src/release/home.ts'
 import { roomNeeded } from '../../src/release/room.ts'
 import { digests, releaseOptions } from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
