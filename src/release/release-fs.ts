@@ -103,7 +103,8 @@ export async function syncedCopy(
 ): Promise<void> {
   const copy = await fs.open(to, flags)
   try {
-    for await (const chunk of readChunks(from, start, end)) await copy.write(chunk)
+    // `writeFile` writes at the copy's position until every byte is written; `write` may stop short.
+    for await (const chunk of readChunks(from, start, end)) await copy.writeFile(chunk)
     await copy.sync()
   } finally {
     await copy.close()

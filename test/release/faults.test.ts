@@ -12,6 +12,7 @@ import { LOCK_FILE } from '../../src/release/home-lock.ts'
 import { releaseHome } from '../../src/release/home.ts'
 import { PROJECTION_CACHE } from '../../src/release/run-writes.ts'
 import { RELEASE_MODES, type ReleaseModeName } from '../../src/release/modes.ts'
+import { syncedCopy, type ReleaseFs } from '../../src/release/release-fs.ts'
 import { useHosts } from '../support/host.ts'
 import { gatedFs, releaseDone, releaseOptions, releasedFile, reportOf, useLoopedLog } from '../support/release-home.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
@@ -273,5 +274,33 @@ describe('bad logs among good ones', () => {
       reason: 'row 2 holds bytes that are not UTF-8',
     })
     expect([torn, notJson, later, plainTorn, notZstd].map((path) => readFileSync(path))).toEqual(snapshot)
+  })
+})
+
+describe('a write the system cuts short', () => {
+  it('still leaves a whole copy: a kept original is written until every byte is', async () => {
+    const folder = tempDir('loop-short-write-')
+    const source = join(folder, 'original')
+    writeFileSync(source, Buffer.alloc(300_000, 'x'))
+    // A file system whose write() takes only the first half of what it is given, as one near full may.
+    const halving: ReleaseFs = {
+      ...fsPromises,
+      open: (async (path: string, flags: string) => {
+        const handle = await fsPromises.open(path, flags)
+        return new Proxy(handle, {
+          get: (target, key) =>
+            key === 'write'
+              ? (bytes: Buffer) => target.write(bytes.subarray(0, bytes.length >> 1))
+              : (Reflect.get(target, key) as unknown),
+        })
+      }) as typeof fsPromises.open,
+    }
+    const from = await fsPromises.open(source, 'r')
+    try {
+      await syncedCopy(halving, from, join(folder, 'copy'), 'wx')
+    } finally {
+      await from.close()
+    }
+    expect(readFileSync(join(folder, 'copy')).equals(readFileSync(source))).toBe(true)
   })
 })
