@@ -96,7 +96,7 @@ else if (side.startsWith('home-')) {
   const outcome = release.kind === 'done' ? release.files[0] : undefined
   if (outcome?.status !== 'released')
     throw new Error(`the ${side} release did not release the log: ${JSON.stringify(release)}`)
-  rows = outcome.tally.written
+  rows = outcome.tally.loopRows
 }
 const ms = performance.now() - started
 process.stdout.write(JSON.stringify({ ms, maxRssBytes: process.resourceUsage().maxRSS * 1024, rows }))

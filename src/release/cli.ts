@@ -11,8 +11,8 @@ import { parseArgs } from 'node:util'
 import { dshHomeOf, type DshLookout } from './dsh-processes.ts'
 import { releaseHome, type HomeRefusal, type HomeRelease } from './home.ts'
 import { PROJECTION_CACHE } from './run-writes.ts'
-import { RELEASE_MODES, type ReleaseMode, type Tense } from './modes.ts'
-import type { FileOutcome, RemovedLoop } from './release-file.ts'
+import { RELEASE_MODES, type ReleaseMode, type RemovedLoop, type Tense } from './modes.ts'
+import type { FileOutcome } from './release-file.ts'
 import { errorCode } from './release-fs.ts'
 
 /** What `dsh-plugin-loop --help` prints. */
@@ -137,26 +137,26 @@ function describeFile(file: FileOutcome, { home, mode, words, keepsOriginals }: 
   const session = file.sessionId ?? '(no header)'
   switch (file.status) {
     case 'left':
-      return `LEFT      ${session}  ${where}: ${file.reason}; the file is as it was`
+      return `LEFT      ${session}  ${where}: ${file.reason}; ${file.replaced === true ? 'this came after the log was replaced: run the release again to check it' : 'the file is as it was'}`
     case 'written-meanwhile':
       return `WRITTEN   ${session}  ${where}: a DSH wrote to it while the release ran, so it is not released; ${file.original === undefined ? 'every event DSH wrote is in it' : `its original, with every event DSH wrote to it, is ${relative(home, file.original)}`}`
     case 'unopenable':
       return `FAILED    ${session}  ${where}: read back after the release, DSH would not open it: ${file.reason}; ${file.original === undefined ? 'no original of it is kept' : `its original is ${relative(home, file.original)}`}`
     case 'released': {
-      const { backup, rebuiltFrom } = file
+      const { original, rebuiltFrom } = file
       // A clean removal kept no original: only a kept folder is named.
       const kept =
-        backup === undefined || !keepsOriginals
+        original === undefined || !keepsOriginals
           ? ''
-          : `; the original is ${relative(home, backup.path)}${backup.kind === 'copy' ? ' (a copy: no hard link could be made there)' : ''}`
+          : `; the original is ${relative(home, original)}${file.copied === true ? ' (a copy: no hard link could be made there)' : ''}`
       const rebuilt =
         rebuiltFrom === undefined
           ? ''
           : ` (rebuilt from ${relative(home, rebuiltFrom)} and the rows a DSH wrote after an earlier release)`
-      return `released  ${session}  ${where}: ${mode.describe(file.tally, words)}${rebuilt}${kept}`
+      return `released  ${session}  ${where}: ${mode.describe(file, words)}${rebuilt}${kept}`
     }
     case 'already-released':
-      return `already   ${session}  ${where}: all ${file.tally.alreadyMarked} loop/change rows already marked; nothing written`
+      return `already   ${session}  ${where}: ${mode.describe(file, words)}`
     case 'no-loops':
       return `no loops  ${session}  ${where}: no loop/change rows; nothing written`
     case 'later-format':
@@ -231,7 +231,7 @@ export function formatReport(
   const context = { home: release.home, mode, words, keepsOriginals: release.backupFolder !== undefined }
   const count = (status: FileOutcome['status']) => release.files.filter((file) => file.status === status).length
   let rows = 0
-  for (const file of release.files) if (file.status === 'released') rows += file.tally.written
+  for (const file of release.files) if (file.status === 'released') rows += file.tally.loopRows
   const lines: string[] = []
   if (release.tookOverFrom !== undefined)
     lines.push(

@@ -9,14 +9,9 @@ import { createHash } from 'node:crypto'
 import type { FileHandle } from 'node:fs/promises'
 import { rebuildSource, replacementState, type EarlierRun, type Replacement } from './journal.ts'
 import { readRowHead, seqAfter } from './log-format.ts'
-import { RELEASE_MODES } from './modes.ts'
-import {
-  readBatches,
-  releaseFile,
-  type FileRelease,
-  type ReleaseFileOptions,
-  type RemovedLoop,
-} from './release-file.ts'
+import { RELEASE_MODES, type RemovedLoop } from './modes.ts'
+import { readBatches } from './log-batches.ts'
+import { releaseFile, type FileRelease, type ReleaseFileOptions } from './release-file.ts'
 import { readChunks, type ReleaseFs } from './release-fs.ts'
 
 /** What an earlier replacement of a log is now. */

@@ -7,7 +7,7 @@
  * @module dsh-plugin-loop/release/modes
  */
 import type { LoopRowRule } from './check-log.ts'
-import { EMPTY_LOOP_FOLD, foldLoopChange, type LoopFold } from '../fold.ts'
+import { EMPTY_LOOP_FOLD, foldLoopChange } from '../fold.ts'
 import {
   LogRefusal,
   holdsAt,
@@ -31,10 +31,28 @@ export type ReleaseModeName = 'removal' | 'upgrade'
 export interface Tally {
   /** Rows read after the header (a packed chunk run counts once). */
   readonly rows: number
-  /** `loop/change` rows written: marked ignorable (removal) or removed (upgrade). */
-  readonly written: number
+  /** `loop/change` rows this release changed: marked ignorable (removal) or removed (upgrade). */
+  readonly loopRows: number
   /** Removal: `loop/change` rows an earlier run had marked. */
   readonly alreadyMarked?: number
+}
+
+/** An active loop an upgrade removed: what `/loop <time_in_seconds> <prompt>` recreates. */
+export interface RemovedLoop {
+  readonly id: string
+  readonly time_in_seconds: number
+  readonly prompt: string
+}
+
+/** What a stage found in its log, read to its end. */
+export interface StageResult {
+  /** `released` when a row changed; `already-released` when every loop row was as the release leaves it; else `no-loops`. */
+  readonly status: 'released' | 'already-released' | 'no-loops'
+  readonly tally: Tally
+  /** Upgrade, a log with loop records: the active loops it lost, for the user to recreate. */
+  readonly removedLoops?: readonly RemovedLoop[]
+  /** Upgrade: why its loop records could not be read to name them. */
+  readonly unreadableLoops?: string
 }
 
 /** One pass of a release over one log, created once its header is read: it owns the pass's counts and state. */
@@ -46,10 +64,8 @@ export interface LogStage {
    * @param row - the row's bytes, without its line ending.
    */
   row(row: Buffer): RowEdit
-  /** Counts so far. */
-  readonly tally: Tally
-  /** Upgrade: the fold of the session's own loop records removed so far (a fork's inherited ones not among them). */
-  readonly removedLoops?: LoopFold
+  /** What the pass found, once every row was read. */
+  finish(): StageResult
   /**
    * Whether this pass only counts and `afterCount()` writes: a fork's upgrade, whose header
    * counts inherited rows some of which go.
@@ -65,6 +81,12 @@ export interface Tense {
   readonly passive: string
 }
 
+/** What a report line describes: a log's status (`already-released`, or released) and its counts. */
+interface Described {
+  readonly status: string
+  readonly tally: Tally
+}
+
 /** One release. */
 export interface ReleaseMode {
   readonly name: ReleaseModeName
@@ -78,8 +100,11 @@ export interface ReleaseMode {
    * sets DSH's projection checkpoints aside with them.
    */
   readonly keepsOriginals: boolean
-  /** A released log's line after its path: what was (or, in a dry run, would be) done. */
-  describe(tally: Tally, tense: Tense): string
+  /**
+   * A released (or already released) log's line after its path: what was (or, in a dry run, would be) done.
+   * @param found - its status and counts.
+   */
+  describe(found: Described, tense: Tense): string
   /** What the check of a released log, read back, requires of its loop rows. */
   readonly loopRows: LoopRowRule
 }
@@ -105,7 +130,7 @@ export function markRow(row: Buffer, where: string): RowEdit {
 
 /** The removal's stage: every `loop/change` row marked, in one pass. */
 function removalStage(): LogStage {
-  const tally = { rows: 0, written: 0, alreadyMarked: 0 }
+  const tally = { rows: 0, loopRows: 0, alreadyMarked: 0 }
   const stage: LogStage = {
     headerEdit: undefined,
     row(row) {
@@ -114,10 +139,10 @@ function removalStage(): LogStage {
       if (!isLoopRow(row)) return undefined
       const edit = markRow(row, `row ${tally.rows}`)
       if (edit === undefined) tally.alreadyMarked += 1
-      else tally.written += 1
+      else tally.loopRows += 1
       return edit
     },
-    tally,
+    finish: () => ({ status: statusOf(tally), tally: { ...tally } }),
     countsFirst: false,
     afterCount: () => stage,
   }
@@ -131,7 +156,7 @@ function removalStage(): LogStage {
  * @param seed - a counting pass's renumbering, for the pass that writes a fork.
  */
 function upgradeStage(header: LogHeader, seed?: Renumbering): LogStage {
-  const tally = { rows: 0, written: 0 }
+  const tally = { rows: 0, loopRows: 0 }
   const renumbering = new Renumbering()
   let removedLoops = EMPTY_LOOP_FOLD
   return {
@@ -144,7 +169,7 @@ function upgradeStage(header: LogHeader, seed?: Renumbering): LogStage {
       const head = readRowHead(row, number)
       if (!loopRow) return renumberRow(row, head, renumbering, number)
       renumbering.remove(head.seq)
-      tally.written += 1
+      tally.loopRows += 1
       // The session's own records (a fork's inherited ones are its parent's) say which loops it loses.
       if (header.seedLength === undefined || head.seq >= header.seedLength) {
         let data: unknown
@@ -157,13 +182,22 @@ function upgradeStage(header: LogHeader, seed?: Renumbering): LogStage {
       }
       return { kind: 'drop' }
     },
-    tally,
-    get removedLoops() {
-      return removedLoops
+    finish() {
+      const result = { status: statusOf(tally), tally: { ...tally } }
+      if (tally.loopRows === 0) return result
+      if (removedLoops.corrupt !== undefined) return { ...result, unreadableLoops: removedLoops.corrupt }
+      const loops = removedLoops.loops.map(({ id, time_in_seconds, prompt }) => ({ id, time_in_seconds, prompt }))
+      return { ...result, removedLoops: loops }
     },
     countsFirst: seed === undefined && header.seedLength !== undefined,
     afterCount: () => upgradeStage(header, renumbering),
   }
+}
+
+/** A log's status from its counts. */
+function statusOf(tally: Tally): StageResult['status'] {
+  if (tally.loopRows > 0) return 'released'
+  return (tally.alreadyMarked ?? 0) > 0 ? 'already-released' : 'no-loops'
 }
 
 const removal: ReleaseMode = Object.freeze({
@@ -171,9 +205,11 @@ const removal: ReleaseMode = Object.freeze({
   createStage: removalStage,
   keepsOriginals: false,
   loopRows: 'marked',
-  describe: (tally: Tally, { passive }: Tense) =>
-    `${tally.written} loop/change rows ${passive}marked ignorable` +
-    ((tally.alreadyMarked ?? 0) > 0 ? ` (${tally.alreadyMarked} already were)` : ''),
+  describe: ({ status, tally }: Described, { passive }: Tense) =>
+    status === 'already-released'
+      ? `all ${tally.alreadyMarked} loop/change rows already marked; nothing written`
+      : `${tally.loopRows} loop/change rows ${passive}marked ignorable` +
+        ((tally.alreadyMarked ?? 0) > 0 ? ` (${tally.alreadyMarked} already were)` : ''),
 })
 
 const upgrade: ReleaseMode = Object.freeze({
@@ -181,8 +217,8 @@ const upgrade: ReleaseMode = Object.freeze({
   createStage: (header: LogHeader) => upgradeStage(header),
   keepsOriginals: true,
   loopRows: 'absent',
-  describe: (tally: Tally, { passive }: Tense) =>
-    `${tally.written} loop/change rows ${passive}removed, ${tally.rows - tally.written} rows kept`,
+  describe: ({ tally }: Described, { passive }: Tense) =>
+    `${tally.loopRows} loop/change rows ${passive}removed, ${tally.rows - tally.loopRows} rows kept`,
 })
 
 /** The two releases, by name. */

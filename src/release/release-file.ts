@@ -5,16 +5,16 @@
  * no DSH wrote to the original meanwhile (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/release-file
  */
-import { createHash, randomBytes, type Hash } from 'node:crypto'
 import type { FileHandle } from 'node:fs/promises'
-import { basename, dirname } from 'node:path'
+import { dirname } from 'node:path'
+import { keepOriginal, runFileOf } from './beside-log.ts'
 import { whyUnopenable } from './check-log.ts'
 import type { Replacement } from './journal.ts'
-import { LaterFormat, LogRefusal, cutShort } from './log-format.ts'
-import type { LogStage, ReleaseMode, Tally } from './modes.ts'
-import { READ_CHUNK_BYTES, errorCode, linkImpossible, readChunks, syncedCopy, type ReleaseFs } from './release-fs.ts'
+import { LaterFormat, LogRefusal } from './log-format.ts'
+import type { ReleaseMode, StageResult } from './modes.ts'
+import { errorCode, syncedCopy, type ReleaseFs } from './release-fs.ts'
 import { createRewrite, type LogRewrite } from './rewrite.ts'
-import { decodeFrame, encodeFrame, readFrames } from './zstd-frames.ts'
+import { rewritePass, type Source } from './rewrite-pass.ts'
 
 /** What became of one log. */
 export type FileStatus =
@@ -33,40 +33,44 @@ export type FileStatus =
   /** read back after the run, DSH would not open it: `reason` says why, `original` keeps what this run replaced */
   | 'unopenable'
 
-/** One log's outcome; `tally` counts what was written (a left log has none). */
-export type FileOutcome = {
+/** Which log an outcome is. */
+interface LogNamed {
   /** The log's path, as found under the home. */
   readonly path: string
   /** The session id its header names (absent when the header could not be read). */
   readonly sessionId: string | undefined
-} & (
-  | {
-      readonly status: Exclude<FileStatus, 'left' | 'written-meanwhile' | 'unopenable'>
-      readonly tally: Tally
-      /** Where the original of a log this run replaced is kept, and how. */
-      readonly backup?: { readonly path: string; readonly kind: 'link' | 'copy' }
-      /** The original an earlier run kept, which with the rows a DSH wrote after it made the log this run released. */
-      readonly rebuiltFrom?: string
-      /** Upgrade, a log with loop records: the active loops it lost, for the user to recreate. */
-      readonly removedLoops?: readonly RemovedLoop[]
-      /** Upgrade: why its loop records could not be read to name them. */
-      readonly unreadableLoops?: string
-    }
-  | { readonly status: 'left'; readonly reason: string }
-  | {
-      readonly status: 'written-meanwhile'
-      /** The original, with what a DSH wrote to it; none when a removal had let it go (the log holds what DSH wrote). */
-      readonly original?: string
-    }
-  | { readonly status: 'unopenable'; readonly reason: string; readonly original?: string }
-)
-
-/** An active loop an upgrade removed: what `/loop <time_in_seconds> <prompt>` recreates. */
-export interface RemovedLoop {
-  readonly id: string
-  readonly time_in_seconds: number
-  readonly prompt: string
 }
+
+/** A log read to its end: released (or, in a dry run, to be released), or why nothing was written; `tally` counts what was. */
+type ReadOutcome = LogNamed &
+  Omit<StageResult, 'status'> & {
+    readonly status: Exclude<FileStatus, 'left' | 'written-meanwhile' | 'unopenable'>
+    /** Where the original of a log this run replaced is kept. */
+    readonly original?: string
+    /** The original is a copy: no hard link could be made there. */
+    readonly copied?: true
+    /** The original an earlier run kept, which with the rows a DSH wrote after it made the log this run released. */
+    readonly rebuiltFrom?: string
+  }
+
+/** One log's outcome. */
+export type FileOutcome =
+  | ReadOutcome
+  | (LogNamed &
+      (
+        | {
+            readonly status: 'left'
+            readonly reason: string
+            /** It failed after the log was replaced: the log is its release, to be checked by the next run. */
+            readonly replaced?: true
+          }
+        | {
+            readonly status: 'written-meanwhile'
+            /** The original, with what a DSH wrote to it; none when a removal had let it go (the log holds what DSH wrote). */
+            readonly original?: string
+          }
+        | { readonly status: 'unopenable'; readonly reason: string; readonly original?: string }
+      ))
 
 /** How to release one log. */
 export interface ReleaseFileOptions {
@@ -95,175 +99,9 @@ export interface ReleaseWrite {
 export type FileRelease =
   { readonly outcome: FileOutcome; readonly replacement?: Replacement } | { readonly stopped: true }
 
-/** How the name of a release's temp file ends, after its log's: `.loop-release[-<run>].tmp`. */
-const RELEASE_TEMP_END = /^\.loop-release(-[0-9a-z-]+)?\.tmp$/
-
-/** How the name of an original held beside its log ends, after the log's: `.loop-release-<run>.hold`. */
-const RELEASE_HOLD_END = /^\.loop-release-[0-9a-z-]+\.hold$/
-
-/**
- * A name of this run's beside a log: its temp file (`tmp`, created exclusively, so no other run's
- * can be opened over it), or the original held there while its copy elsewhere is made whole (`hold`).
- */
-function runFileOf(path: string, kind: 'tmp' | 'hold'): string {
-  return `${path}.loop-release-${process.pid}-${randomBytes(4).toString('hex')}.${kind}`
-}
-
-/** One batch of a log: where it starts in its file, its bytes on disk, and its rows. */
-interface Batch {
-  readonly start: number
-  readonly stored: Buffer
-  readonly plaintext: Buffer
-}
-
-/**
- * The batches of a log from a place in it: a Zstandard log's frames, one each; a plain log's
- * whole rows, a chunk at a time.
- * @param handle - the log, open for reading.
- * @param compressed - whether it is `session.jsonl.zstd`.
- * @param from - where the first batch begins.
- * @param to - where the last batch ends (a row's or frame's end; by default the file's).
- */
-export async function* readBatches(
-  handle: FileHandle,
-  compressed: boolean,
-  from = 0,
-  to = Number.POSITIVE_INFINITY,
-): AsyncGenerator<Batch> {
-  if (compressed) {
-    for await (const { start, frame } of readFrames(handle, from, to))
-      yield { start, stored: frame, plaintext: decodeFrame(frame) }
-    return
-  }
-  let pending: Buffer = Buffer.alloc(0)
-  let pendingStart = from
-  for await (const chunk of readChunks(handle, from, to)) {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
-    const end = pending.lastIndexOf(0x0a) + 1
-    if (end > 0) yield { start: pendingStart, stored: pending.subarray(0, end), plaintext: pending.subarray(0, end) }
-    pending = pending.subarray(end)
-    pendingStart += end
-  }
-  if (pending.length > 0) throw cutShort()
-}
-
-/**
- * A temp file being written, and the hash of what was written to it: what a journal line names it
- * by. Bytes gather up to a read's worth before they are written: one write, not one a frame.
- */
-interface TempFile {
-  readonly handle: FileHandle
-  readonly hash: Hash
-  readonly pending: Buffer[]
-  pendingBytes: number
-}
-
-/** Add bytes to a temp file, hashing them; written once a read's worth has gathered. */
-async function put(temp: TempFile, bytes: Buffer): Promise<void> {
-  temp.hash.update(bytes)
-  temp.pending.push(bytes)
-  temp.pendingBytes += bytes.length
-  if (temp.pendingBytes >= READ_CHUNK_BYTES) await flush(temp)
-}
-
-/** Write what has gathered for a temp file. */
-async function flush(temp: TempFile): Promise<void> {
-  if (temp.pendingBytes === 0) return
-  const bytes = Buffer.concat(temp.pending, temp.pendingBytes)
-  temp.pending.length = 0
-  temp.pendingBytes = 0
-  // `writeFile` writes at the handle's position until every byte is written.
-  await temp.handle.writeFile(bytes)
-}
-
-/** A file read as a log's events, from a place in it, up to an end (by default its end). */
-interface Source {
-  readonly handle: FileHandle
-  readonly from: number
-  readonly to?: number
-}
-
-/**
- * Read a log through a rewrite. The first changed batch (with `writeAll`, the first batch) asks
- * `writeTo` (the log's stage known by then) for a temp file, which gets the bytes before it copied
- * and every batch after it: a log with nothing to change is not written, and a pass that must
- * not write (a count, a dry run) gets none.
- * @param sources - the files whose batches, in order, are the log.
- * @param compressed - whether the log is Zstandard frames.
- * @param rewrite - the rewrite.
- * @param writeTo - given the stage, opens the temp file, or `undefined` for a pass that writes nothing.
- * @param writeAll - write even when no row changes (a rebuild).
- * @returns the temp file, open and written, or `undefined` when nothing was written.
- */
-async function rewritePass(
-  sources: readonly Source[],
-  compressed: boolean,
-  rewrite: LogRewrite,
-  writeTo: (stage: LogStage) => (() => Promise<FileHandle>) | undefined,
-  writeAll: boolean,
-): Promise<TempFile | undefined> {
-  let temp: TempFile | undefined
-  try {
-    for (const { handle, from, to } of sources)
-      for await (const { start, stored, plaintext } of readBatches(handle, compressed, from, to)) {
-        const out = rewrite.batch(plaintext)
-        if (temp === undefined) {
-          const open = out === undefined && !writeAll ? undefined : writeTo(rewrite.stage!)
-          if (open === undefined) continue
-          const opened: TempFile = { handle: await open(), hash: createHash('sha256'), pending: [], pendingBytes: 0 }
-          temp = opened
-          for await (const chunk of readChunks(handle, 0, start)) await put(opened, chunk)
-        }
-        if (out === undefined) await put(temp, stored)
-        else if (out.length > 0) await put(temp, compressed ? encodeFrame(out) : out)
-      }
-    if (temp !== undefined) await flush(temp)
-    return temp
-  } catch (error) {
-    await temp?.handle.close()
-    throw error
-  }
-}
-
 /** Size and modification time: what a change by another process moves. */
 function sizeAndMtime(stats: { size: bigint; mtimeNs: bigint }): string {
   return `${stats.size}:${stats.mtimeNs}`
-}
-
-/** How an original was kept: a link; or a copy, the original linked beside the log (`hold`) until the copy is whole. */
-type Kept = { readonly kind: 'link' } | { readonly kind: 'copy'; readonly hold: string | undefined }
-
-/**
- * Keep the original: a hard link, or where none can be made (the folder of originals on another
- * device), a copy synced to disk of exactly what was read (from the handle read, up to the size
- * read), what a DSH appends later added once after the rename. Meanwhile the original stays
- * linked beside the log (same folder, same device), so that a kill before the copy is whole
- * loses nothing: the next run finishes it.
- * @returns how it was kept.
- */
-async function keepOriginal(
-  fs: ReleaseFs,
-  path: string,
-  read: { readonly handle: FileHandle; readonly size: number },
-  backup: string,
-): Promise<Kept> {
-  await fs.mkdir(dirname(backup), { recursive: true })
-  try {
-    await fs.link(path, backup)
-    return { kind: 'link' }
-  } catch (error) {
-    if (!linkImpossible(error)) throw error
-  }
-  let hold: string | undefined = runFileOf(path, 'hold')
-  try {
-    await fs.link(path, hold)
-  } catch (error) {
-    if (!linkImpossible(error)) throw error
-    // A file system without links: a kill before the copy is whole loses what a DSH appended meanwhile.
-    hold = undefined
-  }
-  await syncedCopy(fs, read.handle, backup, 'wx', 0, read.size)
-  return { kind: 'copy', hold }
 }
 
 /** Sync a file or folder to disk. */
@@ -363,78 +201,115 @@ export async function releaseFile(path: string, options: ReleaseFileOptions): Pr
       await fs.rm(temp!, { force: true })
       return { stopped: true }
     }
-    const kept = keep === undefined ? undefined : await keepOriginal(fs, real, { handle: original, size }, keep.path)
-    const backup = kept === undefined ? undefined : { path: keep!.path, kind: kept.kind }
-    const hold = kept?.kind === 'copy' ? kept.hold : undefined
-    const replacement: Replacement | undefined =
-      backup === undefined
-        ? undefined
-        : {
-            log: real,
-            kept: backup.path,
-            keptAs: backup.kind,
-            readSize: size,
-            ino: String(written.ino),
-            size: Number(written.size),
-            hash: out.hash.digest('hex'),
-            ...(hold === undefined ? {} : { hold }),
-          }
-    if (replacement !== undefined) await keep!.record(replacement)
-    await fs.rename(temp!, real)
+    const made = { temp: temp!, ino: written.ino, size: written.size, hash: out.hash.digest('hex') }
     temp = undefined
-    await syncPath(fs, dirname(real))
-    // Appends to the original after it was read landed in the file this run still holds open.
-    const grew = backup !== undefined && Number((await original.stat()).size) > size
-    if (grew && backup.kind === 'copy') await syncedCopy(fs, original, backup.path, 'a', size)
-    // The copy is whole: the original need not stay linked beside the log.
-    if (hold !== undefined) await fs.rm(hold)
-    if (grew) {
-      return {
-        outcome: { path, sessionId: header?.id, status: 'written-meanwhile', original: backup.path },
-        replacement: replacement!,
-      }
-    }
-    if (replacement !== undefined) write?.replaced?.(replacement)
-    return {
-      outcome: { ...outcome, ...(backup === undefined ? {} : { backup }) },
-      ...(replacement === undefined ? {} : { replacement }),
-    }
+    return await replaceLog(fs, { real, handle: original, size }, made, { outcome, keep, replaced: write?.replaced })
   } catch (error) {
-    if (temp !== undefined) await fs.rm(temp, { force: true }).catch(() => {})
+    if (temp !== undefined) await discard(fs, temp)
     if (error instanceof LaterFormat)
-      return { outcome: { path, sessionId: error.sessionId, status: 'later-format', tally: NOTHING_COUNTED } }
+      return { outcome: { path, sessionId: error.sessionId, status: 'later-format', tally: NOTHING_FOUND.tally } }
     return { outcome: { path, sessionId: rewrite.header?.id, status: 'left', reason: reasonOf(error) } }
   } finally {
     for (const handle of opened) await handle.close()
   }
 }
 
-/** The tally of a log with no rows, or one not read. */
-const NOTHING_COUNTED: Tally = Object.freeze({ rows: 0, written: 0 })
+/** A log's replacement, written and synced beside it: its temp file, and what the journal names it by. */
+interface MadeFile {
+  readonly temp: string
+  readonly ino: bigint
+  readonly size: bigint
+  readonly hash: string
+}
 
-/** The outcome of a log read to its end: released (or, in a dry run, to be released), or why nothing was written. */
-function readOutcome(path: string, rewrite: LogRewrite, rebuiltFrom: string | undefined): FileOutcome {
+/**
+ * Replace a log with the file made for it: keep the original and write the journal's line, rename
+ * over the log and fsync the folder; then check, on the original still open, that no DSH appended
+ * to it after it was read. The temp file is removed when this fails before the rename.
+ * @param fs - the file system.
+ * @param log - the log's real path, its original open, and the size it was read to.
+ * @param made - the replacement.
+ * @param then - the log's outcome as read, where its original is kept, and whom to tell once it is replaced.
+ * @returns what became of it.
+ */
+async function replaceLog(
+  fs: ReleaseFs,
+  log: { readonly real: string; readonly handle: FileHandle; readonly size: number },
+  made: MadeFile,
+  then: {
+    readonly outcome: ReadOutcome
+    readonly keep: ReleaseWrite['keep']
+    readonly replaced: ReleaseWrite['replaced']
+  },
+): Promise<FileRelease> {
+  const { real, handle: original, size } = log
+  const { outcome, keep } = then
+  let temp: string | undefined = made.temp
+  // The journal's line, once written: a failure after the rename still names it.
+  let recorded: Replacement | undefined
+  try {
+    const kept = keep === undefined ? undefined : await keepOriginal(fs, real, { handle: original, size }, keep.path)
+    const hold = kept?.kind === 'copy' ? kept.hold : undefined
+    const replacement: Replacement | undefined =
+      kept === undefined
+        ? undefined
+        : {
+            log: real,
+            kept: keep!.path,
+            keptAs: kept.kind,
+            readSize: size,
+            ino: String(made.ino),
+            size: Number(made.size),
+            hash: made.hash,
+            ...(hold === undefined ? {} : { hold }),
+          }
+    if (replacement !== undefined) await keep!.record(replacement)
+    recorded = replacement
+    await fs.rename(temp, real)
+    temp = undefined
+    await syncPath(fs, dirname(real))
+    // Appends to the original after it was read landed in the file this run still holds open.
+    const grew = replacement !== undefined && Number((await original.stat()).size) > size
+    if (grew && replacement.keptAs === 'copy') await syncedCopy(fs, original, replacement.kept, 'a', size)
+    // The copy is whole: the original need not stay linked beside the log.
+    if (hold !== undefined) await fs.rm(hold)
+    if (grew) {
+      const { path, sessionId } = outcome
+      return { outcome: { path, sessionId, status: 'written-meanwhile', original: replacement.kept }, replacement }
+    }
+    if (replacement === undefined) return { outcome }
+    then.replaced?.(replacement)
+    const copied = replacement.keptAs === 'copy' ? { copied: true as const } : {}
+    return { outcome: { ...outcome, original: replacement.kept, ...copied }, replacement }
+  } catch (error) {
+    if (temp !== undefined) {
+      await discard(fs, temp)
+      throw error
+    }
+    // Renamed already: the log is its release, not as it was; the next run checks it.
+    const { path, sessionId } = outcome
+    const left = { path, sessionId, status: 'left', reason: reasonOf(error), replaced: true } as const
+    return { outcome: left, ...(recorded === undefined ? {} : { replacement: recorded }) }
+  }
+}
+
+/** Remove a temp file a failure left; the failure is what the report says, not this. */
+async function discard(fs: ReleaseFs, temp: string): Promise<void> {
+  await fs.rm(temp, { force: true }).catch(() => {})
+}
+
+/** What a log with no rows holds, or one not read. */
+const NOTHING_FOUND: StageResult = Object.freeze({ status: 'no-loops', tally: Object.freeze({ rows: 0, loopRows: 0 }) })
+
+/** The outcome of a log read to its end. */
+function readOutcome(path: string, rewrite: LogRewrite, rebuiltFrom: string | undefined): ReadOutcome {
   // An empty log has no header, and so no stage.
-  const tally = rewrite.stage?.tally ?? NOTHING_COUNTED
-  const loops = rewrite.stage?.removedLoops
-  const status =
-    rebuiltFrom !== undefined || tally.written > 0
-      ? 'released'
-      : (tally.alreadyMarked ?? 0) > 0
-        ? 'already-released'
-        : 'no-loops'
-  const outcome = {
+  const found = rewrite.stage?.finish() ?? NOTHING_FOUND
+  return {
     path,
     sessionId: rewrite.header?.id,
-    status,
-    tally,
-    ...(rebuiltFrom === undefined ? {} : { rebuiltFrom }),
-  } as const
-  if (loops === undefined || tally.written === 0) return outcome
-  if (loops.corrupt !== undefined) return { ...outcome, unreadableLoops: loops.corrupt }
-  return {
-    ...outcome,
-    removedLoops: loops.loops.map(({ id, time_in_seconds, prompt }) => ({ id, time_in_seconds, prompt })),
+    ...found,
+    ...(rebuiltFrom === undefined ? {} : { status: 'released', rebuiltFrom }),
   }
 }
 
@@ -446,23 +321,4 @@ function reasonOf(error: unknown): string {
   if (code === 'EACCES' || code === 'EPERM') return `no permission: ${detail}`
   if (code === 'ENOSPC') return `the disk is full: ${detail}`
   return detail
-}
-
-/**
- * What a folder entry is that a release wrote beside a log: a temp file (this run's, or one an
- * interrupted run left), or an original held there while its copy was made.
- * @param name - the entry's name (or path).
- * @param logName - the log's file name (a linked log's: its target's); by default a log's as DSH names it.
- * @returns its kind, or `undefined` for any other file.
- */
-export function releaseLeftover(name: string, logName?: string): 'temp' | 'hold' | undefined {
-  const entry = basename(name)
-  const names = logName === undefined ? ['session.jsonl', 'session.jsonl.zstd'] : [logName]
-  for (const log of names) {
-    if (!entry.startsWith(log)) continue
-    const end = entry.slice(log.length)
-    if (RELEASE_TEMP_END.test(end)) return 'temp'
-    if (RELEASE_HOLD_END.test(end)) return 'hold'
-  }
-  return undefined
 }

@@ -72,7 +72,7 @@ describe('parseArguments', () => {
   })
 })
 
-const tally = (counts: Partial<Tally>): Tally => ({ rows: 10, written: 0, ...counts })
+const tally = (counts: Partial<Tally>): Tally => ({ rows: 10, loopRows: 0, ...counts })
 
 /** A release's report fields for a run that wrote, found and left nothing beside its logs. */
 const QUIET_RUN = {
@@ -98,13 +98,13 @@ describe('formatReport', () => {
           path: '/h/sessions/p/a/session.jsonl.zstd',
           sessionId: 'a',
           status: 'released',
-          tally: tally({ written: 3 }),
+          tally: tally({ loopRows: 3 }),
         },
         {
           path: '/h/sessions/p/b/session.jsonl.zstd',
           sessionId: 'b',
           status: 'released',
-          tally: tally({ written: 2, alreadyMarked: 4 }),
+          tally: tally({ loopRows: 2, alreadyMarked: 4 }),
         },
         {
           path: '/h/sessions/p/c/session.jsonl',
@@ -145,7 +145,7 @@ describe('formatReport', () => {
       path: '/h/sessions/p/a/session.jsonl.zstd',
       sessionId: 'a',
       status: 'released' as const,
-      tally: tally({ written: 4 }),
+      tally: tally({ loopRows: 4 }),
     }
     expect(
       formatReport(
@@ -154,11 +154,12 @@ describe('formatReport', () => {
           home: '/h',
           mode: 'upgrade',
           files: [
-            { ...file, backup: { path: '/h/loop-release-backup/t/sessions/p/a/session.jsonl.zstd', kind: 'link' } },
+            { ...file, original: '/h/loop-release-backup/t/sessions/p/a/session.jsonl.zstd' },
             {
               ...file,
               path: '/h/sessions/p/b/session.jsonl',
-              backup: { path: '/h/loop-release-backup/t/sessions/p/b/session.jsonl', kind: 'copy' },
+              original: '/h/loop-release-backup/t/sessions/p/b/session.jsonl',
+              copied: true,
             },
           ],
           backupFolder: '/h/loop-release-backup/t',

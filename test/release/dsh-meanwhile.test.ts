@@ -140,7 +140,7 @@ describe('a DSH that starts while the release runs', () => {
     ])
     expect(rerun.files[1]).toMatchObject({ rebuiltFrom: original })
     expect(rerun.earlierFolders).toEqual([first.backupFolder])
-    expect(tallyOf(rerun.files[1]!).written).toBe(shown.filter((event) => event.type === 'loop/change').length)
+    expect(tallyOf(rerun.files[1]!).loopRows).toBe(shown.filter((event) => event.type === 'loop/change').length)
 
     if (mode === 'upgrade') {
       // DSH's own migration accepts it, and it holds every event DSH wrote but the loop records.
@@ -663,7 +663,7 @@ describe('a journal line, matched by what it replaced', () => {
     copyFileSync(kept, log)
     expect(statSync(log).ino).toBe(inode)
     const rerun = await releaseDone(home, { mode: 'upgrade', startedAt: new Date(1) })
-    expect(rerun.files).toMatchObject([{ path: log, status: 'released', tally: { rows: 12, written: 3 } }])
+    expect(rerun.files).toMatchObject([{ path: log, status: 'released', tally: { rows: 12, loopRows: 3 } }])
     expect(() => migrateFormat0(readFileSync(log, 'utf8'))).not.toThrow()
   })
 })

@@ -7,9 +7,10 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, trunc
 import * as fsPromises from 'node:fs/promises'
 import { basename, dirname, join, relative } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { releaseLeftover } from '../../src/release/release-file.ts'
+import { releaseLeftover } from '../../src/release/beside-log.ts'
 import { LOCK_FILE } from '../../src/release/home-lock.ts'
 import { releaseHome } from '../../src/release/home.ts'
+import { releaseFile } from '../../src/release/release-file.ts'
 import { PROJECTION_CACHE } from '../../src/release/run-writes.ts'
 import { RELEASE_MODES, type ReleaseModeName } from '../../src/release/modes.ts'
 import { syncedCopy, type ReleaseFs } from '../../src/release/release-fs.ts'
@@ -186,6 +187,56 @@ describe('a failing call', () => {
     })
     expect(outcome).toMatchObject({ status: 'left', reason: 'the disk is full: ENOSPC: simulated' })
     expect(readFileSync(log).equals(looped.written())).toBe(true)
+  })
+})
+
+describe('a failure after the rename', () => {
+  it.each([
+    ['removal', 'already-released'],
+    ['upgrade', 'no-loops'],
+  ] as const)(
+    '%s: says the log was replaced, not that it is as it was, and the next run checks it',
+    async (mode, rerunStatus) => {
+      const reference = copyOfLog()
+      await releaseDone(reference.home, { mode })
+      const released = readFileSync(reference.log)
+      const { home, log } = copyOfLog()
+      let renamed = false
+      const release = await releaseDone(home, {
+        mode,
+        // The folder's fsync after the log's rename fails (an upgrade renames the checkpoints first).
+        fs: gatedFs((step, args) => {
+          if (step === 'fs.rename' && args[1] === log) renamed = true
+          else if (renamed && step === 'handle.sync') throw error('EIO')
+        }),
+      })
+      expect(release.files).toEqual([
+        { path: log, sessionId: expect.any(String), status: 'left', reason: 'EIO: simulated', replaced: true },
+      ])
+      expect(reportOf(release)).toContain(
+        `: EIO: simulated; this came after the log was replaced: run the release again to check it\n`,
+      )
+      expect(readFileSync(log).equals(released)).toBe(true)
+      expect(tempsBeside(log)).toEqual([])
+      const rerun = await releaseDone(home, { mode, startedAt: new Date(1) })
+      expect(rerun.files.map((file) => file.status)).toEqual([rerunStatus])
+      expect(readFileSync(log).equals(released)).toBe(true)
+    },
+  )
+  it('without a journal: a log released alone is left saying so, with no journal line to name', async () => {
+    const { log } = copyOfLog()
+    let renamed = false
+    const done = await releaseFile(log, {
+      mode: RELEASE_MODES.removal,
+      write: {},
+      fs: gatedFs((step) => {
+        if (step === 'fs.rename') renamed = true
+        else if (renamed && step === 'handle.sync') throw error('EIO')
+      }),
+    })
+    expect(done).toEqual({
+      outcome: { path: log, sessionId: 'session-looped', status: 'left', reason: 'EIO: simulated', replaced: true },
+    })
   })
 })
 

@@ -50,7 +50,7 @@ describe('a log behind a link', () => {
     expect(readlinkSync(join(folder, 'session.jsonl'))).toBe(target)
     expect(readFileSync(target, 'utf8')).toBe(UPGRADED)
     const [file] = release.files
-    expect(file?.status === 'released' && readFileSync(file.backup!.path, 'utf8')).toBe(LOG)
+    expect(file?.status === 'released' && readFileSync(file.original!, 'utf8')).toBe(LOG)
   })
 
   it("has its target's temp files, which an interrupted run left there, found and removed by the next run", async () => {
@@ -185,7 +185,7 @@ describe('a backup that cannot be a hard link', () => {
     }) as ReleaseFs
     const release = await releaseDone(root, { mode: 'upgrade', fs })
     const backup = join(release.backupFolder!, 'sessions', '--p--', 'session-a', 'session.jsonl')
-    expect(release.files).toMatchObject([{ status: 'released', backup: { path: backup, kind: 'copy' } }])
+    expect(release.files).toMatchObject([{ status: 'released', original: backup, copied: true }])
     expect(readFileSync(backup, 'utf8')).toBe(LOG)
     expect(synced).toContain(backup)
   })
@@ -219,7 +219,7 @@ describe('a plain log with a row longer than a read', () => {
     const long = COMMAND_ROW.replace('" list"', `"${'x'.repeat(5 << 19)}"`).replace('"seq":1', '"seq":0')
     writeFileSync(join(folder, 'session.jsonl'), `${HEADER}\n${long}\n${LOOP_ROW.replace('"seq":0', '"seq":1')}\n`)
     const release = await releaseDone(root, { mode: 'upgrade' })
-    expect(release.files).toMatchObject([{ status: 'released', tally: { rows: 2, written: 1 } }])
+    expect(release.files).toMatchObject([{ status: 'released', tally: { rows: 2, loopRows: 1 } }])
     expect(readFileSync(join(folder, 'session.jsonl'), 'utf8')).toBe(`${HEADER}\n${long}\n`)
   })
 })

@@ -29,7 +29,7 @@ describe('markRow', () => {
 })
 
 describe('RELEASE_MODES', () => {
-  const tally = { rows: 10, written: 3, alreadyMarked: 2 }
+  const tally = { rows: 10, loopRows: 3, alreadyMarked: 2 }
   const fork = { id: 'f', seedLength: 2, fields: { type: 'session', id: 'f', seedLength: 2 } }
   const root = { id: 's', seedLength: undefined, fields: {} }
   const loopRow = (seq: number) => Buffer.from(`{"type":"loop/change","seq":${seq},"time":1,"data":{}}`)
@@ -47,13 +47,34 @@ describe('RELEASE_MODES', () => {
     expect(stage.row(loopRow(0))).toMatchObject({ kind: 'splice' })
     expect(stage.row(Buffer.from('{"type":"loop/change","seq":1,"data":{},"ignorable":true}'))).toBeUndefined()
     expect(stage.row(Buffer.from('{"type":"user/message","seq":2}'))).toBeUndefined()
-    expect(stage.tally).toEqual({ rows: 3, written: 1, alreadyMarked: 1 })
+    expect(stage.finish()).toEqual({ status: 'released', tally: { rows: 3, loopRows: 1, alreadyMarked: 1 } })
     // Each log's stage counts its own.
-    expect(removal.createStage(root).tally).toEqual({ rows: 0, written: 0, alreadyMarked: 0 })
-    expect(removal.describe(tally, { passive: '' })).toBe('3 loop/change rows marked ignorable (2 already were)')
-    expect(removal.describe({ rows: 10, written: 3, alreadyMarked: 0 }, { passive: 'would be ' })).toBe(
-      '3 loop/change rows would be marked ignorable',
+    expect(removal.createStage(root).finish()).toEqual({
+      status: 'no-loops',
+      tally: { rows: 0, loopRows: 0, alreadyMarked: 0 },
+    })
+    const marked = removal.createStage(root)
+    marked.row(Buffer.from('{"type":"loop/change","seq":0,"data":{},"ignorable":true}'))
+    expect(marked.finish()).toEqual({ status: 'already-released', tally: { rows: 1, loopRows: 0, alreadyMarked: 1 } })
+    expect(removal.describe({ status: 'released', tally }, { passive: '' })).toBe(
+      '3 loop/change rows marked ignorable (2 already were)',
     )
+    expect(
+      removal.describe(
+        { status: 'released', tally: { rows: 10, loopRows: 3, alreadyMarked: 0 } },
+        { passive: 'would be ' },
+      ),
+    ).toBe('3 loop/change rows would be marked ignorable')
+    // A rebuilt log is released though no row changed; one found as the removal leaves it is already released.
+    expect(
+      removal.describe({ status: 'released', tally: { rows: 10, loopRows: 0, alreadyMarked: 4 } }, { passive: '' }),
+    ).toBe('0 loop/change rows marked ignorable (4 already were)')
+    expect(
+      removal.describe(
+        { status: 'already-released', tally: { rows: 10, loopRows: 0, alreadyMarked: 4 } },
+        { passive: '' },
+      ),
+    ).toBe('all 4 loop/change rows already marked; nothing written')
   })
 
   it('upgrade: counts a fork first and writes it in a second pass seeded by the first; keeps the originals', () => {
@@ -66,10 +87,13 @@ describe('RELEASE_MODES', () => {
     const writing = counting.afterCount()
     expect(writing.countsFirst).toBe(false)
     expect(writing.headerEdit).toEqual({ kind: 'replace', text: '{"type":"session","id":"f","seedLength":1}' })
-    expect(writing.tally).toEqual({ rows: 0, written: 0 })
-    expect(counting.tally).toEqual({ rows: 1, written: 1 })
-    expect(upgrade.describe({ rows: 10, written: 4 }, { passive: '' })).toBe('4 loop/change rows removed, 6 rows kept')
-    expect(upgrade.describe({ rows: 10, written: 4 }, { passive: 'would be ' })).toBe(
+    expect(writing.finish()).toEqual({ status: 'no-loops', tally: { rows: 0, loopRows: 0 } })
+    // The fork's row is its parent's: the fork loses no loop of its own.
+    expect(counting.finish()).toEqual({ status: 'released', tally: { rows: 1, loopRows: 1 }, removedLoops: [] })
+    expect(upgrade.describe({ status: 'released', tally: { rows: 10, loopRows: 4 } }, { passive: '' })).toBe(
+      '4 loop/change rows removed, 6 rows kept',
+    )
+    expect(upgrade.describe({ status: 'released', tally: { rows: 10, loopRows: 4 } }, { passive: 'would be ' })).toBe(
       '4 loop/change rows would be removed, 6 rows kept',
     )
   })

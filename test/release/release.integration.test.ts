@@ -55,8 +55,8 @@ describe('release for removal', () => {
     ])
 
     const done = await releaseDone(home)
-    expect(done.files.map((file) => [file.sessionId, file.status, tallyOf(file).written])).toEqual(
-      dry.files.map((file) => [file.sessionId, file.status, tallyOf(file).written]),
+    expect(done.files.map((file) => [file.sessionId, file.status, tallyOf(file).loopRows])).toEqual(
+      dry.files.map((file) => [file.sessionId, file.status, tallyOf(file).loopRows]),
     )
     // Frame for frame: a frame without loop rows keeps its bytes; one with them differs only by the markers.
     const releasedFrames = (await framesOf(logOf(home, 'session-looped'))).map(({ frame }) => frame)
@@ -118,7 +118,7 @@ describe('release for removal', () => {
       third.files.map((file) => [
         file.sessionId,
         file.status,
-        tallyOf(file).written > 0,
+        tallyOf(file).loopRows > 0,
         (tallyOf(file).alreadyMarked ?? 0) > 0,
       ]),
     ).toEqual([

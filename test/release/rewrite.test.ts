@@ -21,14 +21,14 @@ describe('createRewrite', () => {
     expect(text(rewrite.batch(batch(row('user/message', 1), row('loop/change', 2))))).toBe(
       `${row('user/message', 1)}\n${row('loop/change', 2).slice(0, -1)},"ignorable":true}\n`,
     )
-    expect(rewrite.stage?.tally).toEqual({ rows: 3, written: 1, alreadyMarked: 0 })
+    expect(rewrite.stage?.finish().tally).toEqual({ rows: 3, loopRows: 1, alreadyMarked: 0 })
   })
 
   it('removal: counts the rows an earlier run marked, and refuses a loop row that does not end as JSON does', () => {
     const rewrite = createRewrite(RELEASE_MODES.removal)
     rewrite.batch(batch(header))
     expect(rewrite.batch(batch(`${row('loop/change', 0).slice(0, -1)},"ignorable":true}`))).toBeUndefined()
-    expect(rewrite.stage?.tally).toEqual({ rows: 1, written: 0, alreadyMarked: 1 })
+    expect(rewrite.stage?.finish().tally).toEqual({ rows: 1, loopRows: 0, alreadyMarked: 1 })
     expect(() => rewrite.batch(batch('{"type":"loop/change","seq":1,"data":{'))).toThrow(
       new LogRefusal('row 2 does not end as a JSON object does'),
     )
@@ -49,7 +49,7 @@ describe('createRewrite', () => {
     expect(text(rewrite.batch(batch(row('user/message', 2))))).toBe(
       `${JSON.stringify({ type: 'user/message', seq: 1, time: 2, data: {} })}\n`,
     )
-    expect(rewrite.stage?.tally).toEqual({ rows: 3, written: 1 })
+    expect(rewrite.stage?.finish().tally).toEqual({ rows: 3, loopRows: 1 })
   })
 
   it('upgrade: refuses a reference to a removed row, and a row that does not begin as DSH writes one', () => {
@@ -73,7 +73,7 @@ describe('createRewrite', () => {
     expect(text(second.batch(batch(fork, ...rows)))).toBe(
       `{"type":"session","version":0,"id":"f","seedLength":2}\n${row('user/message', 0)}\n${JSON.stringify({ type: 'user/message', seq: 1, time: 2, data: {} })}\n`,
     )
-    expect(second.stage?.tally).toEqual({ rows: 4, written: 2 })
+    expect(second.stage?.finish().tally).toEqual({ rows: 4, loopRows: 2 })
   })
 
   it('refuses a batch that does not end with a whole row', () => {
@@ -93,13 +93,13 @@ describe('createRewrite', () => {
         row('loop/change', 2, { version: 1, operation: 'create', loop: loop('loop_own', 'mine') }),
       ),
     )
-    expect(fork.stage?.removedLoops).toEqual({ loops: [loop('loop_own', 'mine')], lastIdNumber: 0 })
+    expect(fork.stage?.finish().removedLoops).toEqual([{ id: 'loop_own', prompt: 'mine', time_in_seconds: 60 }])
     const unreadable = createRewrite(RELEASE_MODES.upgrade)
     unreadable.batch(batch(header, '{"type":"loop/change","seq":0,"data":{'))
-    expect(unreadable.stage?.removedLoops).toEqual({
-      loops: [],
-      lastIdNumber: 0,
-      corrupt: 'corrupt loop/change record: payload is not an object',
+    expect(unreadable.stage?.finish()).toEqual({
+      status: 'released',
+      tally: { rows: 1, loopRows: 1 },
+      unreadableLoops: 'corrupt loop/change record: payload is not an object',
     })
   })
 })

@@ -78,7 +78,7 @@ describe('release for upgrade', () => {
     expect(release.backupFolder).toBe(backupFolder)
     expect(release.projectionCache).toBe(join(backupFolder, PROJECTION_CACHE))
     expect(existsSync(join(home, PROJECTION_CACHE))).toBe(false)
-    expect(release.files.map((file) => [file.sessionId, file.status, tallyOf(file).written])).toEqual([
+    expect(release.files.map((file) => [file.sessionId, file.status, tallyOf(file).loopRows])).toEqual([
       ['session-fork', 'released', 8],
       ['session-looped', 'released', 8],
       ['session-plain', 'no-loops', 0],
@@ -91,8 +91,9 @@ describe('release for upgrade', () => {
     // The originals are kept, byte for byte, where the report says.
     for (const file of release.files) {
       if (file.status !== 'released') continue
-      expect(file.backup).toEqual({ path: join(backupFolder, relative(home, file.path)), kind: 'link' })
-      expect(digests(home)[relative(home, file.backup!.path)]).toBe(digestsBefore[relative(home, file.path)])
+      // A hard link: nothing says it was copied.
+      expect([file.original, file.copied]).toEqual([join(backupFolder, relative(home, file.path)), undefined])
+      expect(digests(home)[relative(home, file.original!)]).toBe(digestsBefore[relative(home, file.path)])
     }
     expect(
       readFileSync(logOf(home, 'session-plain')).equals(
