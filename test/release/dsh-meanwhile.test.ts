@@ -269,9 +269,11 @@ describe('logs released at once', () => {
     let grown: string | undefined
     const lookForDsh = async () => {
       held.push(originals().length)
-      // An unseen DSH appends to the first original held at a look: that one stays.
-      if (grown === undefined && originals().length > 0) {
-        grown = originals()[0]!
+      // An unseen DSH appends to the first original held at a look whose log is replaced already
+      // (so a later look, not the end, finds it grew): that one stays.
+      const replacedAlready = originals().filter((path) => readFileSync(path, 'utf8').includes('"ignorable":true'))
+      if (grown === undefined && replacedAlready.length > 0 && looks < ids.length) {
+        grown = replacedAlready[0]!
         appendFileSync(join(folder, relative(home, grown)), `${commandRow(6, 'dsh-early')}\n`)
       }
       // At the last look, a DSH appends to a log whose original has gone.
