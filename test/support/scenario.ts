@@ -1,6 +1,5 @@
 /**
- * The set-up of the scenario suites (test/faults.test.ts, test/due-together.test.ts,
- * test/clock-jumps.test.ts, test/going-away.test.ts): a fresh host per test with a root agent on
+ * The set-up of the scenario suites (test/faults.test.ts, test/going-away.test.ts): a fresh host per test with a root agent on
  * one session, every heartbeat that agent is sent recorded, and the session's log read back
  * through the real JSONL persistence and audited against them.
  */

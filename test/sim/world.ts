@@ -1,0 +1,655 @@
+/**
+ * One seeded, deterministic world around the real runtime (SPEC.md §5 "Runtime"): a real DSH host (Cordis
+ * context, session store, agent registry, rc.8's own turn loop and inbox, tool and command
+ * runtimes) with the loop plugin, where only the clock, flushes, faults and the model are
+ * simulated. The model answers each step after a virtual delay, sometimes calling the loop tools;
+ * the user types `/loop` lines, prompts, presses Stop; the wall clock jumps; the plugin is hot
+ * reloaded. Every heartbeat, `loop/change` and claimed message is judged as it happens against
+ * the reference model (`model.ts`), and a calm tail judges liveness.
+ */
+import { vi } from 'vitest'
+import type { Context } from '@deepseek-ai/cordis'
+import type { Agent } from '@deepseek-ai/dsh-agent'
+import { CallId, createUserMessage } from '@deepseek-ai/dsh-llm'
+import { SessionId, type Session } from '@deepseek-ai/dsh-session'
+import { composeHost, type PluginModule } from '../../harness/compose-host.ts'
+import { WakeTimer } from '../../src/clock.ts'
+import * as loopPlugin from '../../src/index.ts'
+import { LoopRuntime } from '../../src/loop.ts'
+import { ModelFold, expectedDispatch, firstToDispatch, heartbeatOf, type ModelLoop } from './model.ts'
+import { Random } from './random.ts'
+
+/** The virtual epoch every run starts at. */
+const EPOCH = Date.UTC(2026, 0, 5, 9)
+const SESSION = 'sim-session'
+/** Longest wait a runtime may arm (SPEC.md §5 "Runtime", the timer). */
+const LONGEST_WAIT_MS = 60_000
+
+/** Which faults a run turns on, and how often each strikes. */
+interface Faults {
+  readonly flushFalse: number
+  readonly flushReject: number
+  readonly flushThrow: number
+  readonly flushSlow: number
+  readonly appendThrow: number
+  readonly sendThrow: number
+}
+
+/** What one run found. */
+export interface SimResult {
+  readonly seed: number
+  /** What happened, one line a step: replaying the seed prints the same lines. */
+  readonly trace: readonly string[]
+  /** Each broken invariant, with the step it broke at. */
+  readonly violations: readonly string[]
+  readonly stats: Readonly<Stats>
+}
+
+/** What a run did, counted. */
+interface Stats {
+  steps: number
+  sends: number
+  dispatches: number
+  calls: number
+  reloads: number
+  jumps: number
+}
+
+/** The simulation of one seed. */
+class World {
+  private readonly random: Random
+  private readonly faults: Faults
+  private readonly trace: string[] = []
+  private readonly violations: string[] = []
+  readonly stats: Stats = { steps: 0, sends: 0, dispatches: 0, calls: 0, reloads: 0, jumps: 0 }
+  private ctx!: Context
+  private agent!: Agent
+  private handle!: { dispose(): Promise<void> }
+  private plugin: ReturnType<Context['plugin']> | undefined
+  /** How far the session's log is acknowledged by a flush. */
+  private durable = 0
+  /** The session's events as appended (its `events` copies the log at every read after an append). */
+  private eventCount = 0
+  private readonly loopLog: { index: number; data: unknown }[] = []
+  private readonly fold = new ModelFold()
+  /** Calls in flight, awaited before the end. */
+  private readonly pending = new Set<Promise<unknown>>()
+  /** Sends per occurrence (`loop@next_at`), and the occurrences a failed append excuses one repeat of. */
+  private readonly sendsPerOccurrence = new Map<string, number>()
+  private readonly excused = new Set<string>()
+  /** The open turn, and the loops whose heartbeat it claimed. */
+  private openTurn: number | undefined
+  private readonly claimedInTurn = new Set<string>()
+  /** Whether faults strike: off in the calm tail. */
+  private calm = false
+  /** Model steps of minutes still running: the calm begins once they end. */
+  private longSteps = 0
+  /** How many flushes still fail in a row: an outage of the disk. */
+  private outageFlushes = 0
+  private createNumber = 0
+  private callNumber = 0
+  private modelToolCalls = 0
+  /** The session is in DSH web's archive set. */
+  private archived = false
+  /** Each runtime's timer, and the runtimes disposed: a timer armed after its runtime's disposal is a leak. */
+  private readonly runtimeOfTimer = new Map<WakeTimer, LoopRuntime>()
+  private readonly disposed = new Set<LoopRuntime>()
+  /** The last retry delay the runtime reported, and whether a flush was acknowledged (or the plugin reloaded) since. */
+  private lastRetry: number | undefined
+  private flushedSinceRetry = true
+
+  constructor(readonly seed: number) {
+    this.random = new Random(seed)
+    const rate = (max: number) => (this.random.chance(0.5) ? this.random.next() * max : 0)
+    this.faults = {
+      flushFalse: rate(0.2),
+      flushReject: rate(0.2),
+      flushThrow: rate(0.1),
+      flushSlow: rate(0.3),
+      appendThrow: rate(0.15),
+      sendThrow: rate(0.15),
+    }
+  }
+
+  private note(line: string): void {
+    const entry = `${this.stats.steps} ${Date.now() - EPOCH} ${line}`
+    this.trace.push(entry)
+    // SIM_TRACE=1 prints the trace as it happens, for a run that never ends.
+    if (process.env['SIM_TRACE'] === '1') process.stderr.write(`${entry}\n`)
+  }
+
+  private violated(rule: string): void {
+    this.violations.push(`step ${this.stats.steps}: ${rule}`)
+    this.note(`VIOLATION ${rule}`)
+  }
+
+  /** The loops of the session's log now, by the reference model's fold. */
+  private loopsNow(): Map<string, ModelLoop> {
+    return this.fold.loops
+  }
+
+  /** The session's `loop/change` payloads and where each is in the log, as appended. */
+  private loopPayloads(): readonly { index: number; data: unknown }[] {
+    return this.loopLog
+  }
+
+  private heartbeatsWaiting(): string[] {
+    return [...this.agent.inbox.nextStep, ...this.agent.inbox.nextTurn].flatMap((message) => {
+      const loop = heartbeatOf(message)
+      return loop === undefined ? [] : [loop]
+    })
+  }
+
+  /** A line the plugin prints: into the trace; a retry's delay judged by the backoff rule (1 s, doubling, 60 s at most). */
+  private printed(line: string): void {
+    this.note(`printed ${line.slice(0, 160)}`)
+    const retry = /retrying in (\d+) ms/.exec(line)
+    if (retry === null) return
+    const delay = Number(retry[1])
+    // It doubles, unless a drive went through since the last retry (that needs an acknowledged flush).
+    const doubled = Math.min(2 * (this.lastRetry ?? 500), LONGEST_WAIT_MS)
+    if (delay !== doubled && !(delay === 1_000 && this.flushedSinceRetry))
+      this.violated(`a retry after ${delay} ms, the one before after ${this.lastRetry} ms`)
+    this.lastRetry = delay
+    this.flushedSinceRetry = false
+  }
+
+  async boot(): Promise<void> {
+    vi.spyOn(console, 'error').mockImplementation((line: unknown) => this.printed(String(line)))
+    this.watchTimers()
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: EPOCH })
+    this.ctx = await composeHost({ root: '/tmp/loop-sim', apiKeyEnv: 'LOOP_SIM_KEY', persistence: false, loop: false })
+    // DSH web's workspace registry, as far as the runtime reads it: the archive set.
+    const world = this
+    this.ctx.provide('workspaceRegistry', {
+      get archivedSessionIds() {
+        return world.archived ? [SESSION] : []
+      },
+    })
+    this.ctx.sessions.flush = (session) => this.flush(session)
+    this.ctx.on('llm/stream', ((request: { signal?: AbortSignal }) => this.modelStep(request.signal)) as never)
+    this.ctx.on('agent/inbox/claimed', ({ message, turn }) => this.claimed(message, turn))
+    await this.reload()
+    const handle = await this.ctx.agents.create({
+      sessionId: SessionId(SESSION),
+      meta: { cwd: '/tmp/loop-sim' },
+      agentOptions: { provider: 'sim', model: 'sim' },
+      setup: (agentCtx) => this.wire(agentCtx.agent!),
+    })
+    this.agent = handle.agent
+    this.handle = handle
+  }
+
+  /** Judge every wake a runtime arms: at most a minute, and never once the runtime is disposed. */
+  private watchTimers(): void {
+    const start = LoopRuntime.prototype.start
+    const dispose = LoopRuntime.prototype.dispose
+    const arm = WakeTimer.prototype.arm
+    const world = this
+    vi.spyOn(LoopRuntime.prototype, 'start').mockImplementation(function (this: LoopRuntime) {
+      world.runtimeOfTimer.set((this as unknown as { timer: WakeTimer }).timer, this)
+      return start.call(this)
+    })
+    vi.spyOn(LoopRuntime.prototype, 'dispose').mockImplementation(function (this: LoopRuntime) {
+      world.disposed.add(this)
+      return dispose.call(this)
+    })
+    vi.spyOn(WakeTimer.prototype, 'arm').mockImplementation(function (this: WakeTimer, delay: number) {
+      if (!(delay >= 0 && delay <= LONGEST_WAIT_MS)) world.violated(`a wake armed for ${delay} ms`)
+      const runtime = world.runtimeOfTimer.get(this)
+      if (runtime !== undefined && world.disposed.has(runtime)) world.violated('a wake armed by a disposed runtime')
+      return arm.call(this, delay)
+    })
+  }
+
+  /** Put the faults and the judges on the agent's send and its session's append. */
+  private wire(agent: Agent): void {
+    const send = agent.send.bind(agent)
+    Object.defineProperty(agent, 'send', {
+      configurable: true,
+      value: (message: Parameters<Agent['send']>[0], target: 'next-step' | 'next-turn', wakeup: boolean) => {
+        const loop = heartbeatOf(message)
+        if (loop !== undefined && !this.calm && this.random.chance(this.faults.sendThrow)) {
+          this.note(`send of ${loop} refused (fault)`)
+          throw new Error('inbox refused (simulated)')
+        }
+        if (loop !== undefined) this.judgeSend(loop, target, wakeup)
+        send(message, target, wakeup)
+        if (loop !== undefined && this.heartbeatsWaiting().filter((id) => id === loop).length > 1)
+          this.violated(`two heartbeats of ${loop} wait in the inbox`)
+      },
+    })
+    const session: Session = agent.session
+    this.eventCount = session.events.length
+    const append = session.append.bind(session) as (...args: unknown[]) => { seq: number }
+    Object.defineProperty(session, 'append', {
+      configurable: true,
+      value: (type: string, data: unknown, ...rest: unknown[]) => {
+        if (type === 'loop/change') {
+          const change = data as { operation: string; id?: string; next_at?: number }
+          if (!this.calm && this.random.chance(this.faults.appendThrow)) {
+            this.note(`append of ${change.operation} ${change.id ?? ''} refused (fault)`)
+            if (change.operation === 'dispatch') {
+              const loop = this.loopsNow().get(change.id!)
+              if (loop !== undefined) this.excused.add(`${loop.id}@${loop.nextAt}`)
+            }
+            throw new Error('session log sealed (simulated)')
+          }
+          if (change.operation === 'dispatch') this.judgeDispatch(change.id!, change.next_at!)
+        }
+        if (type === 'user/message') {
+          const loop = heartbeatOf(data)
+          if (loop !== undefined && !this.loopsNow().has(loop))
+            this.violated(`a step entered with a heartbeat of ${loop}, which is not active`)
+        }
+        if (type === 'turn/start') {
+          this.enterTurn((data as { turn: number }).turn)
+          this.note(`turn ${(data as { turn: number }).turn} starts`)
+        }
+        if (type === 'turn/end')
+          this.note(
+            `turn ${(data as { turn: number }).turn} ends ${JSON.stringify((data as { reason: unknown }).reason).slice(0, 80)}`,
+          )
+        const event = append(type, data, ...rest)
+        if (type === 'loop/change') {
+          this.loopLog.push({ index: this.eventCount, data })
+          this.fold.apply(data)
+        }
+        this.eventCount += 1
+        return event
+      },
+    })
+  }
+
+  private enterTurn(turn: number): void {
+    if (this.openTurn === turn) return
+    this.openTurn = turn
+    this.claimedInTurn.clear()
+  }
+
+  private claimed(message: unknown, turn: number): void {
+    this.enterTurn(turn)
+    const loop = heartbeatOf(message)
+    if (loop === undefined) return
+    this.claimedInTurn.add(loop)
+    this.note(`turn ${turn} claimed ${loop}`)
+    // The narrow window: a delete right after DSH claims a heartbeat, before the step is entered.
+    if (!this.calm && this.random.chance(0.3)) this.call('command', `/loop delete ${loop}`)
+  }
+
+  /** A heartbeat handed to the inbox: when, where, and on what log. */
+  private judgeSend(loopId: string, target: string, wakeup: boolean): void {
+    this.stats.sends += 1
+    const now = Date.now()
+    const loop = this.loopsNow().get(loopId)
+    this.note(`send ${loopId} ${target}${wakeup ? ' wake' : ''}`)
+    if (loop === undefined) return this.violated(`a heartbeat of ${loopId}, which is not active`)
+    if (this.archived) this.violated(`a heartbeat of ${loopId} in an archived session`)
+    if (loop.nextAt > now) this.violated(`a heartbeat of ${loopId} before its next_at (${loop.nextAt - now} ms early)`)
+    const unflushed = this.loopPayloads().filter(({ index }) => index >= this.durable)
+    if (unflushed.length > 0) this.violated(`a heartbeat of ${loopId} decided on a log not flushed`)
+    const running = this.agent.status === 'running'
+    const expected = running ? 'next-step' : 'next-turn'
+    if (target !== expected || !wakeup)
+      this.violated(`a heartbeat of ${loopId} to ${target} (wake ${wakeup}) while ${this.agent.status}`)
+    const waiting = this.heartbeatsWaiting().includes(loopId)
+    if (running && (waiting || this.claimedInTurn.has(loopId)))
+      this.violated(`a second heartbeat of ${loopId} for the open turn`)
+    const occurrence = `${loopId}@${loop.nextAt}`
+    const sends = (this.sendsPerOccurrence.get(occurrence) ?? 0) + 1
+    this.sendsPerOccurrence.set(occurrence, sends)
+    if (sends > 1 && !this.excused.delete(occurrence)) this.violated(`occurrence ${occurrence} sent ${sends} times`)
+  }
+
+  /** A dispatch appended: which loop, where it moves, and whether its occurrence was delivered or coalesced. */
+  private judgeDispatch(loopId: string, nextAt: number): void {
+    this.stats.dispatches += 1
+    const now = Date.now()
+    const loops = this.loopsNow()
+    const loop = loops.get(loopId)
+    this.note(`dispatch ${loopId} -> ${nextAt - EPOCH}`)
+    if (loop === undefined) return this.violated(`a dispatch of ${loopId}, which is not active`)
+    if (this.archived) this.violated(`a dispatch of ${loopId} in an archived session`)
+    const first = firstToDispatch(loops.values(), now)
+    if (first?.id !== loopId) this.violated(`dispatched ${loopId} before ${first?.id ?? 'nothing due'}`)
+    const expected = expectedDispatch(loop, now)
+    if (expected === undefined) return this.violated(`dispatched ${loopId}, neither due nor skewed`)
+    if (expected.nextAt !== nextAt)
+      this.violated(
+        `dispatch of ${loopId} to ${nextAt - EPOCH}, expected ${expected.nextAt - EPOCH} (${expected.kind})`,
+      )
+    if (expected.kind !== 'deliver') return
+    const occurrence = `${loopId}@${loop.nextAt}`
+    if ((this.sendsPerOccurrence.get(occurrence) ?? 0) > 0) return
+    // Not sent: coalesced, which is right exactly when one waits or the open turn took one.
+    const waiting = this.heartbeatsWaiting().includes(loopId)
+    const running = this.agent.status === 'running'
+    if (!(waiting && running) && !(running && this.claimedInTurn.has(loopId)))
+      this.violated(`occurrence ${occurrence} moved on without a heartbeat (${this.agent.status}, waiting ${waiting})`)
+  }
+
+  private flush(session: Session): Promise<boolean> {
+    const mark = session === this.agent?.session ? this.eventCount : 0
+    const outcome = this.calm
+      ? 'ok'
+      : this.outageFlushes > 0 && this.outageFlushes-- > 0
+        ? 'reject'
+        : this.random.weighted({
+            ok: 1,
+            false: this.faults.flushFalse,
+            reject: this.faults.flushReject,
+            throw: this.faults.flushThrow,
+            slow: this.faults.flushSlow,
+          })
+    if (outcome === 'throw') throw new Error('flush threw (simulated)')
+    // Half the flushes take no virtual time: loops created together are then due together.
+    const delay =
+      outcome === 'slow' ? this.random.int(1_000, 20_000) : this.random.chance(0.5) ? 0 : this.random.int(1, 30)
+    return new Promise<boolean>((resolve, reject) => {
+      setTimeout(() => {
+        if (outcome === 'reject') return reject(new Error('disk full (simulated)'))
+        if (outcome === 'false') return resolve(false)
+        if (session.id === this.agent?.session.id) this.durable = Math.max(this.durable, mark)
+        this.flushedSinceRetry = true
+        resolve(true)
+      }, delay)
+    })
+  }
+
+  /** One model step: a virtual delay, then a text, or (now and then) calls of the loop tools. */
+  private async *modelStep(signal: AbortSignal | undefined): AsyncGenerator<unknown> {
+    const long = !this.calm && this.random.chance(0.1)
+    const delay = long ? this.random.int(60_000, 240_000) : this.random.int(200, 5_000)
+    if (long) this.longSteps += 1
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, delay)
+        signal?.addEventListener('abort', () => {
+          clearTimeout(timer)
+          reject(signal.reason)
+        })
+      })
+    } finally {
+      if (long) this.longSteps -= 1
+    }
+    // A hot reload as the step ends: DSH claims the next step's input while the plugin is replaced.
+    if (!this.calm && this.random.chance(0.05)) void this.reload()
+    const calls = !this.calm && this.modelToolCalls < 400 && this.random.chance(0.3) ? this.random.int(1, 3) : 0
+    if (calls === 0) {
+      yield { type: 'block-start', index: 0, blockType: 'text' }
+      yield { type: 'block-end', index: 0, block: { type: 'text', text: 'done' } }
+      yield { type: 'finish', reason: { kind: 'stop' } }
+      return
+    }
+    for (let index = 0; index < calls; index += 1) {
+      this.modelToolCalls += 1
+      const [name, args] = this.toolCallArguments()
+      const id = CallId(`model-call-${this.modelToolCalls}`)
+      this.note(`model calls ${name} ${JSON.stringify(args)}`)
+      yield { type: 'block-start', index, blockType: 'tool-call' }
+      yield { type: 'block-end', index, block: { type: 'tool-call', id, name, arguments: JSON.stringify(args) } }
+    }
+    yield { type: 'finish', reason: { kind: 'tool-calls' } }
+  }
+
+  private toolCallArguments(): [string, Record<string, unknown>] {
+    const active = [...this.loopsNow().keys()]
+    const kind = this.random.weighted({ create: 3, delete: active.length > 0 ? 2 : 0, list: 1 })
+    if (kind === 'create')
+      return ['loop_create', { prompt: `m${(this.createNumber += 1)}`, time_in_seconds: this.interval() }]
+    if (kind === 'delete') return ['loop_delete', { id: this.random.pick(active) }]
+    return ['loop_list', {}]
+  }
+
+  private interval(): number {
+    return this.random.pick([1, 2, 5, 10, 30, 60, 300])
+  }
+
+  /** Start a user's call (a `/loop` line, or a tool call as the dock's Delete makes one); judged when it returns. */
+  private call(via: 'command' | 'tool', line: string): void {
+    this.stats.calls += 1
+    const number = (this.callNumber += 1)
+    const agent = this.agent
+    this.note(`call ${number}: ${line}`)
+    const create = /^\/loop (\d+) (\S+)$/.exec(line)
+    const done = (async () => {
+      let ok: boolean
+      let code: string | undefined
+      if (via === 'command') {
+        const execution = await this.ctx.commands.execute(agent, line, [], new AbortController().signal)
+        ok = execution?.result.kind === 'success'
+        // Changed, but its flush failed: the reply says so, and the change stands.
+        if (!ok && /but saving the change failed/.test(String((execution?.result as { text?: string })?.text)))
+          code = 'persistence_failed'
+      } else {
+        const id = line.split(' ').at(-1)!
+        const outcome = await this.ctx.tools.execute({
+          callId: CallId(`user-call-${number}`),
+          name: 'loop_delete',
+          arguments: { id },
+          signal: new AbortController().signal,
+          agent,
+        })
+        ok = !outcome.isError
+        code = outcome.isError ? ((outcome.error.info as { code?: string } | undefined)?.code ?? 'host') : undefined
+      }
+      this.note(`call ${number} ${ok ? 'done' : `refused${code === undefined ? '' : ` (${code})`}`}`)
+      if (agent !== this.agent) return
+      const payloads = this.loopPayloads()
+      if (!ok && create !== null && code === undefined) {
+        // A refused /loop line appended nothing (one that failed only at the flush after its append says so).
+        const made = payloads.some(({ data }) => (data as { loop?: { prompt: string } }).loop?.prompt === create[2])
+        if (made) this.violated(`call ${number} was refused but appended its create`)
+      }
+      if (ok && create !== null) {
+        const made = payloads.find(({ data }) => (data as { loop?: { prompt: string } }).loop?.prompt === create[2])
+        if (made === undefined || made.index >= this.durable)
+          this.violated(`call ${number} returned before its create was flushed`)
+      }
+    })()
+    this.pending.add(done)
+    void done.finally(() => this.pending.delete(done))
+  }
+
+  /** Dispose the plugin and apply it again, as a hot reload does, whatever is in flight. */
+  private async reload(): Promise<void> {
+    const previous = this.plugin
+    this.plugin = this.ctx.plugin(loopPlugin as PluginModule)
+    if (previous !== undefined) {
+      this.stats.reloads += 1
+      this.flushedSinceRetry = true
+      this.note('hot reload')
+      void previous.dispose()
+    }
+    await this.plugin
+  }
+
+  /** One step of the world: an action, then virtual time. */
+  async step(): Promise<void> {
+    this.stats.steps += 1
+    const action = this.random.weighted({
+      create: 4,
+      createTogether: 1,
+      delete: 2,
+      toolDelete: 1,
+      prompt: 3,
+      stop: 1,
+      jump: 0.7,
+      reload: 0.4,
+      archive: 0.3,
+      outage: 0.2,
+      wait: 6,
+    })
+    const active = [...this.loopsNow().keys()]
+    switch (action) {
+      case 'create':
+        this.call('command', `/loop ${this.interval()} u${(this.createNumber += 1)}`)
+        break
+      case 'createTogether': {
+        // Loops due at the same instant: earliest first, ties in creation order.
+        const seconds = this.interval()
+        for (let count = this.random.int(2, 3); count > 0; count -= 1)
+          this.call('command', `/loop ${seconds} u${(this.createNumber += 1)}`)
+        break
+      }
+      case 'delete':
+        if (active.length > 0) this.call('command', `/loop delete ${this.random.pick(active)}`)
+        break
+      case 'toolDelete':
+        if (active.length > 0) this.call('tool', `delete ${this.random.pick(active)}`)
+        break
+      case 'prompt':
+        this.note('user prompt')
+        this.agent.send(
+          createUserMessage({ content: [{ type: 'text', text: 'go on' }], source: { kind: 'user' } }),
+          'next-turn',
+          true,
+        )
+        break
+      case 'stop': {
+        // Stop, with or without what waits in the inbox (a heartbeat then waits at an idle agent).
+        const keepInbox = this.random.chance(0.5)
+        this.note(`user stops the turn${keepInbox ? ', keeping the inbox' : ''}`)
+        this.agent.cancel({ kind: 'user' }, { keepInbox })
+        break
+      }
+      case 'jump': {
+        this.stats.jumps += 1
+        // Seconds to two days, either way: a sleep, a corrected clock, a clock set ahead.
+        const by =
+          this.random.pick([-1, 1]) *
+          this.random.pick([this.random.int(1_000, 120_000), this.random.int(120_000, 2 * 86_400_000)])
+        this.note(`wall clock jumps ${by} ms`)
+        vi.setSystemTime(Date.now() + by)
+        break
+      }
+      case 'reload':
+        await this.reload()
+        break
+      case 'outage':
+        this.outageFlushes = this.random.int(5, 40)
+        this.note(`the next ${this.outageFlushes} flushes fail`)
+        break
+      case 'archive':
+        this.archived = !this.archived
+        this.note(this.archived ? 'archived' : 'unarchived')
+        break
+      case 'wait':
+        break
+    }
+    await vi.advanceTimersByTimeAsync(
+      this.random.chance(0.7) ? this.random.int(0, 2_000) : this.random.int(2_000, 90_000),
+    )
+    this.judgeInbox()
+  }
+
+  private judgeInbox(): void {
+    const waiting = this.heartbeatsWaiting()
+    const active = this.loopsNow()
+    for (const loop of new Set(waiting)) {
+      if (waiting.filter((id) => id === loop).length > 1) this.violated(`two heartbeats of ${loop} wait in the inbox`)
+      if (!active.has(loop)) this.violated(`a heartbeat of ${loop}, which is not active, waits in the inbox`)
+    }
+  }
+
+  /** The calm tail: no faults, no jumps, short steps; every turn ends and every loop fires on time. */
+  async calmTail(): Promise<void> {
+    this.calm = true
+    this.archived = false
+    this.outageFlushes = 0
+    this.note('calm')
+    // A step of minutes the model began before the calm is part of the storm: a runtime that joined
+    // its turn by a hot reload holds its heartbeats until the turn shows a step (SPEC.md §4 "Delivery").
+    for (let waited = 0; this.longSteps > 0 && waited < 5 * 60_000; waited += 1_000)
+      await vi.advanceTimersByTimeAsync(1_000)
+    await vi.advanceTimersByTimeAsync(2 * 60_000)
+    await this.settleCalls()
+    await vi.advanceTimersByTimeAsync(60_000 + 5_000)
+    const now = Date.now()
+    for (const loop of this.loopsNow().values()) {
+      if (loop.nextAt < now - LONGEST_WAIT_MS - 1_000)
+        this.violated(`${loop.id} is overdue by ${now - loop.nextAt} ms after a calm tail`)
+      if (loop.nextAt - now > 1.5 * loop.seconds * 1000)
+        this.violated(`${loop.id} is ${loop.nextAt - now} ms ahead after a calm tail`)
+    }
+    // The list answers from the queue, after a drive in flight: each schedule between the model's before and after.
+    const before = new Map(this.loopsNow())
+    const listed = await this.settled(
+      this.ctx.tools.execute({
+        callId: CallId('final-list'),
+        name: 'loop_list',
+        arguments: {},
+        signal: new AbortController().signal,
+        agent: this.agent,
+      }),
+    )
+    const after = this.loopsNow()
+    const got = listed.isError ? [] : (listed.value as { id: string; prompt: string; next_at: number }[])
+    const fits =
+      !listed.isError &&
+      got.length === after.size &&
+      got.every(({ id, prompt, next_at: nextAt }) => {
+        const [then, now] = [before.get(id), after.get(id)]
+        return then !== undefined && now?.prompt === prompt && then.nextAt <= nextAt && nextAt <= now.nextAt
+      })
+    if (!fits)
+      this.violated(`loop_list ${JSON.stringify(listed)} is not the model's ${JSON.stringify([...after.values()])}`)
+    // Then every loop goes: the agent runs out of work, and every turn it began has ended.
+    for (const id of this.loopsNow().keys()) this.call('command', `/loop delete ${id}`)
+    await vi.advanceTimersByTimeAsync(2 * 60_000)
+    await this.settleCalls()
+    if (this.loopsNow().size > 0) this.violated(`${this.loopsNow().size} loops left after deleting every one`)
+    if (this.agent.status !== 'idle') this.violated(`the agent is still ${this.agent.status} with no loops left`)
+    const started = new Set<number>()
+    for (const event of this.agent.session.events) {
+      if (event.type === 'turn/start') started.add((event.data as { turn: number }).turn)
+      if (event.type === 'turn/end') started.delete((event.data as { turn: number }).turn)
+    }
+    if (started.size > 0) this.violated(`turns ${[...started].join(', ')} never ended`)
+    // The world's own count of the log, checked once: every event came through the append it watches.
+    if (this.eventCount !== this.agent.session.events.length) this.violated('the world lost count of the log')
+    if (this.loopPayloads().some(({ index }) => index >= this.durable))
+      this.violated('the log is not flushed at the end')
+  }
+
+  /** A promise's value, moving virtual time while it waits (on a flush, a timer). */
+  private async settled<T>(promise: Promise<T>): Promise<T> {
+    let done = false
+    void promise.finally(() => (done = true)).catch(() => {})
+    for (let waited = 0; !done && waited < 30 * 60_000; waited += 100) await vi.advanceTimersByTimeAsync(100)
+    return promise
+  }
+
+  /** Let every call in flight return, moving virtual time while any waits; one that never returns is a violation. */
+  private async settleCalls(): Promise<void> {
+    for (let waited = 0; this.pending.size > 0 && waited < 30 * 60_000; waited += 1_000)
+      await vi.advanceTimersByTimeAsync(1_000)
+    if (this.pending.size > 0) this.violated(`${this.pending.size} calls never returned`)
+  }
+
+  async end(): Promise<SimResult> {
+    await this.plugin?.dispose()
+    await this.handle?.dispose()
+    vi.useRealTimers()
+    vi.restoreAllMocks()
+    return { seed: this.seed, trace: this.trace, violations: this.violations, stats: this.stats }
+  }
+}
+
+/**
+ * Run one seed: boot, `steps` steps of actions and faults, the calm tail.
+ * @param seed - the run's seed.
+ * @param steps - how many steps before the calm tail.
+ * @returns the trace, violations and counts.
+ */
+export async function simulate(seed: number, steps = 100): Promise<SimResult> {
+  const world = new World(seed)
+  try {
+    await world.boot()
+    for (let step = 0; step < steps; step += 1) await world.step()
+    await world.calmTail()
+  } finally {
+    // eslint-disable-next-line no-unsafe-finally -- the result is the run's, however it ended
+    return await world.end()
+  }
+}
