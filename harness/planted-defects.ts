@@ -118,6 +118,12 @@ export const PLANTED_DEFECTS: Readonly<Record<string, readonly RevertEdit[]>> = 
       perl: "s/this.turnUnseen = this.options.joinedLive === true && this.agent.status === 'running'/this.turnUnseen = false/",
     },
   ],
+  'a delete appends before the step it raced is logged': [
+    { file: 'src/loop.ts', perl: 's/!this.lastEntered.logged/false/' },
+  ],
+  'a runtime that joined mid-turn does not read the turn again': [
+    { file: 'src/loop.ts', perl: 's/this.inbox.readOpenTurn\\(events, header.seedLength \\?\\? 0\\)\\n      for/for/' },
+  ],
   'a delete is folded as nothing': [
     {
       file: 'src/fold.ts',

@@ -36,7 +36,7 @@ for entry in "${DEFECTS[@]}"; do
     missed=1
     continue
   fi
-  timeout 900 vitest run test/sim/simulation.test.ts 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >"$scratch/out"
+  timeout 900 vitest run test/sim/simulation.test.ts -t "keeps every" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >"$scratch/out"
   found="$(grep -m1 -oE 'seed [0-9]+ \(replay: SIM_SEED=[0-9]+\): .*' "$scratch/out" | cut -c1-170)"
   if [[ -n $found ]]; then
     echo "found         $name: $found"

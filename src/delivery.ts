@@ -65,6 +65,20 @@ export function waitingHeartbeats(messages: Iterable<InboxMessage>): Map<string,
 }
 
 /**
+ * The loops whose heartbeats are among `messages`.
+ * @param messages - a step's input, untrusted.
+ * @returns their loop ids.
+ */
+export function heartbeatLoopIds(messages: readonly unknown[]): Set<string> {
+  const loops = new Set<string>()
+  for (const message of messages) {
+    const heartbeat = readHeartbeat(message)
+    if (heartbeat !== undefined) loops.add(heartbeat.loopId)
+  }
+  return loops
+}
+
+/**
  * Keep heartbeats of loops that are no longer active out of a step. DSH claims a
  * step's input before its pre-step hooks run, so a delete decided in between can
  * no longer take the message out of the inbox. Anything else passes unchanged.

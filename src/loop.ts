@@ -18,7 +18,7 @@ import {
   inheritedLoopIds,
   type LoopFold,
 } from './fold.ts'
-import { admitClaimedHeartbeats } from './delivery.ts'
+import { admitClaimedHeartbeats, heartbeatLoopIds } from './delivery.ts'
 import { HeartbeatInbox } from './heartbeat-inbox.ts'
 import { flushSession } from './persistence.ts'
 import { createReport, type LoopReport } from './report.ts'
@@ -94,6 +94,13 @@ export class LoopRuntime {
    * one of that turn's steps ({@link admitStep}) or the turn ends.
    */
   private turnUnseen = false
+  /**
+   * The last step DSH entered with heartbeats ({@link admitStep}): their loops, and whether DSH has
+   * logged it. DSH logs a step's input in the task that admitted it, so a 0 ms timer tells. A delete
+   * of one of those loops appends after that step, as it would after a step a moment later.
+   */
+  private lastEntered:
+    { readonly loops: ReadonlySet<string>; logged: boolean; readonly whenLogged: Promise<void> } | undefined
 
   /**
    * @param ctx - plugin context carrying `sessions` and `agents`.
@@ -136,13 +143,35 @@ export class LoopRuntime {
    */
   admitStep(claimed: readonly unknown[], decision: PreStepDecision, turn: number): PreStepDecision {
     if (this.turnUnseen) {
-      // A claim made before this runtime listened is seen here, before its step is entered.
+      // Every earlier step of the turn is logged by now, though the first read may have come before
+      // one was (its claim unheard): read the open turn again, once; then this step's claims.
+      const { events, header } = this.agent.session
+      this.inbox.readOpenTurn(events, header.seedLength ?? 0)
       for (const message of claimed) this.inbox.noteClaimed(message, turn)
       this.turnUnseen = false
       this.requestDrive()
     }
     const fold = this.foldUnlessCorrupt()
-    return fold === undefined ? decision : admitClaimedHeartbeats(claimed, decision, fold.loops)
+    if (fold === undefined) return decision
+    const admitted = admitClaimedHeartbeats(claimed, decision, fold.loops)
+    if (admitted.kind === 'enter') this.noteEntering(heartbeatLoopIds(admitted.messages))
+    return admitted
+  }
+
+  /** Remember the loops a step is entered with, and when DSH has logged it ({@link lastEntered}). */
+  private noteEntering(loops: ReadonlySet<string>): void {
+    if (loops.size === 0) return
+    const entered = {
+      loops,
+      logged: false,
+      whenLogged: new Promise<void>((resolve) =>
+        this.clock.setTimer(() => {
+          entered.logged = true
+          resolve()
+        }, 0),
+      ),
+    }
+    this.lastEntered = entered
   }
 
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
@@ -186,7 +215,17 @@ export class LoopRuntime {
       this.assertRunnable(label, signal)
       const decision = decide(this.soundFold())
       if (decision.change === undefined) return decision.result
-      if (decision.withdrawLoopId !== undefined) this.inbox.withdraw(decision.withdrawLoopId)
+      const { withdrawLoopId } = decision
+      // Its heartbeat entered a step DSH has not logged yet: the delete comes after that step.
+      while (
+        withdrawLoopId !== undefined &&
+        this.lastEntered?.loops.has(withdrawLoopId) === true &&
+        !this.lastEntered.logged
+      ) {
+        await this.lastEntered.whenLogged
+        this.assertRunnable(label, signal)
+      }
+      if (withdrawLoopId !== undefined) this.inbox.withdraw(withdrawLoopId)
       this.append(decision.change)
       try {
         await flushSession(this.ctx, this.agent.session)

@@ -1,10 +1,9 @@
 /**
- * Faults at the real host boundary, with fake timers: flushes that resolve
- * `false`, reject or throw at each point of a call and of a drive (and the exact
- * error the caller gets), a refusing inbox and the backoff of the retries, a
- * failing append, a long outage. Loops due together, clock jumps and agents going
- * away mid-flight have suites of their own. Where loops fire, the test reads the durable log back through the
- * real JSONL persistence and checks it against the heartbeats sent.
+ * Faults at the real host boundary, with fake timers: flushes that resolve `false`, reject or
+ * throw at each point of a call (and the exact error the caller gets), and a failing append.
+ * Faults inside a drive, refused sends, outages and the retries after them are the simulation's
+ * (test/sim/). Where loops fire, the test reads the durable log back through the real JSONL
+ * persistence and checks it against the heartbeats sent.
  */
 import { describe, expect, it, vi } from 'vitest'
 import { advance, createsOf, failureMessageOf, failureOf, listedOf, loopChanges, settle } from './support/host.ts'
@@ -137,128 +136,7 @@ describe('a flush fails after the append of a tool call', () => {
   )
 })
 
-describe('a flush fails inside a drive', () => {
-  it.each(FLUSH_FAULTS)(
-    'flush %s before the dispatch decision: nothing is sent, the retry sends once, late but not early',
-    async (fault) => {
-      const id = await rig.create('retry me', 5)
-      await advance(4000, 1000)
-      const injection = failFlush(rig.host, fault)
-      await advance(1000)
-      expect(injection.calls()).toBe(1)
-      expect(scenario.sent).toEqual([])
-      expect(loopChanges(rig.fake.agent)).toHaveLength(1)
-      injection.restore()
-      await advance(1000)
-      expect(scenario.sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000])
-      expect(await durable()).toEqual([createRecord(id, 'retry me', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
-      await advance(4000)
-      expect(scenario.sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000, NOW + 10_000])
-      await expectConsistent()
-    },
-  )
-
-  it.each(FLUSH_FAULTS)(
-    'flush %s after the dispatch append: one send; the retry saves the dispatch once and does not send again',
-    async (fault) => {
-      const id = await rig.create('sent once', 5)
-      await advance(4000, 1000)
-      const injection = failFlush(rig.host, fault, { after: 1 })
-      await advance(1000)
-      injection.restore()
-      expect(scenario.sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 5000])
-      expect(await durable()).toEqual([createRecord(id, 'sent once', 5, NOW + 5000)])
-      await advance(1000)
-      expect(await durable()).toEqual([createRecord(id, 'sent once', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
-      expect(scenario.sent).toHaveLength(1)
-      await advance(4000)
-      expect(scenario.sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 5000, NOW + 10_000])
-      await expectConsistent()
-    },
-  )
-})
-
-describe('a long outage', () => {
-  it.each(FLUSH_FAULTS)(
-    'flush %s for five minutes: retries back off instead of spinning, then one heartbeat for the whole outage, no burst',
-    async (fault) => {
-      const id = await rig.create('through an outage', 1)
-      const injection = failFlush(rig.host, fault, { times: Number.MAX_SAFE_INTEGER })
-      await advance(1000)
-      expect(injection.calls()).toBe(1)
-      // Each failed attempt retries after twice the delay of the one before: 1 s, 2 s, 4 s, …
-      for (const [delay, calls] of [
-        [1000, 2],
-        [2000, 3],
-        [4000, 4],
-      ] as const) {
-        await advance(delay - 1, 1000)
-        expect(injection.calls()).toBe(calls - 1)
-        await advance(1)
-        expect(injection.calls()).toBe(calls)
-      }
-      await advance(300_000 - 8000, 10_000)
-      expect(scenario.sent).toEqual([])
-      // Backoff 1 s doubling to 60 s: about ten attempts in five minutes, not one per second.
-      expect(injection.calls()).toBeGreaterThanOrEqual(5)
-      expect(injection.calls()).toBeLessThanOrEqual(15)
-      injection.restore()
-      const restoredAt = Date.now()
-      await advance(61_000, 1000)
-      const [first] = scenario.sent
-      expect(first!.at - restoredAt).toBeLessThanOrEqual(60_000)
-      const log = await durable()
-      // The first dispatch jumps over the outage to the first second after the send.
-      expect(log[1]).toEqual(dispatchRecord(id, first!.at + 1000))
-      // Then one per second on the new grid: never more heartbeats than seconds passed.
-      expect(scenario.sent.length).toBeLessThanOrEqual(Math.floor((Date.now() - first!.at) / 1000) + 1)
-      await expectConsistent()
-    },
-  )
-})
-
 describe('the inbox and the log refuse', () => {
-  it('agent.send throws: no dispatch is appended; the retry sends once and records it once', async () => {
-    const id = await rig.create('refused once', 5)
-    rig.fake.send.mockImplementationOnce(() => {
-      throw new Error('inbox closed (injected)')
-    })
-    await advance(5000)
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
-    expect(scenario.sent).toEqual([])
-    expect(loopChanges(rig.fake.agent)).toHaveLength(1)
-    await advance(1000)
-    expect(scenario.sent.map((heartbeat) => heartbeat.at)).toEqual([NOW + 6000])
-    expect(await durable()).toEqual([createRecord(id, 'refused once', 5, NOW + 5000), dispatchRecord(id, NOW + 10_000)])
-    await expectConsistent()
-  })
-
-  it('agent.send keeps refusing: the retry delay doubles after each refusal, up to its cap, and no dispatch is appended', async () => {
-    await rig.create('refused again', 1)
-    rig.fake.send.mockImplementation(() => {
-      throw new Error('inbox closed')
-    })
-    await advance(1000)
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
-    // Retries at +1 s, +2 s, +4 s, … after each refusal; one more send per step.
-    for (const [attempt, delay] of [
-      [2, 1000],
-      [3, 2000],
-      [4, 4000],
-      [5, 8000],
-      [6, 16_000],
-      [7, 32_000],
-      [8, 60_000],
-      [9, 60_000],
-    ] as const) {
-      await advance(delay - 1, 1000)
-      expect(rig.fake.send).toHaveBeenCalledTimes(attempt - 1)
-      await advance(1)
-      expect(rig.fake.send).toHaveBeenCalledTimes(attempt)
-    }
-    expect(loopChanges(rig.fake.agent)).toHaveLength(1)
-  })
-
   it('session.append throws on a create: the call fails with the cause, nothing is saved, the next create works', async () => {
     await settle()
     failNextLoopAppend(rig.fake.agent.session)

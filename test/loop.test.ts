@@ -3,7 +3,8 @@
  * and the injected clock, lifecycle, a corrupt log, the queue of drives and transactions,
  * cancellation, one waiting heartbeat per loop, the pre-step filter, and reading the log: once, as
  * the dock reads it, and again when the runtime did not follow it.
- * Failing flushes and appends, refused sends and the retries after them are test/faults.test.ts's.
+ * Failing flushes and appends are test/faults.test.ts's; interleavings of faults, clock jumps, deletes
+ * and reloads are the simulation's (test/sim/).
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { CallId, createUserMessage } from '@deepseek-ai/dsh-llm'
@@ -91,17 +92,6 @@ describe('delivery', () => {
     expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual(loopChanges(rig.fake.agent))
   })
 
-  it('keeps recurring: three seconds of a one-second loop are three sends', async () => {
-    await rig.create('tick', 1)
-    await advance(3000)
-    expect(rig.fake.send).toHaveBeenCalledTimes(3)
-    expect(
-      loopChanges(rig.fake.agent)
-        .slice(1)
-        .map((change) => change.operation === 'dispatch' && change.next_at),
-    ).toEqual([NOW + 2000, NOW + 3000, NOW + 4000])
-  })
-
   it('sends next-step with wakeup when the agent is running', async () => {
     const id = await rig.create('while busy', 2)
     rig.fake.setStatus('running')
@@ -154,57 +144,6 @@ describe('delivery', () => {
     const id = await rig.create(`Is "main" <green> & 'ok'?`, 1)
     await advance(1000)
     expect(sentTexts(rig.fake)).toEqual([heartbeatText(id, 'Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?')])
-  })
-})
-
-describe('timer', () => {
-  it('arms one timer for the earliest loop and dispatches several loops in next_at order', async () => {
-    const slow = await rig.create('slow', 3)
-    const fast = await rig.create('fast', 2)
-    expect(vi.getTimerCount()).toBe(1)
-    await advance(2000)
-    expect(sentTexts(rig.fake)).toEqual([heartbeatText(fast, 'fast')])
-    await advance(1000)
-    expect(sentTexts(rig.fake)).toEqual([heartbeatText(fast, 'fast'), heartbeatText(slow, 'slow')])
-    expect(vi.getTimerCount()).toBe(1)
-  })
-
-  it('waits at most a minute at a time, re-reading the clock, and fires a far loop on time', async () => {
-    const seconds = 3 * 3600 // three hours: 180 one-minute waits
-    await rig.create('every three hours', seconds)
-    await advance(MAX_TIMER_WAIT_MS - 1, MAX_TIMER_WAIT_MS)
-    expect(vi.getTimerCount()).toBe(1)
-    await advance(seconds * 1000 - MAX_TIMER_WAIT_MS, MAX_TIMER_WAIT_MS)
-    expect(rig.fake.send).not.toHaveBeenCalled()
-    await advance(1)
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
-  })
-
-  it('does not duplicate a dispatch when drive requests from tool calls race the timer', async () => {
-    const id = await rig.create('once', 1)
-    await settle()
-    vi.setSystemTime(NOW + 1000)
-    // Each create commits and requests a drive; the timer fires in the middle of them.
-    const creates = Array.from({ length: 4 }, (_, index) =>
-      rig.tool('loop_create', { prompt: `other ${index}`, time_in_seconds: 3600 }),
-    )
-    await vi.advanceTimersByTimeAsync(1)
-    await Promise.all(creates)
-    await settle()
-    expect(sentTexts(rig.fake)).toEqual([heartbeatText(id, 'once')])
-    expect(loopChanges(rig.fake.agent).filter((change) => change.operation === 'dispatch')).toEqual([
-      { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 },
-    ])
-  })
-
-  it('stops firing after delete and clears the timer', async () => {
-    const id = await rig.create('bye', 1)
-    await advance(1000)
-    await rig.tool('loop_delete', { id })
-    await settle()
-    expect(vi.getTimerCount()).toBe(0)
-    await advance(10_000)
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
   })
 })
 
@@ -335,63 +274,6 @@ describe('the queue, driven directly', () => {
       createChange({ id, prompt: 'due now', time_in_seconds: 60, next_at: Date.now() }),
     )
   }
-
-  /** A runtime whose first drive, for a loop due now, waits in its pre-dispatch flush. */
-  async function driveHeldAtFlush(id: string) {
-    appendDueLoop(id)
-    const runtime = ownRuntime(bare, agent.agent)
-    const flushes = holdFlushes(bare)
-    runtime.start()
-    await vi.advanceTimersByTimeAsync(0)
-    return { runtime, flushes }
-  }
-
-  it('coalesces drive requests made during a drive: the due loop is sent and dispatched once', async () => {
-    const { runtime, flushes } = await driveHeldAtFlush('loop_once')
-    expect(flushes.waiting()).toBe(1)
-    for (let request = 0; request < 5; request += 1) runtime.requestDrive()
-    await flushes.release()
-    await settle()
-    expect(agent.send).toHaveBeenCalledTimes(1)
-    expect(loopChanges(agent.agent).map((change) => change.operation)).toEqual(['create', 'dispatch'])
-    await runtime.dispose()
-  })
-
-  it('decides again after the pre-dispatch flush: a clock set back meanwhile leaves nothing due, so nothing is sent', async () => {
-    const { runtime, flushes } = await driveHeldAtFlush('loop_clock')
-    expect(flushes.waiting()).toBe(1)
-    // The wall clock moves back ten seconds while the flush is in progress.
-    vi.setSystemTime(Date.now() - 10_000)
-    await flushes.release()
-    await settle()
-    expect(agent.send).not.toHaveBeenCalled()
-    expect(loopChanges(agent.agent).map((change) => change.operation)).toEqual(['create'])
-    // It stays armed: once the clock reaches the occurrence again, it fires.
-    await advance(10_000)
-    expect(agent.send).toHaveBeenCalledTimes(1)
-    await runtime.dispose()
-  })
-
-  it('orders a tool transaction behind the running drive: a loop deleted meanwhile is still sent once, then never again', async () => {
-    const { runtime, flushes } = await driveHeldAtFlush('loop_due')
-    const deletion = runtime.transact('loop_delete', signal(), (state) => ({
-      result: state.loops.map((loop) => loop.id),
-      change: { version: 1, operation: 'delete', id: 'loop_due' },
-      notSaved,
-    }))
-    await vi.advanceTimersByTimeAsync(0)
-    // The transaction waits behind the drive: nothing was deleted or flushed for it yet.
-    expect(flushes.waiting()).toBe(1)
-    await flushes.release()
-    // The drive decided first (one send and its dispatch), then the delete saw the loop still active.
-    expect(await deletion).toEqual(['loop_due'])
-    await settle()
-    expect(agent.send).toHaveBeenCalledTimes(1)
-    expect(loopChanges(agent.agent).map((change) => change.operation)).toEqual(['create', 'dispatch', 'delete'])
-    await advance(120_000, 60_000)
-    expect(agent.send).toHaveBeenCalledTimes(1)
-    await runtime.dispose()
-  })
 
   it('dispose waits for a queued transaction before it resolves', async () => {
     const runtime = ownRuntime(bare, agent.agent)

@@ -118,6 +118,11 @@ class World {
     if (process.env['SIM_TRACE'] === '1') process.stderr.write(`${entry}\n`)
   }
 
+  /** Something threw out of the world. */
+  threw(error: unknown): void {
+    this.violated(`the world threw: ${error instanceof Error ? error.message : String(error)}`)
+  }
+
   private violated(rule: string): void {
     this.violations.push(`step ${this.stats.steps}: ${rule}`)
     this.note(`VIOLATION ${rule}`)
@@ -169,6 +174,12 @@ class World {
     this.ctx.sessions.flush = (session) => this.flush(session)
     this.ctx.on('llm/stream', ((request: { signal?: AbortSignal }) => this.modelStep(request.signal)) as never)
     this.ctx.on('agent/inbox/claimed', ({ message, turn }) => this.claimed(message, turn))
+    // The window between DSH's claim and the step it enters (the prompt's assembly, inner hooks): at times seconds.
+    this.ctx.on('agent/pre-step', async (_step, next) => {
+      if (!this.calm && this.random.chance(0.2))
+        await new Promise((resolve) => setTimeout(resolve, this.random.int(1, 3_000)))
+      return next()
+    })
     await this.reload()
     const handle = await this.ctx.agents.create({
       sessionId: SessionId(SESSION),
@@ -236,9 +247,11 @@ class World {
             throw new Error('session log sealed (simulated)')
           }
           if (change.operation === 'dispatch') this.judgeDispatch(change.id!, change.next_at!)
+          else this.note(`append ${change.operation} ${change.id ?? (data as { loop: { id: string } }).loop.id}`)
         }
         if (type === 'user/message') {
           const loop = heartbeatOf(data)
+          if (loop !== undefined) this.note(`step enters with ${loop}`)
           if (loop !== undefined && !this.loopsNow().has(loop))
             this.violated(`a step entered with a heartbeat of ${loop}, which is not active`)
         }
@@ -346,20 +359,22 @@ class World {
     const delay =
       outcome === 'slow' ? this.random.int(1_000, 20_000) : this.random.chance(0.5) ? 0 : this.random.int(1, 30)
     return new Promise<boolean>((resolve, reject) => {
-      setTimeout(() => {
+      // A flush that takes no time settles in the same instant (a timer would move the clock a millisecond).
+      const after = (settle: () => void) => (delay === 0 ? queueMicrotask(settle) : setTimeout(settle, delay))
+      after(() => {
         if (outcome === 'reject') return reject(new Error('disk full (simulated)'))
         if (outcome === 'false') return resolve(false)
         if (session.id === this.agent?.session.id) this.durable = Math.max(this.durable, mark)
         this.flushedSinceRetry = true
         resolve(true)
-      }, delay)
+      })
     })
   }
 
   /** One model step: a virtual delay, then a text, or (now and then) calls of the loop tools. */
   private async *modelStep(signal: AbortSignal | undefined): AsyncGenerator<unknown> {
     const long = !this.calm && this.random.chance(0.1)
-    const delay = long ? this.random.int(60_000, 240_000) : this.random.int(200, 5_000)
+    const delay = long ? this.random.int(60_000, 240_000) : this.random.int(1_000, 8_000)
     if (long) this.longSteps += 1
     try {
       await new Promise<void>((resolve, reject) => {
@@ -402,7 +417,7 @@ class World {
   }
 
   private interval(): number {
-    return this.random.pick([1, 2, 5, 10, 30, 60, 300])
+    return this.random.pick([1, 2, 5, 10, 30, 60, 300, 900])
   }
 
   /** Start a user's call (a `/loop` line, or a tool call as the dock's Delete makes one); judged when it returns. */
@@ -413,42 +428,50 @@ class World {
     this.note(`call ${number}: ${line}`)
     const create = /^\/loop (\d+) (\S+)$/.exec(line)
     const done = (async () => {
-      let ok: boolean
-      let code: string | undefined
-      if (via === 'command') {
-        const execution = await this.ctx.commands.execute(agent, line, [], new AbortController().signal)
-        ok = execution?.result.kind === 'success'
-        // Changed, but its flush failed: the reply says so, and the change stands.
-        if (!ok && /but saving the change failed/.test(String((execution?.result as { text?: string })?.text)))
-          code = 'persistence_failed'
-      } else {
-        const id = line.split(' ').at(-1)!
-        const outcome = await this.ctx.tools.execute({
-          callId: CallId(`user-call-${number}`),
-          name: 'loop_delete',
-          arguments: { id },
-          signal: new AbortController().signal,
-          agent,
-        })
-        ok = !outcome.isError
-        code = outcome.isError ? ((outcome.error.info as { code?: string } | undefined)?.code ?? 'host') : undefined
-      }
-      this.note(`call ${number} ${ok ? 'done' : `refused${code === undefined ? '' : ` (${code})`}`}`)
-      if (agent !== this.agent) return
-      const payloads = this.loopPayloads()
-      if (!ok && create !== null && code === undefined) {
-        // A refused /loop line appended nothing (one that failed only at the flush after its append says so).
-        const made = payloads.some(({ data }) => (data as { loop?: { prompt: string } }).loop?.prompt === create[2])
-        if (made) this.violated(`call ${number} was refused but appended its create`)
-      }
-      if (ok && create !== null) {
-        const made = payloads.find(({ data }) => (data as { loop?: { prompt: string } }).loop?.prompt === create[2])
-        if (made === undefined || made.index >= this.durable)
-          this.violated(`call ${number} returned before its create was flushed`)
+      try {
+        const { ok, code } = await this.callOnce(agent, via, line, number)
+        this.note(`call ${number} ${ok ? 'done' : `refused${code === undefined ? '' : ` (${code})`}`}`)
+        if (agent === this.agent && create !== null) this.judgeCreate(number, create[2]!, ok, code)
+      } catch (error) {
+        this.violated(`call ${number} threw: ${error instanceof Error ? error.message : String(error)}`)
       }
     })()
     this.pending.add(done)
     void done.finally(() => this.pending.delete(done))
+  }
+
+  /** One call through DSH's command or tool runtime: whether it succeeded, and the code of its refusal. */
+  private async callOnce(
+    agent: Agent,
+    via: 'command' | 'tool',
+    line: string,
+    number: number,
+  ): Promise<{ ok: boolean; code?: string | undefined }> {
+    if (via === 'command') {
+      const execution = await this.ctx.commands.execute(agent, line, [], new AbortController().signal)
+      const reply = execution?.result as { kind: string; text?: string } | undefined
+      // Changed, but its flush failed: the reply says so, and the change stands.
+      const notSaved = /but saving the change failed/.test(String(reply?.text))
+      return { ok: reply?.kind === 'success', code: notSaved ? 'persistence_failed' : undefined }
+    }
+    const outcome = await this.ctx.tools.execute({
+      callId: CallId(`user-call-${number}`),
+      name: 'loop_delete',
+      arguments: { id: line.split(' ').at(-1)! },
+      signal: new AbortController().signal,
+      agent,
+    })
+    if (!outcome.isError) return { ok: true }
+    return { ok: false, code: (outcome.error.info as { code?: string } | undefined)?.code ?? 'host' }
+  }
+
+  /** A `/loop <seconds> <prompt>` that returned: flushed when it succeeded, nothing appended when refused before its append. */
+  private judgeCreate(number: number, prompt: string, ok: boolean, code: string | undefined): void {
+    const made = this.loopPayloads().find(({ data }) => (data as { loop?: { prompt: string } }).loop?.prompt === prompt)
+    if (!ok && code === undefined && made !== undefined)
+      this.violated(`call ${number} was refused but appended its create`)
+    if (ok && (made === undefined || made.index >= this.durable))
+      this.violated(`call ${number} returned before its create was flushed`)
   }
 
   /** Dispose the plugin and apply it again, as a hot reload does, whatever is in flight. */
@@ -644,12 +667,18 @@ class World {
  */
 export async function simulate(seed: number, steps = 100): Promise<SimResult> {
   const world = new World(seed)
+  // Cordis builds an Error (a stack trace) at every service lookup; no run reads those stacks.
+  const stackTraceLimit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
   try {
     await world.boot()
     for (let step = 0; step < steps; step += 1) await world.step()
     await world.calmTail()
+  } catch (error) {
+    // Whatever throws out of the world (the host, the plugin, the world itself) fails the seed.
+    world.threw(error)
   } finally {
-    // eslint-disable-next-line no-unsafe-finally -- the result is the run's, however it ended
-    return await world.end()
+    Error.stackTraceLimit = stackTraceLimit
   }
+  return await world.end()
 }
