@@ -69,13 +69,13 @@ export const PLANTED_DEFECTS: Readonly<Record<string, readonly RevertEdit[]>> = 
   'a delete leaves its waiting heartbeat': [
     {
       file: 'src/loop.ts',
-      perl: 's/if \\(decision.withdrawLoopId !== undefined\\) this.inbox.withdraw/if (false) this.inbox.withdraw/',
+      perl: 's/if \\(withdrawLoopId !== undefined\\) this.inbox.withdraw/if (false) this.inbox.withdraw/',
     },
   ],
   "a step enters with a deleted loop's claimed heartbeat": [
     {
       file: 'src/loop.ts',
-      perl: 's/return fold === undefined \\? decision : admitClaimedHeartbeats\\(claimed, decision, fold.loops\\)/return decision/',
+      perl: 's/const admitted = admitClaimedHeartbeats\\(claimed, decision, fold.loops\\)/const admitted = decision/',
     },
   ],
   'claims go unseen': [

@@ -1,11 +1,17 @@
 /**
  * The delivery rules (src/delivery.ts) over plain values: how a due occurrence is delivered, a
- * loop's waiting heartbeats, and the claimed heartbeats a step keeps.
+ * loop's waiting heartbeats, the loops a step enters with, and the claimed heartbeats a step keeps.
  */
 import { describe, expect, it } from 'vitest'
 import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
 import { freezeMessage, MessageId, type UserMessage } from '@deepseek-ai/dsh-llm'
-import { admitClaimedHeartbeats, chooseDelivery, waitingHeartbeats, type DeliveryFacts } from '../src/delivery.ts'
+import {
+  admitClaimedHeartbeats,
+  chooseDelivery,
+  heartbeatLoopIds,
+  waitingHeartbeats,
+  type DeliveryFacts,
+} from '../src/delivery.ts'
 import { renderHeartbeat } from '../src/shared/heartbeat.ts'
 import type { LoopRecord } from '../src/types.ts'
 import { NOW } from './support/epoch.ts'
@@ -54,6 +60,18 @@ describe('waiting heartbeats', () => {
       ['loop_b', [MessageId('msg-b')]],
       ['loop_a', [MessageId('msg-a')]],
     ])
+  })
+})
+
+describe("a step's heartbeats", () => {
+  it('names the loops whose heartbeats a step enters with, once each, and nothing for other input', () => {
+    const copied = text('msg-copy', renderHeartbeat(record('loop_c')))
+    const input = [heartbeatMessage('loop_b', { id: 'msg-b' }), user, heartbeatMessage('loop_a', { id: 'msg-a' })]
+    expect([...heartbeatLoopIds([...input, heartbeatMessage('loop_b', { id: 'msg-b2' }), copied])]).toEqual([
+      'loop_b',
+      'loop_a',
+    ])
+    expect(heartbeatLoopIds([user, copied, 'not a message', undefined]).size).toBe(0)
   })
 })
 

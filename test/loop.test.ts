@@ -379,27 +379,6 @@ describe('one waiting heartbeat per loop', () => {
     target.send.mockImplementation((message, inboxTarget) => target.agent.inbox.append(inboxTarget, message))
   }
 
-  it('advances the schedule without sending while the heartbeat waits unconsumed, and sends again once it is taken', async () => {
-    admitToInbox(rig.fake)
-    rig.fake.setStatus('running') // a long model step: nothing consumes the inbox
-    const id = await rig.create('one at a time', 1)
-    await advance(7000)
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
-    expect(rig.fake.agent.inbox.nextStep.map((message) => (message.content[0] as { text: string }).text)).toEqual([
-      heartbeatText(id, 'one at a time'),
-    ])
-    // Seven occurrences: one heartbeat, six durable advances without a send.
-    expect(loopChanges(rig.fake.agent).slice(1)).toEqual(
-      [2, 3, 4, 5, 6, 7, 8].map((second) => ({ version: 1, operation: 'dispatch', id, next_at: NOW + second * 1000 })),
-    )
-    const spliced = rig.fake.agent.session.events.filter((event) => event.type === 'agent/inbox/spliced')
-    expect(spliced).toHaveLength(1)
-    // The heartbeat leaves the inbox (the user discards it, or a step takes it): the next occurrence sends.
-    rig.fake.agent.inbox.remove(rig.fake.agent.inbox.nextStep[0]!.id)
-    await advance(1000)
-    expect(rig.fake.send).toHaveBeenCalledTimes(2)
-  })
-
   it('still knows the heartbeat is waiting after a crash, from the session log', async () => {
     admitToInbox(rig.fake)
     const id = await rig.create('survives a crash', 1)
@@ -417,41 +396,6 @@ describe('one waiting heartbeat per loop', () => {
     await advance(3000)
     expect(resumed.send).not.toHaveBeenCalled()
     expect(loopChanges(resumed.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 5000 })
-  })
-
-  it('replaces a heartbeat left waiting in an idle inbox: the fresh one wakes the agent, and only one ever waits', async () => {
-    admitToInbox(rig.fake)
-    rig.fake.setStatus('running')
-    const id = await rig.create('stale', 1)
-    await advance(1000)
-    const stale = rig.fake.agent.inbox.nextStep[0]!
-    // The turn ends without taking it (Stop keeping the inbox, an error): the agent is idle, the heartbeat waits.
-    rig.fake.setStatus('idle')
-    await advance(1000)
-    expect(
-      rig.fake.send.mock.calls.map(([message, target, wakeup]) => [
-        (message.content[0] as { text: string }).text,
-        target,
-        wakeup,
-      ]),
-    ).toEqual([
-      [heartbeatText(id, 'stale'), 'next-step', true],
-      [heartbeatText(id, 'stale'), 'next-turn', true],
-    ])
-    const fresh = rig.fake.send.mock.calls[1]![0]
-    expect(fresh.id).not.toBe(stale.id)
-    expect(rig.fake.agent.inbox.nextStep).toEqual([])
-    expect(rig.fake.agent.inbox.nextTurn).toEqual([fresh])
-    // The log: the stale one admitted, durably cancelled, then the fresh one admitted; then the dispatch.
-    const log = rig.fake.agent.session.events
-    const tail = log.slice(log.findIndex((event) => event.type === 'agent/inbox/spliced'))
-    expect(tail.map((event) => [event.type, event.data])).toEqual([
-      ['agent/inbox/spliced', { target: 'next-step', start: 0, inserted: [stale] }],
-      ['loop/change', { version: 1, operation: 'dispatch', id, next_at: NOW + 2000 }],
-      ['agent/inbox/spliced', { target: 'next-step', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' }],
-      ['agent/inbox/spliced', { target: 'next-turn', start: 0, inserted: [fresh] }],
-      ['loop/change', { version: 1, operation: 'dispatch', id, next_at: NOW + 3000 }],
-    ])
   })
 
   it('replaces a heartbeat an idle agent still holds after a restart', async () => {
@@ -712,24 +656,6 @@ describe('catching up with a log the runtime did not follow', () => {
         .map((change) => change.operation === 'dispatch' && change.id),
     ).toEqual(['loop_taken', 'loop_earlier'])
     await runtime.dispose()
-  })
-})
-
-describe('a heartbeat claimed but not yet logged', () => {
-  it("already counts as the open turn's: the next occurrence coalesces into it", async () => {
-    rig.fake.send.mockImplementation((message, inboxTarget) => rig.fake.agent.inbox.append(inboxTarget, message))
-    rig.fake.setStatus('running')
-    const id = await rig.create('claimed', 1)
-    await advance(1000)
-    expect(rig.fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step'])
-    // DSH takes it out of the inbox for the next step; the step's user message is logged only later.
-    const [claimed] = rig.fake.agent.inbox.claim('next-step', 1)
-    expect(claimed?.content).toEqual([{ type: 'text', text: heartbeatText(id, 'claimed') }])
-    expect(rig.fake.agent.inbox.nextStep).toEqual([])
-    const dispatches = loopChanges(rig.fake.agent).length
-    await advance(1000)
-    expect(rig.fake.send.mock.calls.map(([, target]) => target)).toEqual(['next-step'])
-    expect(loopChanges(rig.fake.agent).slice(dispatches)).toMatchObject([{ operation: 'dispatch', id }])
   })
 })
 

@@ -284,6 +284,7 @@ class World {
     this.enterTurn(turn)
     const loop = heartbeatOf(message)
     if (loop === undefined) return
+    if (this.claimedInTurn.has(loop)) this.violated(`turn ${turn} took a second heartbeat of ${loop}`)
     this.claimedInTurn.add(loop)
     this.note(`turn ${turn} claimed ${loop}`)
     // The narrow window: a delete right after DSH claims a heartbeat, before the step is entered.
