@@ -8,13 +8,8 @@
 #
 # Not part of `pnpm run check`: the simulation itself runs there, on the code as it is.
 set -uo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-scratch="$(mktemp -d)"
-trap 'git -C "$root" worktree remove --force "$scratch/tree" >/dev/null 2>&1; rm -rf "$scratch"' EXIT
-git -C "$root" worktree add --detach --quiet "$scratch/tree" HEAD
-ln -s "$root/node_modules" "$scratch/tree/node_modules"
-cd "$scratch/tree" || exit 2
-export PATH="$PWD/node_modules/.bin:$PATH"
+# shellcheck source=scripts/scratch-edits.sh
+source "$(dirname "$0")/scratch-edits.sh"
 export SIM_SEEDS="${SIM_SEEDS:-50}"
 
 mapfile -t DEFECTS < <(node --experimental-transform-types --disable-warning=ExperimentalWarning harness/planted-defects.ts)
@@ -23,15 +18,7 @@ mapfile -t DEFECTS < <(node --experimental-transform-types --disable-warning=Exp
 missed=0
 for entry in "${DEFECTS[@]}"; do
   IFS='|' read -r name edits <<<"$entry"
-  git checkout --quiet -- src
-  applied=1
-  while IFS= read -r edit; do
-    [[ -z $edit ]] && continue
-    file="${edit%%::*}"
-    perl -0pi -e "${edit#*::}" "$file"
-    git diff --quiet -- "$file" && applied=0
-  done < <(printf '%s\n' "${edits//;;/$'\n'}")
-  if [[ $applied == 0 ]]; then
+  if ! apply_edits "$edits"; then
     echo "NOT PLANTED   $name: an edit no longer applies"
     missed=1
     continue

@@ -10,13 +10,8 @@
 # Not part of `pnpm run check`: a departure's test already runs there without the revert, and
 # test/docs.test.ts checks that every row names tests that exist and edits to revert it.
 set -uo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-scratch="$(mktemp -d)"
-trap 'git -C "$root" worktree remove --force "$scratch/tree" >/dev/null 2>&1; rm -rf "$scratch"' EXIT
-git -C "$root" worktree add --detach --quiet "$scratch/tree" HEAD
-ln -s "$root/node_modules" "$scratch/tree/node_modules"
-cd "$scratch/tree" || exit 2
-export PATH="$PWD/node_modules/.bin:$PATH"
+# shellcheck source=scripts/scratch-edits.sh
+source "$(dirname "$0")/scratch-edits.sh"
 
 # key | file::perl;;file::perl | test file | title pattern
 mapfile -t CASES < <(node --experimental-transform-types --disable-warning=ExperimentalWarning harness/departures.ts)
@@ -38,15 +33,7 @@ held=0
 for entry in "${CASES[@]}"; do
   IFS='|' read -r row edits tests title <<<"$entry"
   [[ $tests == test/e2e/* && ${1:-} != --e2e ]] && continue
-  git checkout --quiet -- src
-  applied=1
-  while IFS= read -r edit; do
-    [[ -z $edit ]] && continue
-    file="${edit%%::*}"
-    perl -0pi -e "${edit#*::}" "$file"
-    git diff --quiet -- "$file" && applied=0
-  done < <(printf '%s\n' "${edits//;;/$'\n'}")
-  if [[ $applied == 0 || -z $edits ]]; then
+  if ! apply_edits "$edits"; then
     echo "NOT REVERTED  row $row: an edit no longer applies"
     held=1
     continue

@@ -389,7 +389,7 @@ class World {
       if (long) this.longSteps -= 1
     }
     // A hot reload as the step ends: DSH claims the next step's input while the plugin is replaced.
-    if (!this.calm && this.random.chance(0.05)) void this.reload()
+    if (!this.calm && this.random.chance(0.15)) void this.reload()
     const calls = !this.calm && this.modelToolCalls < 400 && this.random.chance(0.3) ? this.random.int(1, 3) : 0
     if (calls === 0) {
       yield { type: 'block-start', index: 0, blockType: 'text' }
