@@ -4,7 +4,7 @@
  * @module dsh-plugin-loop/release/log-batches
  */
 import type { FileHandle } from 'node:fs/promises'
-import { cutShort } from './log-format.ts'
+import { cutShort } from './refusals.ts'
 import { readChunks } from './release-fs.ts'
 import { decodeFrame, readFrames } from './zstd-frames.ts'
 

@@ -7,6 +7,7 @@
  */
 import { LOOP_CHANGE_EVENT } from '../fold.ts'
 import { isCount, isRecord } from '../shared/guards.ts'
+import { LaterFormat, LogRefusal } from './refusals.ts'
 
 /** The session format rc.8 writes; a log of a higher one a later DSH migrated. */
 const RELEASED_FORMAT = 0
@@ -48,42 +49,6 @@ export const SEQ_REFERENCES: Readonly<{
     'session-log-deepseek/delivery-accepted': Object.freeze({ data: Object.freeze({ throughSeq: 'through' }) }),
   }),
 })
-
-/** A log a release refuses to touch, with the reason a user reads. */
-export class LogRefusal extends Error {
-  /**
-   * @param message - what is wrong with the log, and where.
-   */
-  constructor(message: string) {
-    super(message)
-    this.name = 'LogRefusal'
-  }
-}
-
-/**
- * The refusal of a log whose end was cut short.
- * @returns the refusal, saying how to repair it.
- */
-export function cutShort(): LogRefusal {
-  return new LogRefusal(
-    "its last write was cut short (DSH stopped while saving): open the session once in DSH with loop installed, which repairs the log's end, then run the release again",
-  )
-}
-
-/** A log a later DSH already migrated (its format is above 0): there is nothing to release. */
-export class LaterFormat extends Error {
-  /**
-   * @param sessionId - the session its header names.
-   * @param version - its session format.
-   */
-  constructor(
-    readonly sessionId: string,
-    readonly version: number,
-  ) {
-    super(`session format ${version}`)
-    this.name = 'LaterFormat'
-  }
-}
 
 /** A parsed JSON object. */
 export type JsonObject = Record<string, unknown>
@@ -240,16 +205,6 @@ export function eventSeqFieldsOf(row: Buffer, head: RowHead): EventSeqFields | u
     if (name.length === length && holdsAt(row, name, TYPE_KEY.length)) return fields
   return undefined
 }
-
-/**
- * What a stage decides for one row: keep it as it is (`undefined`), drop it, put `insert` in
- * place of `length` bytes at `at`, or write `text` instead of it.
- */
-export type RowEdit =
-  | undefined
-  | { readonly kind: 'drop' }
-  | { readonly kind: 'splice'; readonly at: number; readonly length: number; readonly insert: string }
-  | { readonly kind: 'replace'; readonly text: string }
 
 /**
  * The seq after a row's last event: a row's `seq` plus one, a packed chunk run's `seq0` plus its

@@ -8,16 +8,8 @@
  */
 import type { LoopRowRule } from './check-log.ts'
 import { EMPTY_LOOP_FOLD, foldLoopChange } from '../fold.ts'
-import {
-  LogRefusal,
-  holdsAt,
-  isLoopRow,
-  parseRow,
-  readRowHead,
-  textOf,
-  type LogHeader,
-  type RowEdit,
-} from './log-format.ts'
+import { holdsAt, isLoopRow, parseRow, readRowHead, textOf, type LogHeader } from './log-format.ts'
+import { LogRefusal } from './refusals.ts'
 import { Renumbering, renumberHeader, renumberRow } from './renumbering.ts'
 
 /**
@@ -26,6 +18,16 @@ import { Renumbering, renumberHeader, renumberRow } from './renumbering.ts'
  * migration refuses the type even when ignorable).
  */
 export type ReleaseModeName = 'removal' | 'upgrade'
+
+/**
+ * What a stage decides for one row: keep it as it is (`undefined`), drop it, put `insert` in
+ * place of `length` bytes at `at`, or write `text` instead of it.
+ */
+export type RowEdit =
+  | undefined
+  | { readonly kind: 'drop' }
+  | { readonly kind: 'splice'; readonly at: number; readonly length: number; readonly insert: string }
+  | { readonly kind: 'replace'; readonly text: string }
 
 /** What a log's stage counted. */
 export interface Tally {

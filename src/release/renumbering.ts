@@ -6,17 +6,17 @@
  */
 import { isCount, isRecord } from '../shared/guards.ts'
 import {
-  LogRefusal,
   SEQ_REFERENCES,
   eventSeqFieldsOf,
   parseRow,
   textOf,
   type JsonObject,
-  type RowEdit,
   type RowHead,
   type SeqFields,
   type SeqReference,
 } from './log-format.ts'
+import type { RowEdit } from './modes.ts'
+import { LogRefusal } from './refusals.ts'
 
 /**
  * The seqs of removed `loop/change` rows, in log order, and the mapping they make from an

@@ -4,8 +4,9 @@
  * between reading a file and writing its replacement (SPEC.md §13 "Leaving loop").
  * @module dsh-plugin-loop/release/rewrite
  */
-import { LogRefusal, readHeader, type LogHeader, type RowEdit } from './log-format.ts'
-import type { LogStage, ReleaseMode } from './modes.ts'
+import { readHeader, type LogHeader } from './log-format.ts'
+import type { LogStage, ReleaseMode, RowEdit } from './modes.ts'
+import { LogRefusal } from './refusals.ts'
 
 /** One log's rewrite, fed its batches in order. */
 export interface LogRewrite {

@@ -7,7 +7,7 @@
  */
 import type { FileHandle } from 'node:fs/promises'
 import { constants, zstdCompressSync, zstdDecompressSync } from 'node:zlib'
-import { LogRefusal, cutShort } from './log-format.ts'
+import { LogRefusal, cutShort } from './refusals.ts'
 import { readChunks } from './release-fs.ts'
 
 const ZSTD_MAGIC = 0xfd2fb528

@@ -1,7 +1,6 @@
 /** What a format-0 log is, as a release reads it, with plain values (SPEC.md §13 "Leaving loop"). */
 import { describe, expect, it } from 'vitest'
 import {
-  LaterFormat,
   SEQ_REFERENCES,
   eventSeqFieldsOf,
   isLoopRow,
@@ -9,6 +8,7 @@ import {
   readRowHead,
   seqAfter,
 } from '../../src/release/log-format.ts'
+import { LaterFormat } from '../../src/release/refusals.ts'
 import { refusal } from '../support/release-home.ts'
 
 /** The header of a log whose first line is `line`. */

@@ -1,6 +1,6 @@
 /** One log's rewrite, batch by batch, with plain values (SPEC.md §13 "Leaving loop"). */
 import { describe, expect, it } from 'vitest'
-import { LogRefusal } from '../../src/release/log-format.ts'
+import { LogRefusal } from '../../src/release/refusals.ts'
 import { RELEASE_MODES } from '../../src/release/modes.ts'
 import { createRewrite } from '../../src/release/rewrite.ts'
 
