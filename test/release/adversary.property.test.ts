@@ -1,14 +1,15 @@
 /**
  * The release's promise under an adversary (SPEC.md §13 "Leaving loop"), over any sequence of
  * runs in either mode: an unseen DSH appending to a log by path before any file-system call,
- * the folder of originals on another device from any call (no hard link into it), a kill at
- * any call, the home moved between runs. At every run's
+ * the folder of originals on another device from any call (no hard link into it), a file system
+ * with no hard links at all, a kill at any call, the home moved between runs, and a user copying
+ * a kept original back over its log (the log keeps its inode). At every run's
  * exit each log it calls released or already released opens as DSH reads it (the read-back
  * checker, and DSH's own format-0 migration after an upgrade); after a last run with DSH
  * stopped, every event the adversary appended is in its log or in a folder of originals the
  * report names.
  */
-import { appendFileSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs'
 import type * as fsPromises from 'node:fs/promises'
 import { dirname, join, relative } from 'node:path'
 import fc from 'fast-check'
@@ -52,6 +53,10 @@ interface RunPlan {
   readonly killAt: number | undefined
   /** The home is moved after the run. */
   readonly moveAfter: boolean
+  /** The file system makes no hard link at all (a link beside the log fails too). */
+  readonly noLinks: boolean
+  /** After the run, the user copies the newest kept original of this session back over its log. */
+  readonly rollBack: number | undefined
 }
 
 const plan = fc.record({
@@ -60,6 +65,8 @@ const plan = fc.record({
   linksFailFrom: fc.integer({ min: 0, max: 900 }),
   killAt: fc.option(fc.integer({ min: 0, max: 420 }), { nil: undefined }),
   moveAfter: fc.boolean(),
+  noLinks: fc.boolean(),
+  rollBack: fc.option(fc.integer({ min: 0, max: SESSIONS.length - 1 }), { nil: undefined }),
 })
 
 /** The unseen DSH of one run: it opens a log at its first append and numbers on from what it read. */
@@ -94,6 +101,21 @@ function refusal(path: string, mode: ReleaseModeName): string | undefined {
   }
 }
 
+/** The newest original an earlier run kept of a session's log, if any folder of originals holds one. */
+function newestOriginal(home: string, id: string): string | undefined {
+  const folder = join(home, 'loop-release-backup')
+  if (!existsSync(folder)) return undefined
+  const runs = readdirSync(folder, { withFileTypes: true }).filter((entry) => entry.isDirectory())
+  for (const run of runs
+    .map((entry) => entry.name)
+    .sort()
+    .reverse()) {
+    const original = join(folder, run, 'sessions', '--p--', id, 'session.jsonl')
+    if (existsSync(original)) return original
+  }
+  return undefined
+}
+
 /** Every file's text under a folder. */
 function textsUnder(folder: string): string {
   return readdirSync(folder, { recursive: true, withFileTypes: true })
@@ -122,6 +144,7 @@ async function runUnder(home: string, step: RunPlan, started: number, append: (i
       for (const [index, at] of step.appendAt.entries()) if (at === call) append(SESSIONS[index % SESSIONS.length]!)
       if (name === 'fs.link' && call >= step.linksFailFrom && String(args[1]).includes('loop-release-backup'))
         throw Object.assign(new Error('EXDEV: simulated'), { code: 'EXDEV' })
+      if (name === 'fs.link' && step.noLinks) throw Object.assign(new Error('EPERM: simulated'), { code: 'EPERM' })
     },
     opened,
     running,
@@ -157,10 +180,25 @@ describe('the release under an adversary', () => {
           for (const [index, step] of plans.entries()) {
             const dsh = unseenDsh(logOf)
             const release = await runUnder(home, step, index, (id) => dsh.append(id))
-            appended.push(...dsh.wrote)
+            // SPEC.md §13 "Leaving loop": with no hard link at all, a kill between a rename and its copy's
+            // completion loses what a DSH appended meanwhile; every other run loses nothing.
+            if (!(step.noLinks && step.killAt !== undefined)) appended.push(...dsh.wrote)
             for (const file of release?.files ?? [])
               if (file.status === 'released' || file.status === 'already-released')
                 expect(refusal(file.path, step.mode), `${file.path} after run ${index}`).toBeUndefined()
+            if (step.rollBack !== undefined) {
+              // The user's own act: what DSH wrote to the log and not to the original is theirs to lose.
+              const id = SESSIONS[step.rollBack]!
+              const original = newestOriginal(home, id)
+              if (original !== undefined) {
+                const kept = readFileSync(original, 'utf8')
+                const lost = appended.filter(
+                  (name) => name.startsWith(`dsh-${id}-`) && !kept.includes(`"commandId":"${name}"`),
+                )
+                appended.splice(0, appended.length, ...appended.filter((name) => !lost.includes(name)))
+                writeFileSync(logOf(id), kept)
+              }
+            }
             if (step.moveAfter) {
               const moved = `${home}-m${index}`
               renameSync(home, moved)
