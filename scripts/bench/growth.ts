@@ -28,7 +28,7 @@ export const GROWTH_SIZES = {
 } as const
 
 const REFERENCE_EVENTS = 1_000
-const TRIALS_PER_BLOCK = 21
+const TRIALS_PER_BLOCK = 101
 
 /** A copy of the grown log on disk. */
 export interface Snapshot {
