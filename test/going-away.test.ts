@@ -1,8 +1,9 @@
 /**
  * Agents, runtimes and the plugin going away or being replaced mid-flight, with fake timers on a real
  * host: disposal during a drive's flushes, a replacement that cannot go live until the old drive ends,
- * a hot reload while a drive or a tool call waits, late timers after disposal. The durable log is read
- * back and audited against the sends.
+ * a hot reload while a tool call waits, late timers after disposal (hot reloads with drives, calls and
+ * timers in flight at any moment are the simulation's, test/sim/). The durable log is read back and
+ * audited against the sends.
  */
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { describe, expect, it, vi } from 'vitest'
@@ -11,19 +12,15 @@ import {
   advance,
   createFakeAgent,
   createLoop,
-  failureOf,
   listedOf,
   loopChanges,
-  outcomeOf,
   persistedLoopChanges,
   resumeFakeAgent,
   runTool,
-  sentTexts,
   settle,
 } from './support/host.ts'
 import { NOW } from './support/epoch.ts'
 import { failFlush, holdFlushes, holdNthFlush, recordTimers } from './support/faults.ts'
-import { heartbeatText } from './support/heartbeat-xml.ts'
 import { recordHeartbeats } from './support/ledger.ts'
 import { createRecord, dispatchRecord, useScenario } from './support/scenario.ts'
 
@@ -130,38 +127,6 @@ describe('an agent goes away mid-drive', () => {
 })
 
 describe('the plugin goes away mid-flight', () => {
-  it('plugin disposed with a drive, a create and a timer in flight: nothing more is sent or appended, no timer stays', async () => {
-    await rig.reboot({ loop: false })
-    const baseTimers = vi.getTimerCount()
-    const fiber = rig.host.ctx.plugin(loopPlugin)
-    await fiber
-    const busy = await createFakeAgent(rig.host, 'ses-busy')
-    const busySent = recordHeartbeats(busy.send)
-    const idle = await createFakeAgent(rig.host, 'ses-idle')
-    const idleSent = recordHeartbeats(idle.send)
-    const busyId = await rig.create('in the drive', 1, busy)
-    const idleId = await rig.create('armed', 60, idle)
-    await settle()
-
-    const held = holdFlushes(rig.host)
-    await vi.advanceTimersByTimeAsync(1000) // busy's drive waits on its flush
-    const creating = runTool(rig.host, busy.agent, 'loop_create', {
-      prompt: 'queued behind the drive',
-      time_in_seconds: 1,
-    })
-    await vi.advanceTimersByTimeAsync(0)
-    const disposal = fiber.dispose()
-    await vi.advanceTimersByTimeAsync(0)
-    await held.release()
-    await disposal
-    expect(failureOf(await creating)).toMatchObject({ info: { code: 'agent_unavailable' } })
-    expect(vi.getTimerCount()).toBe(baseTimers)
-    await advance(120_000, 1000)
-    expect([...busySent, ...idleSent]).toEqual([])
-    expect(await durable('ses-busy')).toEqual([createRecord(busyId, 'in the drive', 1, NOW + 1000)])
-    expect(await durable('ses-idle')).toEqual([createRecord(idleId, 'armed', 60, NOW + 60_000)])
-  })
-
   it('a timer that fires after its agent was disposed does nothing', async () => {
     const timers = recordTimers()
     await rig.create('late timer', 7)
@@ -202,58 +167,6 @@ describe('the plugin goes away mid-flight', () => {
 })
 
 describe('a runtime replaced by a hot reload', () => {
-  it('a runtime replaced while its drive is in flight stays inert; the replacement sends the due heartbeat once', async () => {
-    // A host whose plugin fiber the test holds, so the runtime serving this live session can be
-    // replaced (a hot reload) while the old runtime's drive waits on its flush.
-    const reloadable = await rig.boot({ loop: false })
-    const oldFiber = reloadable.ctx.plugin(loopPlugin)
-    await oldFiber
-    const agent = await createFakeAgent(reloadable, 'ses-reload')
-    const timers = recordTimers()
-    const id = await createLoop(reloadable, agent.agent, 'carry on', 2)
-    await settle()
-    const oldTimer = timers.armed.find((timer) => timer.delay === 2000)!
-    timers.restore()
-    await advance(1999)
-    const held = holdFlushes(reloadable)
-    await vi.advanceTimersByTimeAsync(1)
-    expect(held.waiting()).toBe(1) // the old runtime's drive, before its decision
-
-    const oldDisposal = oldFiber.dispose()
-    const newFiber = reloadable.ctx.plugin(loopPlugin)
-    await vi.advanceTimersByTimeAsync(0)
-    expect(held.waiting()).toBe(2) // the replacement's first drive is live beside the old one
-    // A late timer of the old runtime, while the replacement is live, requests nothing.
-    oldTimer.callback()
-    await vi.advanceTimersByTimeAsync(0)
-    expect(held.waiting()).toBe(2)
-
-    await held.release()
-    await oldDisposal
-    await newFiber
-    await settle()
-    expect(sentTexts(agent)).toEqual([heartbeatText(id, 'carry on')])
-    const expected = [
-      { version: 1, operation: 'create', loop: { id, prompt: 'carry on', time_in_seconds: 2, next_at: NOW + 2000 } },
-      { version: 1, operation: 'dispatch', id, next_at: NOW + 4000 },
-    ]
-    expect(loopChanges(agent.agent)).toEqual(expected)
-    expect(await persistedLoopChanges(reloadable, 'ses-reload')).toEqual(expected)
-    // The next occurrence: while the replacement's drive waits, the old runtime's timer fires late.
-    await advance(1999)
-    const heldAgain = holdFlushes(reloadable)
-    await vi.advanceTimersByTimeAsync(1)
-    expect(heldAgain.waiting()).toBe(1)
-    oldTimer.callback()
-    await vi.advanceTimersByTimeAsync(0)
-    expect(heldAgain.waiting()).toBe(1)
-    await heldAgain.release()
-    await settle()
-    expect(sentTexts(agent)).toEqual([heartbeatText(id, 'carry on'), heartbeatText(id, 'carry on')])
-    const listed = await runTool(reloadable, agent.agent, 'loop_list', {})
-    expect(outcomeOf(listed)).toMatchObject([{ id, next_at: NOW + 6000 }])
-  })
-
   it('refuses a tool call whose runtime was replaced while the call waited, and the replacement answers for the session', async () => {
     const host = await rig.boot({ loop: false })
     const oldFiber = host.ctx.plugin(loopPlugin)
