@@ -16,7 +16,7 @@ import { composeHost, type PluginModule } from '../../harness/compose-host.ts'
 import { WakeTimer } from '../../src/clock.ts'
 import * as loopPlugin from '../../src/index.ts'
 import { LoopRuntime } from '../../src/loop.ts'
-import { ModelFold, expectedDispatch, firstToDispatch, heartbeatOf, type ModelLoop } from './model.ts'
+import { ModelFold, expectedDispatch, firstToDispatch, heartbeatOf } from './model.ts'
 import { Random } from './random.ts'
 
 /** The virtual epoch every run starts at. */
@@ -70,7 +70,9 @@ class World {
   private durable = 0
   /** The session's events as appended (its `events` copies the log at every read after an append). */
   private eventCount = 0
+  /** The session's `loop/change` payloads and where each is in the log, as appended. */
   private readonly loopLog: { index: number; data: unknown }[] = []
+  /** The loops of the session's log now, by the reference model's fold. */
   private readonly fold = new ModelFold()
   /** Calls in flight, awaited before the end. */
   private readonly pending = new Set<Promise<unknown>>()
@@ -126,16 +128,6 @@ class World {
   private violated(rule: string): void {
     this.violations.push(`step ${this.stats.steps}: ${rule}`)
     this.note(`VIOLATION ${rule}`)
-  }
-
-  /** The loops of the session's log now, by the reference model's fold. */
-  private loopsNow(): Map<string, ModelLoop> {
-    return this.fold.loops
-  }
-
-  /** The session's `loop/change` payloads and where each is in the log, as appended. */
-  private loopPayloads(): readonly { index: number; data: unknown }[] {
-    return this.loopLog
   }
 
   private heartbeatsWaiting(): string[] {
@@ -241,7 +233,7 @@ class World {
           if (!this.calm && this.random.chance(this.faults.appendThrow)) {
             this.note(`append of ${change.operation} ${change.id ?? ''} refused (fault)`)
             if (change.operation === 'dispatch') {
-              const loop = this.loopsNow().get(change.id!)
+              const loop = this.fold.loops.get(change.id!)
               if (loop !== undefined) this.excused.add(`${loop.id}@${loop.nextAt}`)
             }
             throw new Error('session log sealed (simulated)')
@@ -252,7 +244,7 @@ class World {
         if (type === 'user/message') {
           const loop = heartbeatOf(data)
           if (loop !== undefined) this.note(`step enters with ${loop}`)
-          if (loop !== undefined && !this.loopsNow().has(loop))
+          if (loop !== undefined && !this.fold.loops.has(loop))
             this.violated(`a step entered with a heartbeat of ${loop}, which is not active`)
         }
         if (type === 'turn/start') {
@@ -295,12 +287,12 @@ class World {
   private judgeSend(loopId: string, target: string, wakeup: boolean): void {
     this.stats.sends += 1
     const now = Date.now()
-    const loop = this.loopsNow().get(loopId)
+    const loop = this.fold.loops.get(loopId)
     this.note(`send ${loopId} ${target}${wakeup ? ' wake' : ''}`)
     if (loop === undefined) return this.violated(`a heartbeat of ${loopId}, which is not active`)
     if (this.archived) this.violated(`a heartbeat of ${loopId} in an archived session`)
     if (loop.nextAt > now) this.violated(`a heartbeat of ${loopId} before its next_at (${loop.nextAt - now} ms early)`)
-    const unflushed = this.loopPayloads().filter(({ index }) => index >= this.durable)
+    const unflushed = this.loopLog.filter(({ index }) => index >= this.durable)
     if (unflushed.length > 0) this.violated(`a heartbeat of ${loopId} decided on a log not flushed`)
     const running = this.agent.status === 'running'
     const expected = running ? 'next-step' : 'next-turn'
@@ -319,7 +311,7 @@ class World {
   private judgeDispatch(loopId: string, nextAt: number): void {
     this.stats.dispatches += 1
     const now = Date.now()
-    const loops = this.loopsNow()
+    const loops = this.fold.loops
     const loop = loops.get(loopId)
     this.note(`dispatch ${loopId} -> ${nextAt - EPOCH}`)
     if (loop === undefined) return this.violated(`a dispatch of ${loopId}, which is not active`)
@@ -409,7 +401,7 @@ class World {
   }
 
   private toolCallArguments(): [string, Record<string, unknown>] {
-    const active = [...this.loopsNow().keys()]
+    const active = [...this.fold.loops.keys()]
     const kind = this.random.weighted({ create: 3, delete: active.length > 0 ? 2 : 0, list: 1 })
     if (kind === 'create')
       return ['loop_create', { prompt: `m${(this.createNumber += 1)}`, time_in_seconds: this.interval() }]
@@ -468,7 +460,7 @@ class World {
 
   /** A `/loop <seconds> <prompt>` that returned: flushed when it succeeded, nothing appended when refused before its append. */
   private judgeCreate(number: number, prompt: string, ok: boolean, code: string | undefined): void {
-    const made = this.loopPayloads().find(({ data }) => (data as { loop?: { prompt: string } }).loop?.prompt === prompt)
+    const made = this.loopLog.find(({ data }) => (data as { loop?: { prompt: string } }).loop?.prompt === prompt)
     if (!ok && code === undefined && made !== undefined)
       this.violated(`call ${number} was refused but appended its create`)
     if (ok && (made === undefined || made.index >= this.durable))
@@ -504,7 +496,7 @@ class World {
       outage: 0.2,
       wait: 6,
     })
-    const active = [...this.loopsNow().keys()]
+    const active = [...this.fold.loops.keys()]
     switch (action) {
       case 'create':
         this.call('command', `/loop ${this.interval()} u${(this.createNumber += 1)}`)
@@ -569,7 +561,7 @@ class World {
 
   private judgeInbox(): void {
     const waiting = this.heartbeatsWaiting()
-    const active = this.loopsNow()
+    const active = this.fold.loops
     for (const loop of new Set(waiting)) {
       if (waiting.filter((id) => id === loop).length > 1) this.violated(`two heartbeats of ${loop} wait in the inbox`)
       if (!active.has(loop)) this.violated(`a heartbeat of ${loop}, which is not active, waits in the inbox`)
@@ -590,14 +582,14 @@ class World {
     await this.settleCalls()
     await vi.advanceTimersByTimeAsync(60_000 + 5_000)
     const now = Date.now()
-    for (const loop of this.loopsNow().values()) {
+    for (const loop of this.fold.loops.values()) {
       if (loop.nextAt < now - LONGEST_WAIT_MS - 1_000)
         this.violated(`${loop.id} is overdue by ${now - loop.nextAt} ms after a calm tail`)
       if (loop.nextAt - now > 1.5 * loop.seconds * 1000)
         this.violated(`${loop.id} is ${loop.nextAt - now} ms ahead after a calm tail`)
     }
     // The list answers from the queue, after a drive in flight: each schedule between the model's before and after.
-    const before = new Map(this.loopsNow())
+    const before = new Map(this.fold.loops)
     const listed = await this.settled(
       this.ctx.tools.execute({
         callId: CallId('final-list'),
@@ -607,7 +599,7 @@ class World {
         agent: this.agent,
       }),
     )
-    const after = this.loopsNow()
+    const after = this.fold.loops
     const got = listed.isError ? [] : (listed.value as { id: string; prompt: string; next_at: number }[])
     const fits =
       !listed.isError &&
@@ -619,10 +611,10 @@ class World {
     if (!fits)
       this.violated(`loop_list ${JSON.stringify(listed)} is not the model's ${JSON.stringify([...after.values()])}`)
     // Then every loop goes: the agent runs out of work, and every turn it began has ended.
-    for (const id of this.loopsNow().keys()) this.call('command', `/loop delete ${id}`)
+    for (const id of this.fold.loops.keys()) this.call('command', `/loop delete ${id}`)
     await vi.advanceTimersByTimeAsync(2 * 60_000)
     await this.settleCalls()
-    if (this.loopsNow().size > 0) this.violated(`${this.loopsNow().size} loops left after deleting every one`)
+    if (this.fold.loops.size > 0) this.violated(`${this.fold.loops.size} loops left after deleting every one`)
     if (this.agent.status !== 'idle') this.violated(`the agent is still ${this.agent.status} with no loops left`)
     const started = new Set<number>()
     for (const event of this.agent.session.events) {
@@ -632,8 +624,7 @@ class World {
     if (started.size > 0) this.violated(`turns ${[...started].join(', ')} never ended`)
     // The world's own count of the log, checked once: every event came through the append it watches.
     if (this.eventCount !== this.agent.session.events.length) this.violated('the world lost count of the log')
-    if (this.loopPayloads().some(({ index }) => index >= this.durable))
-      this.violated('the log is not flushed at the end')
+    if (this.loopLog.some(({ index }) => index >= this.durable)) this.violated('the log is not flushed at the end')
   }
 
   /** A promise's value, moving virtual time while it waits (on a flush, a timer). */
