@@ -44,6 +44,8 @@ export interface CompositionOptions {
   readonly baseURL?: string
   /** Mount JSONL persistence (default true). */
   readonly persistence?: boolean
+  /** Its write-behind window (DSH's default unless given): a simulation's is longer than its run. */
+  readonly writeBatchMaxDelayMs?: number
   /** Mount the projection registry (default true). */
   readonly projections?: boolean
   /** Mount DSH's file settings provider on this settings document (off by default). */
@@ -76,7 +78,8 @@ export async function composeHost(options: CompositionOptions): Promise<Context>
     [agentPlugin],
     [deepseekPlugin, { baseURL: options.baseURL ?? 'http://127.0.0.1:9/v1', apiKeyEnv: options.apiKeyEnv }],
   ]
-  if (options.persistence !== false) plugins.push([jsonlPlugin, { root: options.root }])
+  if (options.persistence !== false)
+    plugins.push([jsonlPlugin, { root: options.root, writeBatchMaxDelayMs: options.writeBatchMaxDelayMs }])
   if (options.projections !== false) plugins.push([projectionPlugin])
   if (options.settingsPath !== undefined)
     plugins.push([settingsFilePlugin, { path: options.settingsPath, watch: options.settingsWatch === true }])

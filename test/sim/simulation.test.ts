@@ -23,11 +23,13 @@ describe('the simulated world', () => {
           `seed ${seed} (replay: SIM_SEED=${seed}): ${result.violations[0]}\n--- the trace's tail ---\n${result.trace.slice(-40).join('\n')}`,
         )
     }
+    if (process.env['SIM_TOTALS'] === '1') console.log(totals)
     // What the seeds reached, so a change that makes the world tamer shows.
     if (seeds.length >= 10) {
       expect(totals['sends']).toBeGreaterThan(50 * seeds.length)
       expect(totals['reloads']).toBeGreaterThan(seeds.length)
       expect(totals['jumps']).toBeGreaterThan(seeds.length)
+      expect(totals['crashes']).toBeGreaterThan(seeds.length / 2)
     }
   }, 600_000)
 

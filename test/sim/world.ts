@@ -7,12 +7,14 @@
  * reloaded. Every heartbeat, `loop/change` and claimed message is judged as it happens against
  * the reference model (`model.ts`), and a calm tail judges liveness.
  */
+import { rmSync } from 'node:fs'
 import { vi } from 'vitest'
 import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { CallId, createUserMessage } from '@deepseek-ai/dsh-llm'
-import { SessionId, type Session } from '@deepseek-ai/dsh-session'
+import { SessionId, type Session, type SessionEvent } from '@deepseek-ai/dsh-session'
 import { composeHost, type PluginModule } from '../../harness/compose-host.ts'
+import { tempDir } from '../../harness/temp-dir.ts'
 import { WakeTimer } from '../../src/clock.ts'
 import * as loopPlugin from '../../src/index.ts'
 import { LoopRuntime } from '../../src/loop.ts'
@@ -22,6 +24,7 @@ import { Random } from './random.ts'
 /** The virtual epoch every run starts at. */
 const EPOCH = Date.UTC(2026, 0, 5, 9)
 const SESSION = 'sim-session'
+const AGENT_OPTIONS = { provider: 'sim', model: 'sim' }
 /** Longest wait a runtime may arm (SPEC.md §5 "Runtime", the timer). */
 const LONGEST_WAIT_MS = 60_000
 
@@ -53,6 +56,7 @@ interface Stats {
   calls: number
   reloads: number
   jumps: number
+  crashes: number
 }
 
 /** The simulation of one seed. */
@@ -61,7 +65,7 @@ class World {
   private readonly faults: Faults
   private readonly trace: string[] = []
   private readonly violations: string[] = []
-  readonly stats: Stats = { steps: 0, sends: 0, dispatches: 0, calls: 0, reloads: 0, jumps: 0 }
+  readonly stats: Stats = { steps: 0, sends: 0, dispatches: 0, calls: 0, reloads: 0, jumps: 0, crashes: 0 }
   private ctx!: Context
   private agent!: Agent
   private handle!: { dispose(): Promise<void> }
@@ -73,7 +77,11 @@ class World {
   /** The session's `loop/change` payloads and where each is in the log, as appended. */
   private readonly loopLog: { index: number; data: unknown }[] = []
   /** The loops of the session's log now, by the reference model's fold. */
-  private readonly fold = new ModelFold()
+  private fold = new ModelFold()
+  /** The host's life: a crash ends one, and the dead host's hooks go quiet. */
+  private life = 0
+  /** The folders the reopened hosts keep their logs in. */
+  private readonly roots: string[] = []
   /** Calls in flight, awaited before the end. */
   private readonly pending = new Set<Promise<unknown>>()
   /** Sends per occurrence (`loop@next_at`), and the occurrences a failed append excuses one repeat of. */
@@ -155,32 +163,53 @@ class World {
     vi.spyOn(console, 'error').mockImplementation((line: unknown) => this.printed(String(line)))
     this.watchTimers()
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: EPOCH })
-    this.ctx = await composeHost({ root: '/tmp/loop-sim', apiKeyEnv: 'LOOP_SIM_KEY', persistence: false, loop: false })
+    this.ctx = await this.host()
+    this.handle = await this.ctx.agents.create({
+      sessionId: SessionId(SESSION),
+      meta: { cwd: '/tmp/loop-sim' },
+      agentOptions: AGENT_OPTIONS,
+      setup: (agentCtx) => this.wire(agentCtx.agent!),
+    })
+  }
+
+  /**
+   * A real host with the world's hooks and the plugin: in memory at boot; after a crash, on the
+   * JSONL persistence under `root`, whose write-behind never fires in a run (every flush is the world's).
+   */
+  private async host(root?: string): Promise<Context> {
+    const ctx = await composeHost({
+      root: root ?? '/tmp/loop-sim',
+      apiKeyEnv: 'LOOP_SIM_KEY',
+      persistence: root !== undefined,
+      writeBatchMaxDelayMs: 2 ** 31 - 1,
+      loop: false,
+    })
+    const life = this.life
+    const live = () => life === this.life
     // DSH web's workspace registry, as far as the runtime reads it: the archive set.
     const world = this
-    this.ctx.provide('workspaceRegistry', {
+    ctx.provide('workspaceRegistry', {
       get archivedSessionIds() {
         return world.archived ? [SESSION] : []
       },
     })
-    this.ctx.sessions.flush = (session) => this.flush(session)
-    this.ctx.on('llm/stream', ((request: { signal?: AbortSignal }) => this.modelStep(request.signal)) as never)
-    this.ctx.on('agent/inbox/claimed', ({ message, turn }) => this.claimed(message, turn))
+    // A dead host's flushes fail: nothing it does reaches the disk the next host reads.
+    ctx.sessions.flush = (session) => (live() ? this.flush(session) : Promise.resolve(false))
+    ctx.on('llm/stream', ((request: { signal?: AbortSignal }) =>
+      live() ? this.modelStep(request.signal) : deadStep()) as never)
+    ctx.on('agent/inbox/claimed', ({ message, turn }) => {
+      if (live()) this.claimed(message, turn)
+    })
     // The window between DSH's claim and the step it enters (the prompt's assembly, inner hooks): at times seconds.
-    this.ctx.on('agent/pre-step', async (_step, next) => {
-      if (!this.calm && this.random.chance(0.2))
+    ctx.on('agent/pre-step', async (_step, next) => {
+      if (live() && !this.calm && this.random.chance(0.2))
         await new Promise((resolve) => setTimeout(resolve, this.random.int(1, 3_000)))
       return next()
     })
+    this.plugin = undefined
+    this.ctx = ctx
     await this.reload()
-    const handle = await this.ctx.agents.create({
-      sessionId: SessionId(SESSION),
-      meta: { cwd: '/tmp/loop-sim' },
-      agentOptions: { provider: 'sim', model: 'sim' },
-      setup: (agentCtx) => this.wire(agentCtx.agent!),
-    })
-    this.agent = handle.agent
-    this.handle = handle
+    return ctx
   }
 
   /** Judge every wake a runtime arms: at most a minute, and never once the runtime is disposed. */
@@ -207,10 +236,14 @@ class World {
 
   /** Put the faults and the judges on the agent's send and its session's append. */
   private wire(agent: Agent): void {
+    // The agent is the user's from its setup on: a reopened one works before its handle returns.
+    this.agent = agent
+    const life = this.life
     const send = agent.send.bind(agent)
     Object.defineProperty(agent, 'send', {
       configurable: true,
       value: (message: Parameters<Agent['send']>[0], target: 'next-step' | 'next-turn', wakeup: boolean) => {
+        if (life !== this.life) return send(message, target, wakeup)
         const loop = heartbeatOf(message)
         if (loop !== undefined && !this.calm && this.random.chance(this.faults.sendThrow)) {
           this.note(`send of ${loop} refused (fault)`)
@@ -228,6 +261,7 @@ class World {
     Object.defineProperty(session, 'append', {
       configurable: true,
       value: (type: string, data: unknown, ...rest: unknown[]) => {
+        if (life !== this.life) return append(type, data, ...rest)
         if (type === 'loop/change') {
           const change = data as { operation: string; id?: string; next_at?: number }
           if (!this.calm && this.random.chance(this.faults.appendThrow)) {
@@ -357,7 +391,7 @@ class World {
       after(() => {
         if (outcome === 'reject') return reject(new Error('disk full (simulated)'))
         if (outcome === 'false') return resolve(false)
-        if (session.id === this.agent?.session.id) this.durable = Math.max(this.durable, mark)
+        if (session === this.agent?.session) this.durable = Math.max(this.durable, mark)
         this.flushedSinceRetry = true
         resolve(true)
       })
@@ -368,6 +402,7 @@ class World {
   private async *modelStep(signal: AbortSignal | undefined): AsyncGenerator<unknown> {
     const long = !this.calm && this.random.chance(0.1)
     const delay = long ? this.random.int(60_000, 240_000) : this.random.int(1_000, 8_000)
+    const life = this.life
     if (long) this.longSteps += 1
     try {
       await new Promise<void>((resolve, reject) => {
@@ -378,7 +413,7 @@ class World {
         })
       })
     } finally {
-      if (long) this.longSteps -= 1
+      if (long && life === this.life) this.longSteps -= 1
     }
     // A hot reload as the step ends: DSH claims the next step's input while the plugin is replaced.
     if (!this.calm && this.random.chance(0.15)) void this.reload()
@@ -418,15 +453,18 @@ class World {
     this.stats.calls += 1
     const number = (this.callNumber += 1)
     const agent = this.agent
+    const life = this.life
     this.note(`call ${number}: ${line}`)
     const create = /^\/loop (\d+) (\S+)$/.exec(line)
     const done = (async () => {
       try {
         const { ok, code } = await this.callOnce(agent, via, line, number)
         this.note(`call ${number} ${ok ? 'done' : `refused${code === undefined ? '' : ` (${code})`}`}`)
-        if (agent === this.agent && create !== null) this.judgeCreate(number, create[2]!, ok, code)
+        if (life === this.life && create !== null) this.judgeCreate(number, create[2]!, ok, code)
       } catch (error) {
-        this.violated(`call ${number} threw: ${error instanceof Error ? error.message : String(error)}`)
+        // A call the crash cut short may throw: its host is gone.
+        if (life === this.life)
+          this.violated(`call ${number} threw: ${error instanceof Error ? error.message : String(error)}`)
       }
     })()
     this.pending.add(done)
@@ -492,6 +530,7 @@ class World {
       stop: 1,
       jump: 0.7,
       reload: 0.4,
+      crash: 0.3,
       archive: 0.3,
       outage: 0.2,
       wait: 6,
@@ -542,6 +581,9 @@ class World {
       case 'reload':
         await this.reload()
         break
+      case 'crash':
+        await this.crash()
+        break
       case 'outage':
         this.outageFlushes = this.random.int(5, 40)
         this.note(`the next ${this.outageFlushes} flushes fail`)
@@ -557,6 +599,56 @@ class World {
       this.random.chance(0.7) ? this.random.int(0, 2_000) : this.random.int(2_000, 90_000),
     )
     this.judgeInbox()
+  }
+
+  /**
+   * DSH killed: what survives is a prefix of the log between what the last flush acknowledged and
+   * what was appended (SPEC.md §9 "What `loop` promises", Crashes). The dead host goes quiet; after a
+   * while a new one writes that prefix with DSH's JSONL persistence and reopens the session from it,
+   * with DSH's repair of an interrupted turn.
+   */
+  private async crash(): Promise<void> {
+    // A session with nothing written is not on disk: there is nothing to reopen.
+    if (this.eventCount === 0) return
+    this.stats.crashes += 1
+    const session = this.agent.session
+    const cut = this.random.int(Math.max(this.durable, 1), this.eventCount)
+    const survivors: readonly SessionEvent[] = session.events.slice(0, cut)
+    this.note(`crash: ${cut} of ${this.eventCount} events survive, ${this.durable} acknowledged`)
+    this.life += 1
+    const [plugin, handle] = [this.plugin, this.handle]
+    void plugin?.dispose()
+    void handle.dispose()
+    this.pending.clear()
+    vi.setSystemTime(Date.now() + this.random.int(1_000, 3_600_000))
+    const root = tempDir('loop-sim-')
+    this.roots.push(root)
+    this.ctx = await this.host(root)
+    await this.ctx.sessionPersistence.create(session.header)
+    await this.ctx.sessionPersistence.append(session.header.id, survivors)
+    // What the reopened log says: its loops, and every change in it acknowledged.
+    this.fold = new ModelFold()
+    this.loopLog.length = 0
+    survivors.forEach((event, index) => {
+      if (event.type !== 'loop/change') return
+      this.loopLog.push({ index, data: event.data })
+      this.fold.apply(event.data)
+    })
+    this.durable = cut
+    // A heartbeat sent before its dispatch was saved may come once more (SPEC.md §9 "What `loop` promises").
+    for (const loop of this.fold.loops.values()) this.excused.add(`${loop.id}@${loop.nextAt}`)
+    this.openTurn = undefined
+    this.claimedInTurn.clear()
+    this.longSteps = 0
+    this.outageFlushes = 0
+    this.lastRetry = undefined
+    this.flushedSinceRetry = true
+    this.handle = await this.ctx.agents.resume({
+      resumeSessionId: session.header.id,
+      agentOptions: AGENT_OPTIONS,
+      setup: (agentCtx) => this.wire(agentCtx.agent!),
+    })
+    this.note(`reopened with ${this.agent.session.events.length} events`)
   }
 
   private judgeInbox(): void {
@@ -647,8 +739,14 @@ class World {
     await this.handle?.dispose()
     vi.useRealTimers()
     vi.restoreAllMocks()
+    for (const root of this.roots) rmSync(root, { recursive: true, force: true })
     return { seed: this.seed, trace: this.trace, violations: this.violations, stats: this.stats }
   }
+}
+
+/** A dead host's model step: it ends at once, calling nothing. */
+async function* deadStep(): AsyncGenerator<unknown> {
+  yield { type: 'finish', reason: { kind: 'stop' } }
 }
 
 /**
