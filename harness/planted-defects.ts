@@ -124,6 +124,18 @@ export const PLANTED_DEFECTS: Readonly<Record<string, readonly RevertEdit[]>> = 
   'a runtime that joined mid-turn does not read the turn again': [
     { file: 'src/loop.ts', perl: 's/this.inbox.readOpenTurn\\(events, header.seedLength \\?\\? 0\\)\\n      for/for/' },
   ],
+  'a reload while the pre-step hooks run lets a deleted loop in': [
+    {
+      file: 'src/index.ts',
+      perl: 's/served \\? admitByLog\\(messages, decision, events, header.seedLength \\?\\? 0\\) : decision/decision/',
+    },
+  ],
+  "a fork's record is decided on before it is flushed": [
+    {
+      file: 'src/loop.ts',
+      perl: 's/this.requestDrive\\(\\)\\n      return\\n    \\}\\n    const decision/}\\n    const decision/',
+    },
+  ],
   'a delete is folded as nothing': [
     {
       file: 'src/fold.ts',

@@ -6,6 +6,7 @@
  */
 import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
 import type { MessageId } from '@deepseek-ai/dsh-llm'
+import { foldLoopEvents, type FoldableEvent } from './fold.ts'
 import { readHeartbeat } from './shared/heartbeat.ts'
 import type { LoopRecord } from './types.ts'
 
@@ -103,4 +104,25 @@ export function admitClaimedHeartbeats(
   if (messages.length === decision.messages.length) return decision
   // Decided on the claimed batch itself: a hook may have replaced a claimed message with an edited copy.
   return { ...decision, messages: claimed.some(dropped) && claimed.every(dropped) ? [] : messages }
+}
+
+/**
+ * A step whose pre-step hooks outlived the runtime that served its agent (the plugin reloaded
+ * while they ran): admitted by the loops its log holds now, since whichever runtime deleted a
+ * loop meanwhile logged the delete ({@link admitClaimedHeartbeats}). A corrupt log changes
+ * nothing, as for a runtime.
+ * @param claimed - the messages DSH took out of the inbox for this step.
+ * @param decision - what the inner pre-step hooks decided.
+ * @param events - the session's log.
+ * @param seedLength - where its own events begin (a fork's seed boundary).
+ * @returns the decision to enter with.
+ */
+export function admitByLog(
+  claimed: readonly unknown[],
+  decision: PreStepDecision,
+  events: readonly FoldableEvent[],
+  seedLength: number,
+): PreStepDecision {
+  const fold = foldLoopEvents(events, seedLength)
+  return fold.corrupt === undefined ? admitClaimedHeartbeats(claimed, decision, fold.loops) : decision
 }

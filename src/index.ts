@@ -6,6 +6,7 @@ import type { Context } from '@deepseek-ai/cordis'
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { registerInactiveLoopCommand, registerLoopCommand } from './commands.ts'
 import { Config, DEFAULT_LOOP_CONFIG, watchLoopConfig, type LoopConfig } from './config.ts'
+import { admitByLog } from './delivery.ts'
 import { realClock } from './clock.ts'
 import { inspectHost } from './host.ts'
 import { OTHER_LOOP_PLUGIN_MESSAGE, isLoopCommandTaken, judgeHost } from './host-support.ts'
@@ -116,8 +117,13 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     const stopPreStep = ctx.on(
       'agent/pre-step',
       async ({ agent, messages, turn }, next) => {
+        const served = runtimes.has(agent)
         const decision = await next()
-        return runtimes.get(agent)?.admitStep(messages, decision, turn) ?? decision
+        const runtime = runtimes.get(agent)
+        if (runtime !== undefined) return runtime.admitStep(messages, decision, turn)
+        // Reloaded while the inner hooks ran: neither this runtime nor its successor checks this step.
+        const { events, header } = agent.session
+        return served ? admitByLog(messages, decision, events, header.seedLength ?? 0) : decision
       },
       { prepend: true },
     )

@@ -405,10 +405,15 @@ export class LoopRuntime {
     if (this.disposing || !this.isLive()) return
     const fold = this.foldUnlessCorrupt()
     if (fold === undefined) return
-    try {
-      this.appendPendingFork()
-    } catch (error) {
-      this.retryLater(`the fork's record of its inherited loops could not be appended: ${describeError(error)}`)
+    if (this.pendingFork !== undefined) {
+      try {
+        this.appendPendingFork()
+      } catch (error) {
+        this.retryLater(`the fork's record of its inherited loops could not be appended: ${describeError(error)}`)
+        return
+      }
+      // The record is a change like any other: the drive it requests flushes it first, then decides.
+      this.requestDrive()
       return
     }
     const decision = decideDrive(fold.loops, this.clock.now(), this.isArchived())

@@ -6,12 +6,14 @@ import { describe, expect, it } from 'vitest'
 import type { PreStepDecision } from '@deepseek-ai/dsh-agent'
 import { freezeMessage, MessageId, type UserMessage } from '@deepseek-ai/dsh-llm'
 import {
+  admitByLog,
   admitClaimedHeartbeats,
   chooseDelivery,
   heartbeatLoopIds,
   waitingHeartbeats,
   type DeliveryFacts,
 } from '../src/delivery.ts'
+import { createChange, deleteChange } from '../src/fold.ts'
 import { renderHeartbeat } from '../src/shared/heartbeat.ts'
 import type { LoopRecord } from '../src/types.ts'
 import { NOW } from './support/epoch.ts'
@@ -157,6 +159,19 @@ describe('admitting a step', () => {
       kind: 'enter',
       messages: [user],
     })
+  })
+
+  it('admits by the log when the plugin reloaded while the hooks ran: its own loops after the seed, a corrupt log as it is', () => {
+    const change = (data: unknown) => ({ type: 'loop/change', data })
+    const log = [change(createChange(record('loop_gone'))), change(createChange(record('loop_live')))]
+    const deleted = [...log, change(deleteChange('loop_gone'))]
+    expect(admitByLog([gone, live], enter(gone, live), deleted, 0)).toStrictEqual({ kind: 'enter', messages: [live] })
+    const kept = enter(gone, live)
+    expect(admitByLog([gone, live], kept, log, 0)).toBe(kept)
+    // A fork's seed is its parent's: a loop created there is not this session's.
+    expect(admitByLog([gone, live], enter(gone, live), log, 1)).toStrictEqual({ kind: 'enter', messages: [live] })
+    const corrupt = [change(deleteChange('loop_ghost'))]
+    expect(admitByLog([gone], kept, corrupt, 0)).toBe(kept)
   })
 })
 

@@ -1,10 +1,9 @@
 /**
- * The runtime (src/loop.ts) on a real host: delivery and its rule (chooseDelivery), the timer
- * and the injected clock, lifecycle, a corrupt log, the queue of drives and transactions,
- * cancellation, one waiting heartbeat per loop, the pre-step filter, and reading the log: once, as
- * the dock reads it, and again when the runtime did not follow it.
- * Failing flushes and appends are test/faults.test.ts's; interleavings of faults, clock jumps, deletes
- * and reloads are the simulation's (test/sim/).
+ * The runtime (src/loop.ts) on a real host, one exact case each: delivery and its order of flush,
+ * send and dispatch, the injected clock, lifecycle, a corrupt log, the queue of drives and
+ * transactions, cancellation, the pre-step filter, and reading the log once, as the dock reads it.
+ * Interleavings of faults, Stops, crashes, clock jumps, deletes and reloads are the simulation's
+ * (test/sim/), judged against its reference model.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { CallId, createUserMessage } from '@deepseek-ai/dsh-llm'
@@ -373,147 +372,6 @@ describe('the queue, driven directly', () => {
   })
 })
 
-describe('one waiting heartbeat per loop', () => {
-  /** Make the fake agent's send admit the message to its real, durable inbox without running a model. */
-  function admitToInbox(target: FakeAgent): void {
-    target.send.mockImplementation((message, inboxTarget) => target.agent.inbox.append(inboxTarget, message))
-  }
-
-  it('still knows the heartbeat is waiting after a crash, from the session log', async () => {
-    admitToInbox(rig.fake)
-    const id = await rig.create('survives a crash', 1)
-    await advance(1000)
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
-    // The process dies without shutting down: a second host opens the same files (the first is never disposed first).
-    rig.fake.setStatus('running')
-    const restarted = await rig.boot({ root: rig.host.root })
-    const resumed = await resumeFakeAgent(restarted, 'ses-run')
-    admitToInbox(resumed)
-    resumed.setStatus('running') // a turn is under way: it will take the waiting heartbeat
-    expect(resumed.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
-      heartbeatText(id, 'survives a crash'),
-    ])
-    await advance(3000)
-    expect(resumed.send).not.toHaveBeenCalled()
-    expect(loopChanges(resumed.agent).at(-1)).toEqual({ version: 1, operation: 'dispatch', id, next_at: NOW + 5000 })
-  })
-
-  it('replaces a heartbeat an idle agent still holds after a restart', async () => {
-    admitToInbox(rig.fake)
-    const id = await rig.create('after restart', 1)
-    await advance(1000)
-    const restarted = await rig.boot({ root: rig.host.root })
-    const resumed = await resumeFakeAgent(restarted, 'ses-run')
-    admitToInbox(resumed)
-    const [stale] = resumed.agent.inbox.nextTurn
-    expect((stale!.content[0] as { text: string }).text).toBe(heartbeatText(id, 'after restart'))
-    await advance(1000)
-    expect(resumed.send).toHaveBeenCalledTimes(1)
-    expect(resumed.agent.inbox.nextTurn).toEqual([resumed.send.mock.calls[0]![0]])
-    expect(resumed.agent.inbox.nextTurn[0]!.id).not.toBe(stale!.id)
-  })
-
-  it("a delete takes the loop's waiting heartbeat out of the inbox, durably, before its delete record; other messages stay", async () => {
-    admitToInbox(rig.fake)
-    rig.fake.setStatus('running')
-    const gone = await rig.create('deleted while waiting', 1)
-    const kept = await rig.create('kept', 1)
-    rig.fake.agent.inbox.append(
-      'next-turn',
-      createUserMessage({ content: [{ type: 'text', text: 'the user queued this' }], source: { kind: 'user' } }),
-    )
-    await advance(1000)
-    const [goneBeat, keptBeat] = rig.fake.agent.inbox.nextStep
-    expect([goneBeat, keptBeat].map((message) => (message!.content[0] as { text: string }).text)).toEqual([
-      heartbeatText(gone, 'deleted while waiting'),
-      heartbeatText(kept, 'kept'),
-    ])
-    const before = rig.fake.agent.session.events.length
-    const result = await rig.tool('loop_delete', { id: gone })
-    expect(result.isError).toBe(false)
-    expect(rig.fake.agent.inbox.nextStep).toEqual([keptBeat])
-    expect(rig.fake.agent.inbox.nextTurn.map((message) => (message.content[0] as { text: string }).text)).toEqual([
-      'the user queued this',
-    ])
-    expect(rig.fake.agent.session.events.slice(before).map((event) => [event.type, event.data])).toEqual([
-      ['agent/inbox/spliced', { target: 'next-step', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' }],
-      ['loop/change', { version: 1, operation: 'delete', id: gone }],
-    ])
-    // Durable: a restart replays an inbox without it.
-    const restarted = await rig.boot({ root: rig.host.root })
-    const resumed = await resumeFakeAgent(restarted, 'ses-run')
-    expect(resumed.agent.inbox.nextStep.map((message) => message.id)).toEqual([keptBeat!.id])
-  })
-
-  it('replaces every waiting heartbeat of the loop when an idle inbox holds more than one (a log from another build)', async () => {
-    admitToInbox(rig.fake)
-    const id = await rig.create('twice', 1)
-    const beat = () => heartbeatMessage(id, { prompt: 'twice' })
-    rig.fake.agent.inbox.append('next-turn', beat())
-    rig.fake.agent.inbox.append('next-step', beat())
-    await advance(1000)
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
-    expect(rig.fake.agent.inbox.nextStep).toEqual([])
-    expect(rig.fake.agent.inbox.nextTurn).toEqual([rig.fake.send.mock.calls[0]![0]])
-  })
-
-  it('ignores inbox messages that are not its heartbeats', async () => {
-    rig.fake.agent.inbox.append('next-turn', {
-      id: 'msg-user' as never,
-      role: 'user',
-      content: [{ type: 'text', text: 'hello' }],
-      source: { kind: 'user' },
-    } as never)
-    await rig.create('unrelated', 1)
-    await advance(1000)
-    expect(rig.fake.send).toHaveBeenCalledTimes(1)
-  })
-})
-
-describe('a runtime that joins a live agent during a turn (a hot reload)', () => {
-  it('sends nothing into that turn until it sees one of its steps, which may show the loop already taken', async () => {
-    const { bare, agent } = await bareAgent('ses-joined')
-    appendCreate(agent.agent.session, 'loop_waiting', 'loop_waiting', 1)
-    appendCreate(agent.agent.session, 'loop_claimed', 'loop_claimed', 1)
-    appendCreate(agent.agent.session, 'loop_other', 'loop_other', 1)
-    agent.agent.inbox.append('next-step', heartbeatMessage('loop_waiting'))
-    agent.setStatus('running')
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false, joinedLive: true })
-    runtime.start()
-    await advance(3000)
-    // The loop whose heartbeat waits in the inbox coalesces, recorded as ever; the next due is held,
-    // neither sent nor recorded: DSH may hold a claimed heartbeat of it, not yet logged.
-    const dispatched = () =>
-      loopChanges(agent.agent).flatMap((change) => (change.operation === 'dispatch' ? [change.id] : []))
-    expect(agent.send).not.toHaveBeenCalled()
-    expect(dispatched()).toEqual(['loop_waiting'])
-    // The turn's next step shows what it claimed: loop_claimed's heartbeat is the turn's, loop_other's goes in.
-    const claimed = heartbeatMessage('loop_claimed')
-    const enter = { kind: 'enter' as const, messages: [claimed] }
-    expect(runtime.admitStep([claimed], enter, 4)).toBe(enter)
-    await advance(0)
-    expect(
-      agent.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target]),
-    ).toEqual([[heartbeatText('loop_other', 'loop_other'), 'next-step']])
-    expect(dispatched().filter((id) => id !== 'loop_waiting')).toEqual(['loop_claimed', 'loop_other'])
-    await runtime.dispose()
-  })
-
-  it('sends as usual once that turn ends without a step it saw', async () => {
-    const { bare, agent } = await bareAgent('ses-joined-idle')
-    appendCreate(agent.agent.session, 'loop_a', 'loop_a', 1)
-    agent.setStatus('running')
-    const runtime = new LoopRuntime(bare.ctx, agent.agent, { oneShotHost: false, joinedLive: true })
-    runtime.start()
-    await advance(1000)
-    expect(agent.send).not.toHaveBeenCalled()
-    agent.setStatus('idle')
-    await advance(1000)
-    expect(agent.send.mock.calls.map(([, target]) => target)).toEqual(['next-turn'])
-    await runtime.dispose()
-  })
-})
-
 describe('admitting a step', () => {
   const beat = (id: string) => heartbeatMessage(id)
   const user = createUserMessage({ content: [{ type: 'text', text: 'hello' }], source: { kind: 'user' } })
@@ -623,39 +481,6 @@ describe('a log the runtime and the dock read alike', () => {
     const listed = await runTool(rig.host, resumed.agent, 'loop_list', {})
     expect(failureMessageOf(listed)).toBe(corruptLog('create of active loop loop_twice'))
     expect(rig.host.ctx.sessionProjections.snapshot(resumed.agent.session).values['loop']).toEqual({ loops: [] })
-  })
-})
-
-describe('catching up with a log the runtime did not follow', () => {
-  it('knows which loops the open turn already took, and only the open turn', async () => {
-    const { bare, agent } = await bareAgent('ses-catch-up')
-    const session = agent.agent.session
-    const beat = (id: string) => heartbeatMessage(id)
-    appendCreate(session, 'loop_taken', 'loop_taken', 1)
-    appendCreate(session, 'loop_earlier', 'loop_earlier', 1)
-    // A closed turn took loop_earlier; the open turn took loop_taken.
-    session.append('turn/start', { turn: 1 })
-    session.append('step/start', { turn: 1, step: 1 })
-    session.append('user/message', beat('loop_earlier'), { surfaceOp: 'append' })
-    session.append('step/end', { turn: 1, step: 1 })
-    session.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
-    session.append('turn/start', { turn: 2 })
-    session.append('step/start', { turn: 2, step: 1 })
-    session.append('user/message', beat('loop_taken'), { surfaceOp: 'append' })
-    agent.setStatus('running')
-    const runtime = ownRuntime(bare, agent.agent)
-    runtime.start()
-    await advance(1000)
-    // loop_taken's occurrence coalesces into the open turn; loop_earlier's goes to its next step.
-    expect(
-      agent.send.mock.calls.map(([message, target]) => [(message.content[0] as { text: string }).text, target]),
-    ).toEqual([[heartbeatText('loop_earlier', 'loop_earlier'), 'next-step']])
-    expect(
-      loopChanges(agent.agent)
-        .slice(-2)
-        .map((change) => change.operation === 'dispatch' && change.id),
-    ).toEqual(['loop_taken', 'loop_earlier'])
-    await runtime.dispose()
   })
 })
 

@@ -1,7 +1,7 @@
 /**
  * The loop tools (src/tools.ts) through the real tool runtime: registration and its rollback,
  * schemas, validation, isolation, and how each call reads (presentCall); and the view they
- * return, over plain records. How a call reports a failing flush is test/faults.test.ts's.
+ * return, over plain records. How a call reports a failing flush is the simulation's (test/sim/).
  */
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { defineTool } from '@deepseek-ai/dsh-tools'

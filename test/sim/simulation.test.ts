@@ -1,8 +1,10 @@
 /**
  * The runtime's promises (SPEC.md §9 "What `loop` promises") over many seeded runs of the simulated world
  * (`world.ts`), judged by the reference model (`model.ts`). CI runs seeds 1–100;
- * `SIM_SEEDS=<n>` runs more, `SIM_SEED=<n>` replays one (`SIM_TRACE=1` prints its trace live).
+ * `SIM_SEEDS=<n>` runs more, `SIM_SEED=<n>` replays one (`SIM_TRACE=1` prints its trace live), and
+ * `SIM_SHRINK=<n>` shrinks a failing seed's choices with fast-check and prints the smallest run.
  */
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { simulate } from './world.ts'
 
@@ -30,12 +32,32 @@ describe('the simulated world', () => {
       expect(totals['reloads']).toBeGreaterThan(seeds.length)
       expect(totals['jumps']).toBeGreaterThan(seeds.length)
       expect(totals['crashes']).toBeGreaterThan(seeds.length / 2)
+      expect(totals['forks']).toBeGreaterThan(seeds.length / 4)
     }
   }, 600_000)
 
-  it('replays a seed: the same seed gives the same trace', async () => {
-    const [first, second] = [await simulate(7, 40), await simulate(7, 40)]
-    expect(second.trace).toEqual(first.trace)
+  it('replays a seed: the same seed, or its choices played back, gives the same trace', async () => {
+    const first = await simulate(7, 40)
+    const [again, played] = [await simulate(7, 40), await simulate(first.choices, 40)]
+    expect(again.trace).toEqual(first.trace)
+    expect(played.trace).toEqual(first.trace)
     expect(first.trace.length).toBeGreaterThan(100)
   })
+
+  const shrinking = process.env['SIM_SHRINK']
+  if (shrinking !== undefined)
+    it(`shrinks seed ${shrinking}'s failure to its fewest, smallest choices`, async () => {
+      const failed = await simulate(Number(shrinking))
+      expect(failed.violations, `seed ${shrinking} keeps every promise`).not.toEqual([])
+      const choices = fc.array(fc.integer({ min: 0, max: 2 ** 32 - 1 }), { maxLength: failed.choices.length })
+      const keeps = fc.asyncProperty(choices, async (list) => (await simulate(list)).violations.length === 0)
+      const { counterexample } = await fc.check(keeps, { examples: [[failed.choices]], numRuns: 1 })
+      const list = counterexample?.[0] ?? failed.choices
+      const smallest = await simulate(list)
+      console.log(
+        `seed ${shrinking}: ${failed.choices.length} choices shrunk to ${list.length}` +
+          `\n${smallest.violations[0]}\n--- its trace ---\n${smallest.trace.join('\n')}`,
+      )
+      expect(smallest.violations).not.toEqual([])
+    }, 3_600_000)
 })

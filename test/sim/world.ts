@@ -3,8 +3,8 @@
  * context, session store, agent registry, rc.8's own turn loop and inbox, tool and command
  * runtimes) with the loop plugin, where only the clock, flushes, faults and the model are
  * simulated. The model answers each step after a virtual delay, sometimes calling the loop tools;
- * the user types `/loop` lines, prompts, presses Stop; the wall clock jumps; the plugin is hot
- * reloaded. Every heartbeat, `loop/change` and claimed message is judged as it happens against
+ * the user types `/loop` lines, prompts, presses Stop, forks the session; the wall clock jumps; the
+ * plugin is hot reloaded; DSH is killed and the session reopened from what reached the disk. Every heartbeat, `loop/change` and claimed message is judged as it happens against
  * the reference model (`model.ts`), and a calm tail judges liveness.
  */
 import { rmSync } from 'node:fs'
@@ -40,7 +40,10 @@ interface Faults {
 
 /** What one run found. */
 export interface SimResult {
-  readonly seed: number
+  /** What the run drew from: a seed, or choices played back. */
+  readonly source: number | readonly number[]
+  /** Every choice the run drew: played back, the same run. */
+  readonly choices: readonly number[]
   /** What happened, one line a step: replaying the seed prints the same lines. */
   readonly trace: readonly string[]
   /** Each broken invariant, with the step it broke at. */
@@ -57,15 +60,16 @@ interface Stats {
   reloads: number
   jumps: number
   crashes: number
+  forks: number
 }
 
-/** The simulation of one seed. */
+/** The simulation of one seed, or of one list of choices. */
 class World {
   private readonly random: Random
   private readonly faults: Faults
   private readonly trace: string[] = []
   private readonly violations: string[] = []
-  readonly stats: Stats = { steps: 0, sends: 0, dispatches: 0, calls: 0, reloads: 0, jumps: 0, crashes: 0 }
+  readonly stats: Stats = { steps: 0, sends: 0, dispatches: 0, calls: 0, reloads: 0, jumps: 0, crashes: 0, forks: 0 }
   private ctx!: Context
   private agent!: Agent
   private handle!: { dispose(): Promise<void> }
@@ -80,6 +84,11 @@ class World {
   private fold = new ModelFold()
   /** The host's life: a crash ends one, and the dead host's hooks go quiet. */
   private life = 0
+  /** The user's agent's life: a crash or a fork ends one, and the old agent's judges go quiet. */
+  private agentLife = 0
+  /** A fork's inherited loops: its parent's, which it must never send or dispatch. */
+  private inherited = new Set<string>()
+  private forkNumber = 0
   /** The folders the reopened hosts keep their logs in. */
   private readonly roots: string[] = []
   /** Calls in flight, awaited before the end. */
@@ -108,8 +117,8 @@ class World {
   private lastRetry: number | undefined
   private flushedSinceRetry = true
 
-  constructor(readonly seed: number) {
-    this.random = new Random(seed)
+  constructor(private readonly source: number | readonly number[]) {
+    this.random = new Random(source)
     const rate = (max: number) => (this.random.chance(0.5) ? this.random.next() * max : 0)
     this.faults = {
       flushFalse: rate(0.2),
@@ -190,7 +199,7 @@ class World {
     const world = this
     ctx.provide('workspaceRegistry', {
       get archivedSessionIds() {
-        return world.archived ? [SESSION] : []
+        return world.archived ? [world.agent.session.id] : []
       },
     })
     // A dead host's flushes fail: nothing it does reaches the disk the next host reads.
@@ -238,12 +247,12 @@ class World {
   private wire(agent: Agent): void {
     // The agent is the user's from its setup on: a reopened one works before its handle returns.
     this.agent = agent
-    const life = this.life
+    const life = this.agentLife
     const send = agent.send.bind(agent)
     Object.defineProperty(agent, 'send', {
       configurable: true,
       value: (message: Parameters<Agent['send']>[0], target: 'next-step' | 'next-turn', wakeup: boolean) => {
-        if (life !== this.life) return send(message, target, wakeup)
+        if (life !== this.agentLife) return send(message, target, wakeup)
         const loop = heartbeatOf(message)
         if (loop !== undefined && !this.calm && this.random.chance(this.faults.sendThrow)) {
           this.note(`send of ${loop} refused (fault)`)
@@ -261,7 +270,7 @@ class World {
     Object.defineProperty(session, 'append', {
       configurable: true,
       value: (type: string, data: unknown, ...rest: unknown[]) => {
-        if (life !== this.life) return append(type, data, ...rest)
+        if (life !== this.agentLife) return append(type, data, ...rest)
         if (type === 'loop/change') {
           const change = data as { operation: string; id?: string; next_at?: number }
           if (!this.calm && this.random.chance(this.faults.appendThrow)) {
@@ -273,7 +282,7 @@ class World {
             throw new Error('session log sealed (simulated)')
           }
           if (change.operation === 'dispatch') this.judgeDispatch(change.id!, change.next_at!)
-          else this.note(`append ${change.operation} ${change.id ?? (data as { loop: { id: string } }).loop.id}`)
+          else this.note(`append ${change.operation} ${JSON.stringify(data).slice(0, 120)}`)
         }
         if (type === 'user/message') {
           const loop = heartbeatOf(data)
@@ -324,6 +333,7 @@ class World {
     const loop = this.fold.loops.get(loopId)
     this.note(`send ${loopId} ${target}${wakeup ? ' wake' : ''}`)
     if (loop === undefined) return this.violated(`a heartbeat of ${loopId}, which is not active`)
+    if (this.inherited.has(loopId)) this.violated(`a fork sent its parent's loop ${loopId}`)
     if (this.archived) this.violated(`a heartbeat of ${loopId} in an archived session`)
     if (loop.nextAt > now) this.violated(`a heartbeat of ${loopId} before its next_at (${loop.nextAt - now} ms early)`)
     const unflushed = this.loopLog.filter(({ index }) => index >= this.durable)
@@ -349,6 +359,7 @@ class World {
     const loop = loops.get(loopId)
     this.note(`dispatch ${loopId} -> ${nextAt - EPOCH}`)
     if (loop === undefined) return this.violated(`a dispatch of ${loopId}, which is not active`)
+    if (this.inherited.has(loopId)) this.violated(`a fork dispatched its parent's loop ${loopId}`)
     if (this.archived) this.violated(`a dispatch of ${loopId} in an archived session`)
     const first = firstToDispatch(loops.values(), now)
     if (first?.id !== loopId) this.violated(`dispatched ${loopId} before ${first?.id ?? 'nothing due'}`)
@@ -379,12 +390,16 @@ class World {
             false: this.faults.flushFalse,
             reject: this.faults.flushReject,
             throw: this.faults.flushThrow,
-            slow: this.faults.flushSlow,
           })
     if (outcome === 'throw') throw new Error('flush threw (simulated)')
-    // Half the flushes take no virtual time: loops created together are then due together.
+    // A slow disk, whatever it answers in the end; else half the flushes take no virtual time:
+    // loops created together are then due together.
     const delay =
-      outcome === 'slow' ? this.random.int(1_000, 20_000) : this.random.chance(0.5) ? 0 : this.random.int(1, 30)
+      !this.calm && this.random.chance(this.faults.flushSlow)
+        ? this.random.int(1_000, 20_000)
+        : this.random.chance(0.5)
+          ? 0
+          : this.random.int(1, 30)
     return new Promise<boolean>((resolve, reject) => {
       // A flush that takes no time settles in the same instant (a timer would move the clock a millisecond).
       const after = (settle: () => void) => (delay === 0 ? queueMicrotask(settle) : setTimeout(settle, delay))
@@ -453,17 +468,17 @@ class World {
     this.stats.calls += 1
     const number = (this.callNumber += 1)
     const agent = this.agent
-    const life = this.life
+    const life = this.agentLife
     this.note(`call ${number}: ${line}`)
     const create = /^\/loop (\d+) (\S+)$/.exec(line)
     const done = (async () => {
       try {
         const { ok, code } = await this.callOnce(agent, via, line, number)
         this.note(`call ${number} ${ok ? 'done' : `refused${code === undefined ? '' : ` (${code})`}`}`)
-        if (life === this.life && create !== null) this.judgeCreate(number, create[2]!, ok, code)
+        if (life === this.agentLife && create !== null) this.judgeCreate(number, create[2]!, ok, code)
       } catch (error) {
-        // A call the crash cut short may throw: its host is gone.
-        if (life === this.life)
+        // A call the crash or a fork cut short may throw: its host or agent is gone.
+        if (life === this.agentLife)
           this.violated(`call ${number} threw: ${error instanceof Error ? error.message : String(error)}`)
       }
     })()
@@ -521,7 +536,9 @@ class World {
   /** One step of the world: an action, then virtual time. */
   async step(): Promise<void> {
     this.stats.steps += 1
+    // Waiting first: a choice shrunk to 0 does nothing.
     const action = this.random.weighted({
+      wait: 6,
       create: 4,
       createTogether: 1,
       delete: 2,
@@ -531,9 +548,9 @@ class World {
       jump: 0.7,
       reload: 0.4,
       crash: 0.3,
+      fork: 0.3,
       archive: 0.3,
       outage: 0.2,
-      wait: 6,
     })
     const active = [...this.fold.loops.keys()]
     switch (action) {
@@ -584,6 +601,9 @@ class World {
       case 'crash':
         await this.crash()
         break
+      case 'fork':
+        await this.fork()
+        break
       case 'outage':
         this.outageFlushes = this.random.int(5, 40)
         this.note(`the next ${this.outageFlushes} flushes fail`)
@@ -616,6 +636,7 @@ class World {
     const survivors: readonly SessionEvent[] = session.events.slice(0, cut)
     this.note(`crash: ${cut} of ${this.eventCount} events survive, ${this.durable} acknowledged`)
     this.life += 1
+    this.agentLife += 1
     const [plugin, handle] = [this.plugin, this.handle]
     void plugin?.dispose()
     void handle.dispose()
@@ -649,6 +670,48 @@ class World {
       setup: (agentCtx) => this.wire(agentCtx.agent!),
     })
     this.note(`reopened with ${this.agent.session.events.length} events`)
+  }
+
+  /**
+   * The user forks the idle session and goes on in the fork (SPEC.md §14 "Forks and delegated sessions"): a new root
+   * agent seeded with the parent's log, the parent closed. The fork inherits its parent's
+   * `loop/change` records, and must never send or dispatch one of those loops.
+   */
+  private async fork(): Promise<void> {
+    const parent = this.agent
+    if (parent.status !== 'idle' || this.eventCount === 0) return
+    const seed = parent.session.events
+    const inherited = new Set(this.fold.loops.keys())
+    const [life, eventCount] = [this.agentLife, this.eventCount]
+    let handle
+    try {
+      handle = await this.ctx.agents.create({
+        sessionId: SessionId(`${SESSION}-fork-${(this.forkNumber += 1)}`),
+        meta: { cwd: '/tmp/loop-sim', parentSession: parent.session.id, seedLength: seed.length },
+        seed,
+        agentOptions: AGENT_OPTIONS,
+        setup: (agentCtx) => {
+          this.agentLife += 1
+          this.wire(agentCtx.agent!)
+        },
+      })
+    } catch (error) {
+      // DSH refuses a seed that is not a balanced prefix (a heartbeat waiting at the idle agent): no fork.
+      this.note(`fork refused by DSH: ${(error as Error).message.slice(0, 120)}`)
+      ;[this.agent, this.agentLife, this.eventCount] = [parent, life, eventCount]
+      return
+    }
+    this.note(
+      `fork ${this.agent.session.id} of ${seed.length} events, inheriting ${[...inherited].join(' ') || 'no loop'}`,
+    )
+    this.stats.forks += 1
+    this.inherited = inherited
+    // DSH stores a fork's seed before it publishes the fork.
+    this.durable = seed.length
+    this.openTurn = undefined
+    this.claimedInTurn.clear()
+    void this.handle.dispose()
+    this.handle = handle
   }
 
   private judgeInbox(): void {
@@ -740,7 +803,13 @@ class World {
     vi.useRealTimers()
     vi.restoreAllMocks()
     for (const root of this.roots) rmSync(root, { recursive: true, force: true })
-    return { seed: this.seed, trace: this.trace, violations: this.violations, stats: this.stats }
+    return {
+      source: this.source,
+      choices: this.random.drawn,
+      trace: this.trace,
+      violations: this.violations,
+      stats: this.stats,
+    }
   }
 }
 
@@ -750,13 +819,13 @@ async function* deadStep(): AsyncGenerator<unknown> {
 }
 
 /**
- * Run one seed: boot, `steps` steps of actions and faults, the calm tail.
- * @param seed - the run's seed.
+ * Run one seed (or list of choices): boot, `steps` steps of actions and faults, the calm tail.
+ * @param source - the run's seed, or the choices to play back.
  * @param steps - how many steps before the calm tail.
  * @returns the trace, violations and counts.
  */
-export async function simulate(seed: number, steps = 100): Promise<SimResult> {
-  const world = new World(seed)
+export async function simulate(source: number | readonly number[], steps = 100): Promise<SimResult> {
+  const world = new World(source)
   // Cordis builds an Error (a stack trace) at every service lookup; no run reads those stacks.
   const stackTraceLimit = Error.stackTraceLimit
   Error.stackTraceLimit = 0

@@ -1,7 +1,6 @@
 /**
  * Fault injection at the real host boundary: a deliberately failing or held
- * `ctx.sessions.flush`, a failing `session.append`, observers of both, and a
- * record of the timers armed, so a test can fire one after it was cleared.
+ * `ctx.sessions.flush`, a failing `session.append`, and observers of both.
  */
 import type { Session } from '@deepseek-ai/dsh-session'
 import { vi, type MockInstance } from 'vitest'
@@ -95,34 +94,6 @@ export function holdFlushes(host: Host): HeldFlushes {
   }
 }
 
-/** One flush the test releases by hand. */
-export interface HeldFlush {
-  /** Let the held call flush through the real persistence (nothing happens before it was made). */
-  release(): void
-  /** Stop intercepting flushes. */
-  restore(): void
-}
-
-/**
- * Hold only flush call number `n` from now (1-based) until {@link HeldFlush.release}; every other call reaches the real persistence.
- * @param host - the host whose session store flushes.
- * @param n - which call to hold.
- * @returns the handle.
- */
-export function holdNthFlush(host: Host, n: number): HeldFlush {
-  const real = host.ctx.sessions.flush
-  let calls = 0
-  let release: () => void = () => undefined
-  const spy = vi.spyOn(host.ctx.sessions, 'flush').mockImplementation((session) => {
-    calls += 1
-    if (calls !== n) return real(session)
-    return new Promise<boolean>((resolve) => {
-      release = () => resolve(real(session))
-    })
-  })
-  return { release: () => release(), restore: () => spy.mockRestore() }
-}
-
 /**
  * Tell `observe` of every flush before it reaches the real persistence.
  * @param host - the host whose session store flushes.
@@ -170,24 +141,4 @@ export function failNextLoopAppend(session: Session): MockInstance<Session['appe
       throw new Error('session log sealed (injected)')
     }
   })
-}
-
-/** One `setTimeout` call seen by {@link recordTimers}. */
-export interface ArmedTimer {
-  readonly callback: () => void
-  readonly delay: number
-}
-
-/**
- * Record every `setTimeout` armed from now on (the fake clock's), still arming it.
- * @returns the live list and a restore function.
- */
-export function recordTimers(): { readonly armed: ArmedTimer[]; restore(): void } {
-  const armed: ArmedTimer[] = []
-  const real = globalThis.setTimeout
-  const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((callback: () => void, delay?: number) => {
-    armed.push({ callback, delay: delay ?? 0 })
-    return real(callback, delay)
-  }) as typeof setTimeout)
-  return { armed, restore: () => spy.mockRestore() }
 }
