@@ -98,16 +98,20 @@ const job = <T>(name: string, options: object, label = name) => step(label, () =
 /** Rounds of a section's repeats at most: one more, then another, while a row cannot tell (a quick run: one). */
 const ROUNDS = quick ? 1 : 3
 
-/** A section measured in rounds until its rows decide ({@link untilDecided}), its samples joined by `merge`. */
+/**
+ * A section measured in rounds until its rows decide ({@link untilDecided}), its samples joined by `merge`;
+ * judged beside `context`, the results its rows read besides their own (row 6 is judged only at the size growth reached).
+ */
 const decided = <K extends keyof BenchResults>(
   key: K,
   measure: () => Promise<NonNullable<BenchResults[K]>>,
   merge: (earlier: NonNullable<BenchResults[K]>, later: NonNullable<BenchResults[K]>) => NonNullable<BenchResults[K]>,
+  context: BenchResults = {},
 ) =>
   untilDecided(
     measure,
     merge,
-    (result) => undecided({ [key]: result }),
+    (result) => undecided({ ...context, [key]: result }),
     ROUNDS,
     (round) => console.log(`[bench] ${key}: a row cannot tell yet, so round ${round} of at most ${ROUNDS}`),
   )
@@ -165,6 +169,7 @@ try {
           return pairs
         },
         (earlier, later) => [...earlier, ...later],
+        { growth: growth! },
       )
     } finally {
       await rig.close()
