@@ -130,11 +130,8 @@ export const PLANTED_DEFECTS: Readonly<Record<string, readonly RevertEdit[]>> = 
       perl: 's/served \\? admitByLog\\(messages, decision, events, header.seedLength \\?\\? 0\\) : decision/decision/',
     },
   ],
-  "a fork's record is decided on before it is flushed": [
-    {
-      file: 'src/loop.ts',
-      perl: 's/this.requestDrive\\(\\)\\n      return\\n    \\}\\n    const decision/}\\n    const decision/',
-    },
+  'a fork whose first flush failed leaves its record for a create': [
+    { file: 'src/loop.ts', perl: 's/if \\(loops > 0 \\|\\| this.pendingFork !== undefined\\)/if (loops > 0)/' },
   ],
   'a delete is folded as nothing': [
     {

@@ -88,6 +88,8 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
    */
   const attach = (agent: Agent, joinedLive: boolean): void => {
     if (!ctx.agents.roots().includes(agent) || agent.session.header.origin === 'subagent') return
+    // A root being disposed is still listed while its fiber is gone (a hot reload in that instant).
+    if (agent.ctx.fiber.uid === null) return
     const oneShotHost = ctx.get(ONE_SHOT_HOST_SERVICE) !== undefined
     const runtime = new LoopRuntime(ctx, agent, { oneShotHost, clock, joinedLive })
     const cleanup = agent.ctx.effect(() => {

@@ -398,8 +398,10 @@ export class LoopRuntime {
     try {
       await flushSession(this.ctx, this.agent.session)
     } catch (error) {
-      // A session without loops has nothing to retry for (a host without persistence): its next create drives again.
-      if ((this.foldUnlessCorrupt()?.loops.length ?? 0) > 0) this.retryLater(describeError(error))
+      // A session without loops or a fork's record to append has nothing to retry for (a host
+      // without persistence): its next create drives again.
+      const loops = this.foldUnlessCorrupt()?.loops.length ?? 0
+      if (loops > 0 || this.pendingFork !== undefined) this.retryLater(describeError(error))
       return
     }
     if (this.disposing || !this.isLive()) return

@@ -99,6 +99,27 @@ describe('restart through real JSONL persistence', () => {
 })
 
 describe('lifecycle', () => {
+  it('loads again while a root is being disposed, and gives that root nothing', async () => {
+    const host = await hosts.boot({ loop: false })
+    const first = host.ctx.plugin(loopPlugin)
+    await first
+    const going = await createFakeAgent(host, 'ses-going')
+    const disposed = going.handle.dispose()
+    await new Promise((resolve) => setImmediate(resolve))
+    // The window the simulation found: the root is still listed, its fiber already gone.
+    expect(host.ctx.agents.roots()).toContain(going.agent)
+    expect(going.agent.ctx.fiber.uid).toBeNull()
+    const second = host.ctx.plugin(loopPlugin)
+    void first.dispose()
+    await second
+    await disposed
+    const staying = await createFakeAgent(host, 'ses-staying')
+    expect(host.ctx.tools.get('loop_create', staying.agent)).toBeDefined()
+    await runCommand(host, staying.agent, '/loop 1 after the reload')
+    await advance(1000)
+    expect(staying.send).toHaveBeenCalledTimes(1)
+  })
+
   it('adopts root agents that were live before the plugin loaded', async () => {
     const host = await hosts.boot({ loop: false })
     const early = await createFakeAgent(host, 'ses-early')

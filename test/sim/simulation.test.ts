@@ -51,7 +51,13 @@ describe('the simulated world', () => {
       expect(failed.violations, `seed ${shrinking} keeps every promise`).not.toEqual([])
       const choices = fc.array(fc.integer({ min: 0, max: 2 ** 32 - 1 }), { maxLength: failed.choices.length })
       const keeps = fc.asyncProperty(choices, async (list) => (await simulate(list)).violations.length === 0)
-      const { counterexample } = await fc.check(keeps, { examples: [[failed.choices]], numRuns: 1 })
+      // The smallest failing list found within the time given (SIM_SHRINK_MINUTES, 10 unless set).
+      const minutes = Number(process.env['SIM_SHRINK_MINUTES'] ?? 10)
+      const { counterexample } = await fc.check(keeps, {
+        examples: [[failed.choices]],
+        numRuns: 1,
+        interruptAfterTimeLimit: minutes * 60_000,
+      })
       const list = counterexample?.[0] ?? failed.choices
       const smallest = await simulate(list)
       console.log(
