@@ -813,11 +813,16 @@ class World {
   }
 
   async end(): Promise<SimResult> {
-    await this.plugin?.dispose()
-    await this.handle?.dispose()
-    vi.useRealTimers()
-    vi.restoreAllMocks()
-    for (const root of this.roots) rmSync(root, { recursive: true, force: true })
+    try {
+      await this.plugin?.dispose()
+      await this.handle?.dispose()
+    } finally {
+      // Whatever the end threw, the next run starts from the real clock and unwrapped prototypes.
+      vi.useRealTimers()
+      vi.restoreAllMocks()
+    }
+    // A dead host may still be closing its session into its folder: retried, as `rm -rf` would be.
+    for (const root of this.roots) rmSync(root, { recursive: true, force: true, maxRetries: 20, retryDelay: 10 })
     return {
       source: this.source,
       choices: this.random.drawn,
