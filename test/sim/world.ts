@@ -693,7 +693,7 @@ class World {
     if (parent.status !== 'idle' || this.eventCount === 0) return
     const seed = parent.session.events
     const inherited = new Set(this.fold.loops.keys())
-    const [life, eventCount] = [this.agentLife, this.eventCount]
+    const [life, eventCount, lastRetry] = [this.agentLife, this.eventCount, this.lastRetry]
     let handle
     try {
       handle = await this.ctx.agents.create({
@@ -703,13 +703,16 @@ class World {
         agentOptions: AGENT_OPTIONS,
         setup: (agentCtx) => {
           this.agentLife += 1
+          // A new runtime, which may retry before the fork returns: its retries start again at a second.
+          this.lastRetry = undefined
+          this.flushedSinceRetry = true
           this.wire(agentCtx.agent!)
         },
       })
     } catch (error) {
       // DSH refuses a seed that is not a balanced prefix (a heartbeat waiting at the idle agent): no fork.
       this.note(`fork refused by DSH: ${(error as Error).message.slice(0, 120)}`)
-      ;[this.agent, this.agentLife, this.eventCount] = [parent, life, eventCount]
+      ;[this.agent, this.agentLife, this.eventCount, this.lastRetry] = [parent, life, eventCount, lastRetry]
       return
     }
     this.note(
@@ -718,9 +721,6 @@ class World {
     this.stats.forks += 1
     // The narrow window: the fork's first flushes fail, before it has a loop of its own.
     if (!this.calm && this.random.chance(0.3)) this.outageFlushes = this.random.int(5, 40)
-    // A new runtime: its retries start again at a second.
-    this.lastRetry = undefined
-    this.flushedSinceRetry = true
     this.inherited = inherited
     // DSH stores a fork's seed before it publishes the fork.
     this.durable = seed.length
