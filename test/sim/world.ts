@@ -91,6 +91,8 @@ class World {
   private forkNumber = 0
   /** The folders the reopened hosts keep their logs in. */
   private readonly roots: string[] = []
+  /** Every host the run composed, the dead ones too: each is disposed at the end. */
+  private readonly hosts: Context[] = []
   /** Calls in flight, awaited before the end. */
   private readonly pending = new Set<Promise<unknown>>()
   /** Sends per occurrence (`loop@next_at`), and the occurrences a failed append excuses one repeat of. */
@@ -221,6 +223,7 @@ class World {
     })
     this.plugin = undefined
     this.ctx = ctx
+    this.hosts.push(ctx)
     await this.reload()
     return ctx
   }
@@ -816,6 +819,9 @@ class World {
     try {
       await this.plugin?.dispose()
       await this.handle?.dispose()
+      // A host left composed keeps its agent registry's AsyncLocalStorage enabled, and every promise of
+      // every later run pays for it: 100 seeds took 55 s with them, 20 s without.
+      for (const host of this.hosts) await host.fiber.dispose()
     } finally {
       // Whatever the end threw, the next run starts from the real clock and unwrapped prototypes.
       vi.useRealTimers()
