@@ -43,6 +43,31 @@ const ONE_SHOT_HOST_SERVICE = 'headlessStartup'
  */
 export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONFIG): Promise<void> {
   const report = createReport(ctx.logger('loop'))
+  /** Runtimes by exact agent, not session, so a predecessor's cleanup never removes its replacement's entry. */
+  const runtimes = new Map<Agent, LoopRuntime>()
+  // Registered before anything is awaited (one microtask after a hot reload's dispose of the old
+  // plugin, not after the host's inspection): a step DSH claims and checks while no hook of this
+  // plugin is in place enters as claimed, a loop deleted meanwhile included. Without a runtime they
+  // do nothing. No `session/event` listener: the host runs every listener on every append of every
+  // session, and the runtime needs none of it. It folds the changes it appends itself, and the open
+  // turn comes from here: DSH takes a message out of the inbox, naming the turn, before it logs it
+  // as the step's user message.
+  ctx.on('agent/inbox/claimed', ({ agent, message, turn }) => runtimes.get(agent)?.noteClaimed(message, turn))
+  // Outermost (prepend) and after every inner hook (`await next()`), so nothing this plugin
+  // did not see can change the step's input between this check and DSH logging it.
+  ctx.on(
+    'agent/pre-step',
+    async ({ agent, messages, turn }, next) => {
+      const served = runtimes.has(agent)
+      const decision = await next()
+      const runtime = runtimes.get(agent)
+      if (runtime !== undefined) return runtime.admitStep(messages, decision, turn)
+      // Reloaded while the inner hooks ran: neither this runtime nor its successor checks this step.
+      const { events, header } = agent.session
+      return served ? admitByLog(messages, decision, events, header.seedLength ?? 0) : decision
+    },
+    { prepend: true },
+  )
   const host = await inspectHost(process.argv[1])
   const registration = registerLoopEventType(host.hostSessionModule)
   const support = judgeHost(host.facts)
@@ -66,7 +91,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   // One clock for the runtimes, their tools and the command; the process's own in every host.
   const clock = realClock
   // First, so that with another implementation of the specification installed (it registers
-  // the same command, tools and projection) nothing else is registered.
+  // the same command, tools and projection) nothing else is registered but the two hooks above.
   try {
     registerLoopCommand(ctx, clock)
   } catch (error) {
@@ -78,8 +103,6 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   registerLoopProjection(ctx)
 
   const cleanups = new Map<Agent, () => Promise<void>>()
-  /** Runtimes by exact agent, not session, so a predecessor's cleanup never removes its replacement's entry. */
-  const runtimes = new Map<Agent, LoopRuntime>()
 
   /**
    * Attach a runtime and tools to one root agent of the user's, unwinding with the agent. A
@@ -107,35 +130,11 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   }
 
   ctx.effect(() => {
-    // No `session/event` listener: the host runs every listener on every append of every session
-    // (a cost every append pays, even for a listener that does nothing), and the runtime needs none of it.
-    // It folds the changes it appends itself, and the open turn comes from here: DSH takes a
-    // message out of the inbox, naming the turn, before it logs it as the step's user message.
-    const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message, turn }) =>
-      runtimes.get(agent)?.noteClaimed(message, turn),
-    )
-    // Outermost (prepend) and after every inner hook (`await next()`), so nothing this plugin
-    // did not see can change the step's input between this check and DSH logging it.
-    const stopPreStep = ctx.on(
-      'agent/pre-step',
-      async ({ agent, messages, turn }, next) => {
-        const served = runtimes.has(agent)
-        const decision = await next()
-        const runtime = runtimes.get(agent)
-        if (runtime !== undefined) return runtime.admitStep(messages, decision, turn)
-        // Reloaded while the inner hooks ran: neither this runtime nor its successor checks this step.
-        const { events, header } = agent.session
-        return served ? admitByLog(messages, decision, events, header.seedLength ?? 0) : decision
-      },
-      { prepend: true },
-    )
     const stopCreated = ctx.on('agent/created', ({ agent }) => attach(agent, false))
     // Agents already live (a hot reload, a late install) get no agent/created.
     for (const agent of ctx.agents.roots()) attach(agent, true)
     return async () => {
       stopCreated()
-      stopPreStep()
-      stopClaimed()
       const pending = [...cleanups.values()]
       cleanups.clear()
       await Promise.allSettled(pending.map((cleanup) => cleanup()))

@@ -1,10 +1,12 @@
 /**
  * A heartbeat left in the inbox by what the simulation does not model, against the real agent
  * loop and the published mock LLM on loopback (real timers): a turn that ends in the model's
- * error, and a child agent's steps. Stops, deletes, crashes and reloads around a waiting
- * heartbeat are the simulation's (test/sim/).
+ * error, and a child agent's steps; and the instant of a hot reload the simulation found, pinned.
+ * Stops, deletes, crashes and reloads around a waiting heartbeat are the simulation's (test/sim/).
  */
 import type { Agent } from '@deepseek-ai/dsh-agent'
+import type { PluginModule } from '../harness/compose-host.ts'
+import * as loopPlugin from '../src/index.ts'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { SessionId } from '@deepseek-ai/dsh-session'
 import { expect, it } from 'vitest'
@@ -108,4 +110,35 @@ it('a child agent (no loops of its own) enters its steps untouched', async () =>
       .filter((event) => event.type === 'user/message')
       .map((event) => (event.data as { content: { text: string }[] }).content[0]!.text),
   ).toEqual(['child task'])
+}, 30_000)
+
+it('a step DSH claims as the plugin reloads is checked by the new plugin: a delete before it enters keeps the heartbeat out', async () => {
+  const host = await model.start({ sequence: ['success'], repeatLast: true, successText: 'ok' }, undefined, {
+    loop: false,
+  })
+  let plugin = host.ctx.plugin(loopPlugin as PluginModule)
+  await plugin
+  const agent = await createRealAgent(host, 'ses-reload-at-claim')
+  const id = await createLoopByCommand(host, agent, 1, 'RELOAD_AT_CLAIM')
+  // The heartbeat's claim reloads the plugin; an inner pre-step hook holds the step until the new
+  // plugin has deleted the loop. The old plugin's hook went with it, so only the new one's can check the step.
+  let reloadedAndDeleted: Promise<unknown> | undefined
+  host.ctx.on('agent/inbox/claimed', ({ message }) => {
+    if (reloadedAndDeleted !== undefined || readHeartbeat(message)?.loopId !== id) return
+    const previous = plugin
+    plugin = host.ctx.plugin(loopPlugin as PluginModule)
+    void previous.dispose()
+    reloadedAndDeleted = (async () => {
+      await plugin
+      return runCommand(host, agent, `/loop delete ${id}`)
+    })()
+  })
+  host.ctx.on('agent/pre-step', async (_step, next) => {
+    await reloadedAndDeleted
+    return next()
+  })
+  await until('the heartbeat to be claimed', () => reloadedAndDeleted !== undefined)
+  expect(((await reloadedAndDeleted) as { text?: string }).text).toBe(`Deleted ${id}.`)
+  await until('the turn to end', () => agent.session.events.some((event) => event.type === 'turn/end'))
+  expect(deliveredOf(agent.session.events, id)).toEqual([])
 }, 30_000)

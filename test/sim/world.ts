@@ -4,7 +4,8 @@
  * runtimes) with the loop plugin, where only the clock, flushes, faults and the model are
  * simulated. The model answers each step after a virtual delay, sometimes calling the loop tools;
  * the user types `/loop` lines, prompts, presses Stop, forks the session; the wall clock jumps; the
- * plugin is hot reloaded; DSH is killed and the session reopened from what reached the disk. Every heartbeat, `loop/change` and claimed message is judged as it happens against
+ * plugin is hot reloaded; DSH replaces the agent; DSH is killed and the session reopened from what
+ * reached the disk. Every heartbeat, `loop/change` and claimed message is judged as it happens against
  * the reference model (`model.ts`), and a calm tail judges liveness.
  */
 import { rmSync } from 'node:fs'
@@ -61,6 +62,7 @@ interface Stats {
   jumps: number
   crashes: number
   forks: number
+  replacements: number
 }
 
 /** The simulation of one seed, or of one list of choices. */
@@ -69,7 +71,17 @@ class World {
   private readonly faults: Faults
   private readonly trace: string[] = []
   private readonly violations: string[] = []
-  readonly stats: Stats = { steps: 0, sends: 0, dispatches: 0, calls: 0, reloads: 0, jumps: 0, crashes: 0, forks: 0 }
+  readonly stats: Stats = {
+    steps: 0,
+    sends: 0,
+    dispatches: 0,
+    calls: 0,
+    reloads: 0,
+    jumps: 0,
+    crashes: 0,
+    forks: 0,
+    replacements: 0,
+  }
   private ctx!: Context
   private agent!: Agent
   private handle!: { dispose(): Promise<void> }
@@ -86,6 +98,8 @@ class World {
   private life = 0
   /** The user's agent's life: a crash or a fork ends one, and the old agent's judges go quiet. */
   private agentLife = 0
+  /** Agents torn down in a live host (replaced, forked from): a heartbeat sent to one is lost. */
+  private readonly retired = new WeakSet<Agent>()
   /** A fork's inherited loops: its parent's, which it must never send or dispatch. */
   private inherited = new Set<string>()
   private forkNumber = 0
@@ -174,7 +188,7 @@ class World {
     vi.spyOn(console, 'error').mockImplementation((line: unknown) => this.printed(String(line)))
     this.watchTimers()
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'], now: EPOCH })
-    this.ctx = await this.host()
+    this.ctx = await this.host(this.newRoot())
     this.handle = await this.ctx.agents.create({
       sessionId: SessionId(SESSION),
       meta: { cwd: '/tmp/loop-sim' },
@@ -183,15 +197,22 @@ class World {
     })
   }
 
+  /** A folder for a host's logs, removed at the end. */
+  private newRoot(): string {
+    const root = tempDir('loop-sim-')
+    this.roots.push(root)
+    return root
+  }
+
   /**
-   * A real host with the world's hooks and the plugin: in memory at boot; after a crash, on the
-   * JSONL persistence under `root`, whose write-behind never fires in a run (every flush is the world's).
+   * A real host with the world's hooks and the plugin, on DSH's JSONL persistence under `root`, whose
+   * write-behind never fires in a run: every flush is the world's, and a session reaches the disk
+   * only when DSH closes it (a replacement) or the world writes what survived a crash.
    */
-  private async host(root?: string): Promise<Context> {
+  private async host(root: string): Promise<Context> {
     const ctx = await composeHost({
-      root: root ?? '/tmp/loop-sim',
+      root,
       apiKeyEnv: 'LOOP_SIM_KEY',
-      persistence: root !== undefined,
       writeBatchMaxDelayMs: 2 ** 31 - 1,
       loop: false,
     })
@@ -250,6 +271,20 @@ class World {
     })
   }
 
+  /**
+   * A new agent of the user's in a live host (a fork, a replacement), from its setup on: its runtime
+   * may retry, and its first turn start and claim, before its handle returns. Its retries start
+   * again at a second; the old agent's judges go quiet.
+   */
+  private adopt(agent: Agent): void {
+    this.agentLife += 1
+    this.lastRetry = undefined
+    this.flushedSinceRetry = true
+    this.openTurn = undefined
+    this.claimedInTurn.clear()
+    this.wire(agent)
+  }
+
   /** Put the faults and the judges on the agent's send and its session's append. */
   private wire(agent: Agent): void {
     // The agent is the user's from its setup on: a reopened one works before its handle returns.
@@ -259,8 +294,9 @@ class World {
     Object.defineProperty(agent, 'send', {
       configurable: true,
       value: (message: Parameters<Agent['send']>[0], target: 'next-step' | 'next-turn', wakeup: boolean) => {
-        if (life !== this.agentLife) return send(message, target, wakeup)
         const loop = heartbeatOf(message)
+        if (loop !== undefined && this.retired.has(agent)) this.violated(`a heartbeat of ${loop} to an agent torn down`)
+        if (life !== this.agentLife) return send(message, target, wakeup)
         if (loop !== undefined && !this.calm && this.random.chance(this.faults.sendThrow)) {
           this.note(`send of ${loop} refused (fault)`)
           throw new Error('inbox refused (simulated)')
@@ -563,6 +599,7 @@ class World {
       reload: 0.4,
       crash: 0.3,
       fork: 0.3,
+      replace: 0.3,
       archive: 0.3,
       outage: 0.2,
     })
@@ -618,6 +655,9 @@ class World {
       case 'fork':
         await this.fork()
         break
+      case 'replace':
+        await this.replace()
+        break
       case 'outage':
         this.outageFlushes = this.random.int(5, 40)
         this.note(`the next ${this.outageFlushes} flushes fail`)
@@ -656,9 +696,7 @@ class World {
     void handle.dispose()
     this.pending.clear()
     vi.setSystemTime(Date.now() + this.random.int(1_000, 3_600_000))
-    const root = tempDir('loop-sim-')
-    this.roots.push(root)
-    this.ctx = await this.host(root)
+    this.ctx = await this.host(this.newRoot())
     await this.ctx.sessionPersistence.create(session.header)
     await this.ctx.sessionPersistence.append(session.header.id, survivors)
     // What the reopened log says: its loops, and every change in it acknowledged.
@@ -704,13 +742,7 @@ class World {
         meta: { cwd: '/tmp/loop-sim', parentSession: parent.session.id, seedLength: seed.length },
         seed,
         agentOptions: AGENT_OPTIONS,
-        setup: (agentCtx) => {
-          this.agentLife += 1
-          // A new runtime, which may retry before the fork returns: its retries start again at a second.
-          this.lastRetry = undefined
-          this.flushedSinceRetry = true
-          this.wire(agentCtx.agent!)
-        },
+        setup: (agentCtx) => this.adopt(agentCtx.agent!),
       })
     } catch (error) {
       // DSH refuses a seed that is not a balanced prefix (a heartbeat waiting at the idle agent): no fork.
@@ -727,10 +759,37 @@ class World {
     this.inherited = inherited
     // DSH stores a fork's seed before it publishes the fork.
     this.durable = seed.length
-    this.openTurn = undefined
-    this.claimedInTurn.clear()
-    void this.handle.dispose()
+    void this.handle.dispose().then(() => this.retired.add(parent))
     this.handle = handle
+  }
+
+  /**
+   * DSH replaces the session's agent in the same host (SPEC.md §8 "Host behaviours `loop` depends on (rc.8)"): the old one
+   * torn down, whatever it was doing, then a new agent on a new `Session` over the log its close
+   * wrote. The old runtime must go inert; the new one rebuilds its schedule from the log.
+   */
+  private async replace(): Promise<void> {
+    // A session with nothing appended is never written: there is nothing to resume.
+    if (this.eventCount === 0) return
+    this.stats.replacements += 1
+    const old = this.agent
+    this.note('the agent is replaced')
+    // Until the old agent is gone its appends and sends are the session's (its inbox goes to the
+    // log, and the replacement takes it up), judged and counted as ever. Its teardown may wait on a
+    // flush or a step in flight: virtual time moves meanwhile.
+    await this.settled(this.handle.dispose())
+    this.retired.add(old)
+    const written = this.eventCount
+    this.handle = await this.ctx.agents.resume({
+      resumeSessionId: old.session.id,
+      agentOptions: AGENT_OPTIONS,
+      setup: (agentCtx) => this.adopt(agentCtx.agent!),
+    })
+    // DSH's close wrote the whole log: the new Session reads back every event the old one appended.
+    if (this.agent.session.events.length < written)
+      this.violated(`the replacement read ${this.agent.session.events.length} of ${written} events`)
+    this.durable = written
+    this.note(`replaced, ${this.agent.session.events.length} events`)
   }
 
   private judgeInbox(): void {
