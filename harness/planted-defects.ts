@@ -119,7 +119,7 @@ export const PLANTED_DEFECTS: Readonly<Record<string, readonly RevertEdit[]>> = 
     },
   ],
   'a delete appends before the step it raced is logged': [
-    { file: 'src/loop.ts', perl: 's/!this.lastEntered.logged/false/' },
+    { file: 'src/heartbeat-inbox.ts', perl: 's/=== true && !entered.logged \\?/=== true \\&\\& false ?/' },
   ],
   'a runtime that joined mid-turn does not read the turn again': [
     { file: 'src/loop.ts', perl: 's/this.inbox.readOpenTurn\\(events, header.seedLength \\?\\? 0\\)\\n      for/for/' },
@@ -132,6 +132,18 @@ export const PLANTED_DEFECTS: Readonly<Record<string, readonly RevertEdit[]>> = 
   ],
   'a fork whose first flush failed leaves its record for a create': [
     { file: 'src/loop.ts', perl: 's/if \\(loops > 0 \\|\\| this.pendingFork !== undefined\\)/if (loops > 0)/' },
+  ],
+  'a runtime keeps serving an agent DSH replaced': [
+    {
+      file: 'src/loop.ts',
+      perl: 's/return this.ctx.agents.get\\(this.agent.id\\) === this.agent && this.ctx.agents.roots\\(\\).includes\\(this.agent\\)/return true/',
+    },
+  ],
+  'the hooks wait for the host inspection': [
+    {
+      file: 'src/index.ts',
+      perl: 's/(  const runtimes = new Map<Agent, LoopRuntime>\\(\\)\\n)/$1  await inspectHost(process.argv[1])\\n/',
+    },
   ],
   'a delete is folded as nothing': [
     {

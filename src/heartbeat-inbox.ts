@@ -2,13 +2,15 @@
  * One agent's inbox as the runtime uses it: a due loop's heartbeat goes in by the delivery rule
  * (`delivery.ts`), and a loop's waiting heartbeats come out when it is deleted or a stale one is
  * replaced. It also keeps which loops' heartbeats the open turn took: read once from the log's
- * tail, then kept current by the agent's claims, which name their turn.
+ * tail, then kept current by the agent's claims, which name their turn; and the last step entered
+ * with heartbeats, until DSH has logged it.
  * @module dsh-plugin-loop/heartbeat-inbox
  */
 import type { Agent } from '@deepseek-ai/dsh-agent'
 import { createUserMessage } from '@deepseek-ai/dsh-llm'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
-import { chooseDelivery, waitingHeartbeats, type InboxMessage } from './delivery.ts'
+import type { LoopClock } from './clock.ts'
+import { chooseDelivery, heartbeatLoopIds, waitingHeartbeats, type InboxMessage } from './delivery.ts'
 import type { LoopReport } from './report.ts'
 import { describeError } from './shared/format.ts'
 import { HEARTBEAT_SOURCE, readHeartbeat, renderHeartbeat } from './shared/heartbeat.ts'
@@ -20,14 +22,22 @@ export class HeartbeatInbox {
   private turn: number | undefined
   /** Loops whose heartbeat is a user message of {@link turn}. */
   private readonly loopsInOpenTurn = new Set<string>()
+  /**
+   * The last step DSH entered with heartbeats ({@link noteEntering}): their loops, and whether DSH
+   * has logged it. DSH logs a step's input in the task that admitted it, so a 0 ms timer tells.
+   */
+  private lastEntered:
+    { readonly loops: ReadonlySet<string>; logged: boolean; readonly whenLogged: Promise<void> } | undefined
 
   /**
    * @param agent - the exact agent whose inbox this is.
    * @param report - where a replaced heartbeat is noted.
+   * @param clock - whose 0 ms timer tells when an entered step is logged.
    */
   constructor(
     private readonly agent: Agent,
     private readonly report: Pick<LoopReport, 'info'>,
+    private readonly clock: LoopClock,
   ) {}
 
   /**
@@ -113,6 +123,38 @@ export class HeartbeatInbox {
    */
   withdraw(loopId: string): void {
     for (const id of waitingHeartbeats(this.messages()).get(loopId) ?? []) this.agent.inbox.remove(id)
+  }
+
+  /**
+   * A step is about to be entered with these messages: remember its heartbeats' loops until DSH
+   * has logged it.
+   * @param messages - the step's admitted input.
+   */
+  noteEntering(messages: readonly unknown[]): void {
+    const loops = heartbeatLoopIds(messages)
+    if (loops.size === 0) return
+    const entered = {
+      loops,
+      logged: false,
+      whenLogged: new Promise<void>((resolve) =>
+        this.clock.setTimer(() => {
+          entered.logged = true
+          resolve()
+        }, 0),
+      ),
+    }
+    this.lastEntered = entered
+  }
+
+  /**
+   * When the last step entered with a heartbeat of this loop is not logged yet: a delete of the
+   * loop appends after that step, as it would after a step a moment later.
+   * @param loopId - the loop.
+   * @returns a promise settled once DSH has logged that step; undefined when there is none to wait for.
+   */
+  unloggedStepWith(loopId: string): Promise<void> | undefined {
+    const entered = this.lastEntered
+    return entered?.loops.has(loopId) === true && !entered.logged ? entered.whenLogged : undefined
   }
 
   /** Begin a turn's set (undefined: no turn open); the same turn keeps what it has. */

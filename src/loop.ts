@@ -18,7 +18,7 @@ import {
   inheritedLoopIds,
   type LoopFold,
 } from './fold.ts'
-import { admitClaimedHeartbeats, heartbeatLoopIds } from './delivery.ts'
+import { admitClaimedHeartbeats } from './delivery.ts'
 import { HeartbeatInbox } from './heartbeat-inbox.ts'
 import { flushSession } from './persistence.ts'
 import { createReport, type LoopReport } from './report.ts'
@@ -94,13 +94,6 @@ export class LoopRuntime {
    * one of that turn's steps ({@link admitStep}) or the turn ends.
    */
   private turnUnseen = false
-  /**
-   * The last step DSH entered with heartbeats ({@link admitStep}): their loops, and whether DSH has
-   * logged it. DSH logs a step's input in the task that admitted it, so a 0 ms timer tells. A delete
-   * of one of those loops appends after that step, as it would after a step a moment later.
-   */
-  private lastEntered:
-    { readonly loops: ReadonlySet<string>; logged: boolean; readonly whenLogged: Promise<void> } | undefined
 
   /**
    * @param ctx - plugin context carrying `sessions` and `agents`.
@@ -114,7 +107,7 @@ export class LoopRuntime {
   ) {
     this.report = createReport(ctx.logger('loop'))
     this.clock = options.clock ?? realClock
-    this.inbox = new HeartbeatInbox(agent, this.report)
+    this.inbox = new HeartbeatInbox(agent, this.report, this.clock)
     this.timer = new WakeTimer(this.clock, () => this.requestDrive())
   }
 
@@ -154,24 +147,8 @@ export class LoopRuntime {
     const fold = this.foldUnlessCorrupt()
     if (fold === undefined) return decision
     const admitted = admitClaimedHeartbeats(claimed, decision, fold.loops)
-    if (admitted.kind === 'enter') this.noteEntering(heartbeatLoopIds(admitted.messages))
+    if (admitted.kind === 'enter') this.inbox.noteEntering(admitted.messages)
     return admitted
-  }
-
-  /** Remember the loops a step is entered with, and when DSH has logged it ({@link lastEntered}). */
-  private noteEntering(loops: ReadonlySet<string>): void {
-    if (loops.size === 0) return
-    const entered = {
-      loops,
-      logged: false,
-      whenLogged: new Promise<void>((resolve) =>
-        this.clock.setTimer(() => {
-          entered.logged = true
-          resolve()
-        }, 0),
-      ),
-    }
-    this.lastEntered = entered
   }
 
   /** Ask for a drive; requests landing while one runs coalesce into one more. */
@@ -216,16 +193,16 @@ export class LoopRuntime {
       const decision = decide(this.soundFold())
       if (decision.change === undefined) return decision.result
       const { withdrawLoopId } = decision
-      // Its heartbeat entered a step DSH has not logged yet: the delete comes after that step.
-      while (
-        withdrawLoopId !== undefined &&
-        this.lastEntered?.loops.has(withdrawLoopId) === true &&
-        !this.lastEntered.logged
-      ) {
-        await this.lastEntered.whenLogged
-        this.assertRunnable(label, signal)
+      if (withdrawLoopId !== undefined) {
+        // Its heartbeat entered a step DSH has not logged yet: the delete comes after that step.
+        let step = this.inbox.unloggedStepWith(withdrawLoopId)
+        while (step !== undefined) {
+          await step
+          this.assertRunnable(label, signal)
+          step = this.inbox.unloggedStepWith(withdrawLoopId)
+        }
+        this.inbox.withdraw(withdrawLoopId)
       }
-      if (withdrawLoopId !== undefined) this.inbox.withdraw(withdrawLoopId)
       this.append(decision.change)
       try {
         await flushSession(this.ctx, this.agent.session)

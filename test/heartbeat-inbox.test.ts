@@ -6,6 +6,7 @@ import type { Agent } from '@deepseek-ai/dsh-agent'
 import type { SessionEvent } from '@deepseek-ai/dsh-session'
 import { describe, expect, it, vi } from 'vitest'
 import { createChange, dispatchChange } from '../src/fold.ts'
+import { realClock } from '../src/clock.ts'
 import { HeartbeatInbox } from '../src/heartbeat-inbox.ts'
 import { NOW } from './support/epoch.ts'
 import { heartbeatMessage } from './support/loop-fixtures.ts'
@@ -33,7 +34,7 @@ describe('the open turn, read from plain events', () => {
   function stubInbox() {
     const send = vi.fn()
     const agent = { id: 'ses-plain', status: 'running', inbox: { nextStep: [], nextTurn: [] }, send }
-    const inbox = new HeartbeatInbox(agent as unknown as Agent, { info: vi.fn() })
+    const inbox = new HeartbeatInbox(agent as unknown as Agent, { info: vi.fn() }, realClock)
     const taken = (...ids: string[]) =>
       ids.filter((id) => {
         send.mockClear()

@@ -1,6 +1,6 @@
 /**
  * The runtime (src/loop.ts) on a real host, one exact case each: delivery and its order of flush,
- * send and dispatch, the injected clock, lifecycle, a corrupt log, the queue of drives and
+ * send and dispatch, the injected clock, a corrupt log, the queue of drives and
  * transactions, cancellation, the pre-step filter, and reading the log once, as the dock reads it.
  * Interleavings of faults, Stops, crashes, clock jumps, deletes and reloads are the simulation's
  * (test/sim/), judged against its reference model.
@@ -91,27 +91,6 @@ describe('delivery', () => {
     expect(await persistedLoopChanges(rig.host, 'ses-run')).toEqual(loopChanges(rig.fake.agent))
   })
 
-  it('sends next-step with wakeup when the agent is running', async () => {
-    const id = await rig.create('while busy', 2)
-    rig.fake.setStatus('running')
-    await advance(2000)
-    expect(rig.fake.send.mock.calls).toEqual([
-      [
-        expect.objectContaining({ content: [{ type: 'text', text: heartbeatText(id, 'while busy') }] }),
-        'next-step',
-        true,
-      ],
-    ])
-    rig.fake.setStatus('idle')
-    await advance(2000)
-    expect(rig.fake.send.mock.calls.map(([, target, wakeup]) => [target, wakeup])).toEqual([
-      ['next-step', true],
-      ['next-turn', true],
-    ])
-    expect(rig.fake.steer).not.toHaveBeenCalled()
-    expect(rig.fake.followup).not.toHaveBeenCalled()
-  })
-
   it('runs a drive as flush, send, append of the dispatch, flush, in exactly that order', async () => {
     const id = await rig.create('in order', 1)
     await settle()
@@ -143,32 +122,6 @@ describe('delivery', () => {
     const id = await rig.create(`Is "main" <green> & 'ok'?`, 1)
     await advance(1000)
     expect(sentTexts(rig.fake)).toEqual([heartbeatText(id, 'Is &quot;main&quot; &lt;green&gt; &amp; &apos;ok&apos;?')])
-  })
-})
-
-describe('lifecycle', () => {
-  it('a disposed agent clears its timer and never dispatches again', async () => {
-    await rig.create('stale', 1)
-    expect(vi.getTimerCount()).toBe(1)
-    await rig.fake.handle.dispose()
-    expect(vi.getTimerCount()).toBe(0)
-    await advance(5000)
-    expect(rig.fake.send).not.toHaveBeenCalled()
-  })
-
-  it('an overdue loop fires once when its session resumes after downtime', async () => {
-    const id = await rig.create('after downtime', 1)
-    await rig.fake.handle.dispose()
-    vi.setSystemTime(NOW + 3_600_000)
-    const resumed = await resumeFakeAgent(rig.host, 'ses-run')
-    await settle()
-    expect(sentTexts(resumed)).toEqual([heartbeatText(id, 'after downtime')])
-    expect(loopChanges(resumed.agent).at(-1)).toEqual({
-      version: 1,
-      operation: 'dispatch',
-      id,
-      next_at: NOW + 3_601_000,
-    })
   })
 })
 

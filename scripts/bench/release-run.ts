@@ -10,7 +10,7 @@ import { closeSync, fsyncSync, openSync, readFileSync, readdirSync, renameSync, 
 import * as fsPromises from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
-import { createDshLookout } from '../../src/release/dsh-processes.ts'
+import { createDshLookout } from '../../src/release/process-table.ts'
 import { releaseHome } from '../../src/release/home.ts'
 import { RELEASE_MODES, type ReleaseModeName } from '../../src/release/modes.ts'
 import { decodeFrame, encodeFrame, readFrames, zstdFrameEnd } from '../../src/release/zstd-frames.ts'

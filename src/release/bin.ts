@@ -14,7 +14,7 @@ if (refusal !== undefined) {
 } else {
   // Loaded only now: on an older Node its imports would fail before the line above could say why.
   const { runCli } = await import('./cli.ts')
-  const { createDshLookout } = await import('./dsh-processes.ts')
+  const { createDshLookout } = await import('./process-table.ts')
   process.exitCode = await runCli(process.argv.slice(2), {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),

@@ -3,17 +3,10 @@ import { appendFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFile
 import { hostname } from 'node:os'
 import { join, relative } from 'node:path'
 import { describe, expect, it, vi } from 'vitest'
-import {
-  USAGE,
-  formatRefusal,
-  formatReport,
-  parseArguments,
-  progressLine,
-  runCli,
-  type CliProcess,
-} from '../../src/release/cli.ts'
+import { USAGE, parseArguments, runCli, type CliProcess } from '../../src/release/cli.ts'
 import type { DshLookout, DshProcess } from '../../src/release/dsh-processes.ts'
 import type { HomeRelease } from '../../src/release/home.ts'
+import { formatRefusal, formatReport, progressLine } from '../../src/release/report-text.ts'
 import { RELEASE_MODES, type Tally } from '../../src/release/modes.ts'
 import { nodeRefusal } from '../../src/release/node-version.ts'
 import { NO_DSH } from '../support/release-home.ts'

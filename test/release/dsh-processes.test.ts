@@ -7,16 +7,14 @@ import { describe, expect, it } from 'vitest'
 import {
   dshHomeOf,
   dshProcessesOn,
-  createDshLookout,
   isDshCommand,
   mayWrite,
   parsePsList,
   psEnvironment,
-  SYSTEM_PROCESSES,
   type ArgumentFile,
   type ProcessEntry,
-  type ProcessSource,
 } from '../../src/release/dsh-processes.ts'
+import { createDshLookout, SYSTEM_PROCESSES, type ProcessSource } from '../../src/release/process-table.ts'
 import { tempDir } from '../../harness/temp-dir.ts'
 
 const BIN = '/usr/lib/node_modules/.pnpm/@deepseek-ai+dsh@0.1.0-rc.8/node_modules/@deepseek-ai/dsh/lib/bin.js'
