@@ -121,6 +121,9 @@ export const PLANTED_DEFECTS: Readonly<Record<string, readonly RevertEdit[]>> = 
   'a delete appends before the step it raced is logged': [
     { file: 'src/heartbeat-inbox.ts', perl: 's/=== true && !entered.logged \\?/=== true \\&\\& false ?/' },
   ],
+  'a delete by a runtime that joined live races the old hook': [
+    { file: 'src/loop.ts', perl: 's/if \\(this.turnUnseen\\) \\{\\n          await/if (false) {\\n          await/' },
+  ],
   'a runtime that joined mid-turn does not read the turn again': [
     { file: 'src/loop.ts', perl: 's/this.inbox.readOpenTurn\\(events, header.seedLength \\?\\? 0\\)\\n      for/for/' },
   ],
@@ -132,12 +135,6 @@ export const PLANTED_DEFECTS: Readonly<Record<string, readonly RevertEdit[]>> = 
   ],
   'a fork whose first flush failed leaves its record for a create': [
     { file: 'src/loop.ts', perl: 's/if \\(loops > 0 \\|\\| this.pendingFork !== undefined\\)/if (loops > 0)/' },
-  ],
-  'a runtime keeps serving an agent DSH replaced': [
-    {
-      file: 'src/loop.ts',
-      perl: 's/return this.ctx.agents.get\\(this.agent.id\\) === this.agent && this.ctx.agents.roots\\(\\).includes\\(this.agent\\)/return true/',
-    },
   ],
   'the hooks wait for the host inspection': [
     {

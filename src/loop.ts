@@ -201,6 +201,12 @@ export class LoopRuntime {
           this.assertRunnable(label, signal)
           step = this.inbox.unloggedStepWith(withdrawLoopId)
         }
+        // Joined this turn live (a hot reload), it may race a step the old plugin's hook admitted
+        // (`admitByLog`), which DSH logs in that same task: a task later, it is logged.
+        if (this.turnUnseen) {
+          await new Promise<void>((resolve) => this.clock.setTimer(resolve, 0))
+          this.assertRunnable(label, signal)
+        }
         this.inbox.withdraw(withdrawLoopId)
       }
       this.append(decision.change)

@@ -233,12 +233,16 @@ class World {
       if (live()) this.claimed(message, turn)
     })
     // The window between DSH's claim and the step it enters (the prompt's assembly, inner hooks): at times seconds.
-    ctx.on('agent/pre-step', async (_step, next) => {
+    ctx.on('agent/pre-step', async ({ messages }, next) => {
       if (live() && !this.calm && this.random.chance(0.2)) {
         const hold = new Promise((resolve) => setTimeout(resolve, this.random.int(1, 3_000)))
         // A hot reload while the step's hooks run: the old plugin's outermost hook is still waiting on this one.
         if (this.random.chance(0.25)) void this.reload()
         await hold
+        // A delete of a claimed heartbeat's loop as the hooks end: decided while the outermost hook
+        // admits the step, or after, before DSH has logged it.
+        const claimed = messages.map(heartbeatOf).find((loop) => loop !== undefined)
+        if (claimed !== undefined && this.random.chance(0.5)) this.call('command', `/loop delete ${claimed}`)
       }
       return next()
     })
@@ -344,12 +348,21 @@ class World {
         const event = append(type, data, ...rest)
         if (type === 'loop/change') {
           this.loopLog.push({ index: this.eventCount, data })
-          this.fold.apply(data)
+          this.foldChange(data)
         }
         this.eventCount += 1
         return event
       },
     })
+  }
+
+  /** Fold a change the log holds into the model; one it cannot fold is a violation, never a throw into the host. */
+  private foldChange(data: unknown): void {
+    try {
+      this.fold.apply(data)
+    } catch (error) {
+      this.violated(`the log holds ${(error as Error).message}`)
+    }
   }
 
   private enterTurn(turn: number): void {
@@ -705,7 +718,7 @@ class World {
     survivors.forEach((event, index) => {
       if (event.type !== 'loop/change') return
       this.loopLog.push({ index, data: event.data })
-      this.fold.apply(event.data)
+      this.foldChange(event.data)
     })
     this.durable = cut
     // A heartbeat sent before its dispatch was saved may come once more (SPEC.md §9 "What `loop` promises").
@@ -867,6 +880,31 @@ class World {
     return promise
   }
 
+  /**
+   * Wait for a teardown. One that fails or never ends is a violation (unless `what` is undefined:
+   * not judged), and the run ends without it rather than hang.
+   */
+  private async tornDown(what: string | undefined, teardown: Promise<unknown> | undefined): Promise<void> {
+    let done = false
+    // Awaited, not chained: a Cordis fiber's dispose returns a thenable of its own kind.
+    void (async () => await teardown)().then(
+      () => (done = true),
+      (error: unknown) => {
+        done = true
+        if (what !== undefined)
+          this.violated(`${what} failed to tear down: ${error instanceof Error ? error.message : String(error)}`)
+      },
+    )
+    // Virtual time for its timers, real turns of the event loop for its writes (a session's close),
+    // for up to 10 virtual minutes and 10 real seconds.
+    const start = performance.now()
+    for (let waited = 0; teardown !== undefined && !done && performance.now() - start < 10_000; waited += 1_000) {
+      if (waited < 10 * 60_000) await vi.advanceTimersByTimeAsync(1_000)
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    if (!done && teardown !== undefined && what !== undefined) this.violated(`${what} never finished tearing down`)
+  }
+
   /** Let every call in flight return, moving virtual time while any waits; one that never returns is a violation. */
   private async settleCalls(): Promise<void> {
     for (let waited = 0; this.pending.size > 0 && waited < 30 * 60_000; waited += 1_000)
@@ -876,11 +914,13 @@ class World {
 
   async end(): Promise<SimResult> {
     try {
-      await this.plugin?.dispose()
-      await this.handle?.dispose()
+      await this.tornDown('the plugin', this.plugin?.dispose())
+      await this.tornDown("the user's agent", this.handle?.dispose())
       // A host left composed keeps its agent registry's AsyncLocalStorage enabled, and every promise of
       // every later run pays for it: 100 seeds took 55 s with them, 20 s without.
-      for (const host of this.hosts) await host.fiber.dispose()
+      // A crashed host's process is dead: it is disposed only to free it, and what it still waits on is not judged.
+      for (const host of this.hosts)
+        await this.tornDown(host === this.ctx ? 'the host' : undefined, host.fiber.dispose())
     } finally {
       // Whatever the end threw, the next run starts from the real clock and unwrapped prototypes.
       vi.useRealTimers()
