@@ -69,7 +69,7 @@ export const PLANTED_DEFECTS: Readonly<Record<string, readonly RevertEdit[]>> = 
   'a delete leaves its waiting heartbeat': [
     {
       file: 'src/loop.ts',
-      perl: 's/if \\(withdrawLoopId !== undefined\\) this.inbox.withdraw/if (false) this.inbox.withdraw/',
+      perl: 's/\\n        this.inbox.withdraw\\(withdrawLoopId\\)\\n/\\n/',
     },
   ],
   "a step enters with a deleted loop's claimed heartbeat": [
@@ -130,7 +130,7 @@ export const PLANTED_DEFECTS: Readonly<Record<string, readonly RevertEdit[]>> = 
   'a reload while the pre-step hooks run lets a deleted loop in': [
     {
       file: 'src/index.ts',
-      perl: 's/served \\? admitByLog\\(messages, decision, events, header.seedLength \\?\\? 0\\) : decision/decision/',
+      perl: 's/return admitByLog\\(messages, decision, events, header.seedLength \\?\\? 0\\)/return decision/',
     },
   ],
   'a fork whose first flush failed leaves its record for a create': [

@@ -107,10 +107,11 @@ export function admitClaimedHeartbeats(
 }
 
 /**
- * A step whose pre-step hooks outlived the runtime that served its agent (the plugin reloaded
- * while they ran): admitted by the loops its log holds now, since whichever runtime deleted a
- * loop meanwhile logged the delete ({@link admitClaimedHeartbeats}). A corrupt log changes
- * nothing, as for a runtime.
+ * A step that no runtime of the hook's plugin serves once the inner hooks return (the plugin
+ * reloaded while they ran): admitted by the loops its log holds now, since whichever runtime
+ * deleted a loop meanwhile logged the delete ({@link admitClaimedHeartbeats}). The log is folded
+ * only for a step that carries a heartbeat (an agent the plugin never serves gets none). A corrupt
+ * log changes nothing, as for a runtime.
  * @param claimed - the messages DSH took out of the inbox for this step.
  * @param decision - what the inner pre-step hooks decided.
  * @param events - the session's log.
@@ -123,6 +124,8 @@ export function admitByLog(
   events: readonly FoldableEvent[],
   seedLength: number,
 ): PreStepDecision {
+  if (decision.kind === 'reject' || !decision.messages.some((message) => readHeartbeat(message) !== undefined))
+    return decision
   const fold = foldLoopEvents(events, seedLength)
   return fold.corrupt === undefined ? admitClaimedHeartbeats(claimed, decision, fold.loops) : decision
 }

@@ -58,13 +58,13 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   ctx.on(
     'agent/pre-step',
     async ({ agent, messages, turn }, next) => {
-      const served = runtimes.has(agent)
       const decision = await next()
       const runtime = runtimes.get(agent)
       if (runtime !== undefined) return runtime.admitStep(messages, decision, turn)
-      // Reloaded while the inner hooks ran: neither this runtime nor its successor checks this step.
+      // No runtime of this plugin serves the agent now: a hot reload went on while the hooks ran,
+      // before or after this plugin's runtime joined. Neither it nor a successor checks this step.
       const { events, header } = agent.session
-      return served ? admitByLog(messages, decision, events, header.seedLength ?? 0) : decision
+      return admitByLog(messages, decision, events, header.seedLength ?? 0)
     },
     { prepend: true },
   )

@@ -172,6 +172,12 @@ describe('admitting a step', () => {
     expect(admitByLog([gone, live], enter(gone, live), log, 1)).toStrictEqual({ kind: 'enter', messages: [live] })
     const corrupt = [change(deleteChange('loop_ghost'))]
     expect(admitByLog([gone], kept, corrupt, 0)).toBe(kept)
+    // A step without a heartbeat, or one rejected, passes as it is: the log is not even read.
+    const unreadable = new Proxy([], { get: () => expect.fail('the log was read') }) as never
+    const plain = enter(user)
+    expect(admitByLog([user], plain, unreadable, 0)).toBe(plain)
+    const rejected = { kind: 'reject' as const }
+    expect(admitByLog([gone], rejected, unreadable, 0)).toBe(rejected)
   })
 })
 

@@ -235,14 +235,18 @@ class World {
     // The window between DSH's claim and the step it enters (the prompt's assembly, inner hooks): at times seconds.
     ctx.on('agent/pre-step', async ({ messages }, next) => {
       if (live() && !this.calm && this.random.chance(0.2)) {
-        const hold = new Promise((resolve) => setTimeout(resolve, this.random.int(1, 3_000)))
+        const holdMs = this.random.int(1, 3_000)
+        const hold = new Promise((resolve) => setTimeout(resolve, holdMs))
         // A hot reload while the step's hooks run: the old plugin's outermost hook is still waiting on this one.
         if (this.random.chance(0.25)) void this.reload()
-        await hold
-        // A delete of a claimed heartbeat's loop as the hooks end: decided while the outermost hook
-        // admits the step, or after, before DSH has logged it.
+        // A delete of a loop the step claimed while the hooks hold it, or as they end: decided while
+        // the outermost hook admits the step, or after, before DSH has logged it.
         const claimed = messages.map(heartbeatOf).find((loop) => loop !== undefined)
-        if (claimed !== undefined && this.random.chance(0.5)) this.call('command', `/loop delete ${claimed}`)
+        const deleted = claimed === undefined ? 'never' : this.random.weighted({ never: 2, during: 1, atEnd: 1 })
+        const remove = () => this.call('command', `/loop delete ${claimed}`)
+        if (deleted === 'during') setTimeout(remove, this.random.int(0, holdMs - 1))
+        await hold
+        if (deleted === 'atEnd') remove()
       }
       return next()
     })
