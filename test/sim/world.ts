@@ -491,7 +491,7 @@ class World {
       if (long && life === this.life) this.longSteps -= 1
     }
     // A hot reload as the step ends: DSH claims the next step's input while the plugin is replaced.
-    if (!this.calm && this.random.chance(0.15)) void this.reload()
+    if (!this.calm && this.random.chance(0.25)) void this.reload()
     const calls = !this.calm && this.modelToolCalls < 400 && this.random.chance(0.3) ? this.random.int(1, 3) : 0
     if (calls === 0) {
       yield { type: 'block-start', index: 0, blockType: 'text' }
@@ -615,7 +615,7 @@ class World {
       jump: 0.7,
       reload: 0.4,
       crash: 0.3,
-      fork: 0.3,
+      fork: 0.5,
       replace: 0.3,
       archive: 0.3,
       outage: 0.2,
@@ -772,7 +772,7 @@ class World {
     )
     this.stats.forks += 1
     // The narrow window: the fork's first flushes fail, before it has a loop of its own.
-    if (!this.calm && this.random.chance(0.3)) this.outageFlushes = this.random.int(5, 40)
+    if (!this.calm && this.random.chance(0.5)) this.outageFlushes = this.random.int(5, 40)
     this.inherited = inherited
     // DSH stores a fork's seed before it publishes the fork.
     this.durable = seed.length
