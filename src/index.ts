@@ -47,15 +47,17 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   const runtimes = new Map<Agent, LoopRuntime>()
   // Registered before anything is awaited (one microtask after a hot reload's dispose of the old
   // plugin, not after the host's inspection): a step DSH claims and checks while no hook of this
-  // plugin is in place enters as claimed, a loop deleted meanwhile included. Without a runtime they
-  // do nothing. No `session/event` listener: the host runs every listener on every append of every
+  // plugin is in place enters as claimed, a loop deleted meanwhile included. A plugin that stays
+  // inactive removes them. No `session/event` listener: the host runs every listener on every append of every
   // session, and the runtime needs none of it. It folds the changes it appends itself, and the open
   // turn comes from here: DSH takes a message out of the inbox, naming the turn, before it logs it
   // as the step's user message.
-  ctx.on('agent/inbox/claimed', ({ agent, message, turn }) => runtimes.get(agent)?.noteClaimed(message, turn))
+  const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message, turn }) =>
+    runtimes.get(agent)?.noteClaimed(message, turn),
+  )
   // Outermost (prepend) and after every inner hook (`await next()`), so nothing this plugin
   // did not see can change the step's input between this check and DSH logging it.
-  ctx.on(
+  const stopPreStep = ctx.on(
     'agent/pre-step',
     async ({ agent, messages, turn }, next) => {
       const decision = await next()
@@ -72,6 +74,8 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   const registration = registerLoopEventType(host.hostSessionModule)
   const support = judgeHost(host.facts)
   if (!support.supported) {
+    stopClaimed()
+    stopPreStep()
     report.error(support.message)
     try {
       registerInactiveLoopCommand(ctx, support.message)
@@ -91,11 +95,13 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   // One clock for the runtimes, their tools and the command; the process's own in every host.
   const clock = realClock
   // First, so that with another implementation of the specification installed (it registers
-  // the same command, tools and projection) nothing else is registered but the two hooks above.
+  // the same command, tools and projection, and sends the same heartbeats) nothing is left registered.
   try {
     registerLoopCommand(ctx, clock)
   } catch (error) {
     if (!isLoopCommandTaken(error)) throw error
+    stopClaimed()
+    stopPreStep()
     report.error(OTHER_LOOP_PLUGIN_MESSAGE)
     return
   }

@@ -26,12 +26,24 @@ const otherLoopPlugin = {
 
 const hosts = useHosts()
 
+/** How many hooks the host holds for the step events `loop` listens to (Cordis's own table). */
+const stepHooks = (ctx: Context) => {
+  const hooks = (ctx as unknown as { events: { _hooks: Record<string, unknown[] | undefined> } }).events._hooks
+  return (hooks['agent/pre-step']?.length ?? 0) + (hooks['agent/inbox/claimed']?.length ?? 0)
+}
+
 describe('another plugin holding /loop', () => {
-  it('leaves loop inactive with one line naming it: no tools, no projection, its /loop answers', async () => {
+  it('leaves loop inactive with one line naming it: no tools, no projection, no step hooks, its /loop answers', async () => {
     const host = await hosts.boot({ loop: false })
     await host.ctx.plugin(otherLoopPlugin as PluginModule)
+    const before = stepHooks(host.ctx)
     const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
-    await host.ctx.plugin(loopPlugin as PluginModule)
+    const loaded = host.ctx.plugin(loopPlugin as PluginModule)
+    // Its hooks are in place a microtask after the load begins, and go once it knows it stays inactive.
+    await Promise.resolve()
+    expect(stepHooks(host.ctx)).toBe(before + 2)
+    await loaded
+    expect(stepHooks(host.ctx)).toBe(before)
     expect(errors.mock.calls).toEqual([[`loop: ${OTHER_LOOP_PLUGIN_MESSAGE}`]])
     errors.mockRestore()
     const fake = await createFakeAgent(host, 'ses-beside-dsh-loop')
@@ -46,11 +58,13 @@ describe('another plugin holding /loop', () => {
     const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
     const argv = process.argv[1]
     process.argv[1] = hostWithVersions({ '@deepseek-ai/dsh-session': '0.1.7-rc.2' })
+    const before = stepHooks(host.ctx)
     try {
       await host.ctx.plugin(loopPlugin as PluginModule)
     } finally {
       process.argv[1] = argv!
     }
+    expect(stepHooks(host.ctx)).toBe(before)
     expect(errors.mock.calls).toEqual([
       [expect.stringMatching(/^loop: loop is inactive: it is built and tested for DSH 0\.1\.0-rc\.8/)],
     ])
