@@ -48,10 +48,10 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
   // Registered before anything is awaited (one microtask after a hot reload's dispose of the old
   // plugin, not after the host's inspection): a step DSH claims and checks while no hook of this
   // plugin is in place enters as claimed, a loop deleted meanwhile included. A plugin that stays
-  // inactive removes them. No `session/event` listener: the host runs every listener on every append of every
-  // session, and the runtime needs none of it. It folds the changes it appends itself, and the open
-  // turn comes from here: DSH takes a message out of the inbox, naming the turn, before it logs it
-  // as the step's user message.
+  // inactive removes them. No `session/event` listener: the host runs every listener on every
+  // append of every session, and the runtime needs none of it. It folds the changes it appends
+  // itself, and the open turn comes from here: DSH takes a message out of the inbox, naming the
+  // turn, before it logs it as the step's user message.
   const stopClaimed = ctx.on('agent/inbox/claimed', ({ agent, message, turn }) =>
     runtimes.get(agent)?.noteClaimed(message, turn),
   )
@@ -70,12 +70,15 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     },
     { prepend: true },
   )
+  const stopStepHooks = () => {
+    stopClaimed()
+    stopPreStep()
+  }
   const host = await inspectHost(process.argv[1])
   const registration = registerLoopEventType(host.hostSessionModule)
   const support = judgeHost(host.facts)
   if (!support.supported) {
-    stopClaimed()
-    stopPreStep()
+    stopStepHooks()
     report.error(support.message)
     try {
       registerInactiveLoopCommand(ctx, support.message)
@@ -100,8 +103,7 @@ export async function apply(ctx: Context, config: LoopConfig = DEFAULT_LOOP_CONF
     registerLoopCommand(ctx, clock)
   } catch (error) {
     if (!isLoopCommandTaken(error)) throw error
-    stopClaimed()
-    stopPreStep()
+    stopStepHooks()
     report.error(OTHER_LOOP_PLUGIN_MESSAGE)
     return
   }
